@@ -1,0 +1,52 @@
+package custody
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ApprovalStatus is where an approval request stands.
+type ApprovalStatus string
+
+// Approval statuses. An approved approval becomes consumed when the one call
+// it authorised runs.
+const (
+	ApprovalPending  ApprovalStatus = "pending"
+	ApprovalApproved ApprovalStatus = "approved"
+	ApprovalDeclined ApprovalStatus = "declined"
+	ApprovalExpired  ApprovalStatus = "expired"
+	ApprovalConsumed ApprovalStatus = "consumed"
+)
+
+// Approval is a request for a human to authorise one exact action: the tool
+// and its canonical arguments, bound by Digest.
+type Approval struct {
+	ID        string          `json:"approval_request_id"`
+	Status    ApprovalStatus  `json:"status"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	// Digest is hex SHA-256 of JCS({"tool":Tool,"arguments":Arguments}).
+	Digest    string    `json:"action_digest"`
+	Trace     string    `json:"trace_id"`
+	Requester string    `json:"requester"`
+	Reason    string    `json:"reason"`
+	Channel   string    `json:"channel"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// Set by the decision.
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
+	Operator  string     `json:"operator_id,omitempty"`
+	Note      string     `json:"note,omitempty"`
+	// ConsumedSeq is the ledger seq of the call that used the approval.
+	ConsumedSeq int64 `json:"consumed_seq,omitempty"`
+	// Escalations counts re-notifications after expiry.
+	Escalations int `json:"escalations,omitempty"`
+	// Context carries domain detail shown to the operator (a brief, an
+	// aggregation), never used for the digest.
+	Context json.RawMessage `json:"context,omitempty"`
+}
+
+// Usable reports whether the approval may authorise a call at time now.
+func (a *Approval) Usable(now time.Time) bool {
+	return a.Status == ApprovalApproved && a.ConsumedSeq == 0 && now.Before(a.ExpiresAt)
+}

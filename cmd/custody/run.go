@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/custody-dev/custody"
+)
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // the work ran and found a problem (invalid, tampered, refused)
+	exitUsage   = 2 // bad flags, unknown schema, unreadable input
+	exitPending = 3 // a call is waiting for a human approval
+)
+
+// Main is the program: main() only wires signals and the exit code, so
+// tests run the real program in-process.
+type Main struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+// NewMain returns a Main on the process's standard streams and environment.
+func NewMain() *Main {
+	return &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+}
+
+// command is one subcommand: a summary for the usage text and its runner.
+type command struct {
+	summary string
+	run     func(m *Main, ctx context.Context, args []string) int
+}
+
+// Run runs the subcommand named by args[0] and returns the exit code.
+func (m *Main) Run(ctx context.Context, args []string) int {
+	cmds := m.commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		m.usage(cmds)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(m.Stderr, "custody: unknown command %q\n\n", args[0])
+		m.usage(cmds)
+		return exitUsage
+	}
+	return c.run(m, ctx, args[1:])
+}
+
+func (m *Main) usage(cmds map[string]command) {
+	fmt.Fprintln(m.Stderr, "usage: custody COMMAND [flags]\n\ncommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(m.Stderr, "  %-12s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(m.Stderr, "\nRun 'custody COMMAND -h' for the flags of a command.")
+}
+
+// flags returns a flag set for a subcommand that reports to Stderr.
+func (m *Main) flags(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet("custody "+name, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(m.Stderr, "usage: custody %s %s\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args and reports whether to go on; code is the exit code
+// when not (0 for -h, 2 for a usage error).
+func (m *Main) parse(fs *flag.FlagSet, args []string) (ok bool, code int) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return false, exitOK
+		}
+		return false, exitUsage
+	}
+	return true, 0
+}
+
+// env returns the environment variable, or def when unset or empty.
+func (m *Main) env(name, def string) string {
+	if v := strings.TrimSpace(m.Getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+// fail prints err for a human and returns the exit code its kind maps to.
+func (m *Main) fail(err error) int {
+	e := custody.AsError(err)
+	fmt.Fprintf(m.Stderr, "custody: %s: %s\n", e.Kind, e.Message)
+	if e.Kind == custody.EINTERNAL && e.Err != nil {
+		fmt.Fprintf(m.Stderr, "  cause: %v\n", e.Err)
+	}
+	return exitCode(e.Kind)
+}
+
+// exitCode maps an error kind to the CLI exit code: the one table.
+func exitCode(kind string) int {
+	switch kind {
+	case "":
+		return exitOK
+	case custody.EPENDING:
+		return exitPending
+	case custody.ENOTFOUND, custody.EUNAUTHORIZED:
+		return exitUsage
+	default:
+		return exitFailed
+	}
+}

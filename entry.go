@@ -1,0 +1,58 @@
+package custody
+
+import "encoding/json"
+
+// Entry is one record on the evidence ledger. Seq, Prev and Hash are set by
+// the store when the entry is appended.
+//
+// hash = SHA-256(prev_hash_bytes ‖ JCS(entry without "hash")); the first
+// entry's prev is 32 zero bytes. Body holds the exact JSON as received or
+// produced; BodySHA256 is the SHA-256 of those exact bytes.
+type Entry struct {
+	Seq   int64  `json:"seq"`
+	At    string `json:"at"`
+	Kind  string `json:"kind"`
+	Trace string `json:"trace"`
+	Actor string `json:"actor"`
+	// Refs thread a chain of custody: approval_request_id, brief_id,
+	// vms_update_id, ... Never nil on the ledger (an empty object).
+	Refs       map[string]string `json:"refs"`
+	Body       json.RawMessage   `json:"body"`
+	BodySHA256 string            `json:"body_sha256"`
+	Prev       string            `json:"prev"`
+	Hash       string            `json:"hash"`
+}
+
+// Checkpoint is a signed statement of the ledger's size and head hash.
+// Sig is the base64 ed25519 signature over the checkpoint's signed bytes
+// (see package ledger).
+type Checkpoint struct {
+	Size int64  `json:"size"`
+	Head string `json:"head"`
+	At   string `json:"at"`
+	Sig  string `json:"sig"`
+}
+
+// Query selects ledger entries. Zero fields select everything.
+type Query struct {
+	After int64 // entries with seq > After
+	Limit int   // at most Limit entries; 0 means a store default
+	Trace string
+	Kind  string
+	// Refs selects entries whose refs hold every given key and value.
+	Refs map[string]string
+}
+
+// Ledger entry kinds written by the core.
+const (
+	KindCallStarted      = "call.started"
+	KindCallSucceeded    = "call.succeeded"
+	KindCallRefused      = "call.refused"
+	KindCallFailed       = "call.failed"
+	KindApprovalRequest  = "approval.requested"
+	KindApprovalDecided  = "approval.decided"
+	KindApprovalExpired  = "approval.expired"
+	KindApprovalEscalate = "approval.escalated"
+	KindNotifyFailed     = "notify.failed"
+	KindContractBreach   = "contract.breach"
+)
