@@ -41,6 +41,10 @@ type Approval struct {
 	ConsumedSeq int64 `json:"consumed_seq,omitempty"`
 	// Escalations counts re-notifications after expiry.
 	Escalations int `json:"escalations,omitempty"`
+	// Editable names top-level string arguments an operator may edit before
+	// approving (a sign's message, say). An edit rebinds Digest to the
+	// edited arguments: what was approved is what may run.
+	Editable []string `json:"editable,omitempty"`
 	// Context carries domain detail shown to the operator (a brief, an
 	// aggregation), never used for the digest.
 	Context json.RawMessage `json:"context,omitempty"`
