@@ -1,0 +1,294 @@
+package contract
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/custody-dev/custody"
+	"github.com/pb33f/jsonschema/v6"
+)
+
+// nameRef is a short name and the JSON pointer it stands for.
+type nameRef struct {
+	name, ptr string
+}
+
+// seed is an embedded contract and how its schemas are named.
+type seed struct {
+	file  string
+	names func(tree any) []nameRef
+}
+
+// seeds lists the embedded contracts, in listing order.
+func seeds() []seed {
+	return []seed{
+		{"peas-tools.json", peasNames},
+		{"brain-packet.json", brainNames},
+		{"clinical-action-envelope.json", func(any) []nameRef { return []nameRef{{"cae:envelope", ""}} }},
+	}
+}
+
+// peasNames names every tool input and output by tool name, and every
+// $defs entry.
+func peasNames(tree any) []nameRef {
+	var out []nameRef
+	tools, _ := member(tree, "tools").([]any)
+	for i, t := range tools {
+		name, _ := member(t, "name").(string)
+		for _, io := range []string{"input", "output"} {
+			if member(t, io) != nil {
+				out = append(out, nameRef{fmt.Sprintf("peas:%s/%s", name, io), fmt.Sprintf("/tools/%d/%s", i, io)})
+			}
+		}
+	}
+	return append(out, defNames("peas", tree)...)
+}
+
+// brainNames names the in and out shape of every job: each $defs entry
+// that has them.
+func brainNames(tree any) []nameRef {
+	var out []nameRef
+	for _, def := range sortedKeys(member(tree, "$defs")) {
+		for _, io := range []string{"in", "out"} {
+			if member(member(tree, "$defs", def), io) != nil {
+				out = append(out, nameRef{"brain:" + def + "/" + io, "/$defs/" + escapeToken(def) + "/" + io})
+			}
+		}
+	}
+	return out
+}
+
+// userNames names a user contract's root by its file's base name and each
+// $defs entry as base:def.
+func userNames(base string, tree any) []nameRef {
+	return append([]nameRef{{base, ""}}, defNames(base, tree)...)
+}
+
+func defNames(prefix string, tree any) []nameRef {
+	var out []nameRef
+	for _, def := range sortedKeys(member(tree, "$defs")) {
+		out = append(out, nameRef{prefix + ":" + def, "/$defs/" + escapeToken(def)})
+	}
+	return out
+}
+
+// member walks object members by key; it returns nil where one is missing.
+func member(v any, keys ...string) any {
+	for _, k := range keys {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = obj[k]
+	}
+	return v
+}
+
+func sortedKeys(v any) []string {
+	obj, _ := v.(map[string]any)
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Load reads the embedded contracts, every *.json in opts.Dir and
+// opts.Extra, and compiles every named schema. A contract that is not
+// strict JSON, has no usable $id, repeats another's $id or a short name,
+// or does not compile is an EINVALID error naming its file; a directory
+// that does not exist is ENOTFOUND.
+func Load(opts Options) (*Registry, error) {
+	r := &Registry{
+		maxBytes: opts.MaxBytes,
+		byID:     map[string]*document{},
+		byName:   map[string]string{},
+		compiled: map[string]*jsonschema.Schema{},
+		printer:  newPrinter(),
+		compiler: newCompiler(nil, true),
+	}
+	if r.maxBytes <= 0 {
+		r.maxBytes = DefaultMaxBytes
+	}
+	if err := r.addSeeds(); err != nil {
+		return nil, err
+	}
+	if err := r.addDir(opts.Dir); err != nil {
+		return nil, err
+	}
+	if err := r.addExtra(opts.Extra); err != nil {
+		return nil, err
+	}
+	if err := r.compileAll(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Registry) addSeeds() error {
+	for _, s := range seeds() {
+		raw, err := embedded.ReadFile("contracts/" + s.file)
+		if err != nil {
+			return &custody.Error{Kind: custody.EINTERNAL, Message: "embedded contract " + s.file + " is missing", Err: err}
+		}
+		if err := r.add(s.file, "", raw, s.names); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Registry) addDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		kind := custody.EINVALID
+		if os.IsNotExist(err) {
+			kind = custody.ENOTFOUND
+		}
+		return &custody.Error{Kind: kind, Message: fmt.Sprintf("contracts directory %s cannot be read", dir), Err: err}
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		if err := r.addFile(dir, e.Name()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Registry) addFile(dir, name string) error {
+	path := filepath.Join(dir, name)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return &custody.Error{Kind: custody.EINVALID, Message: fmt.Sprintf("contract %s cannot be read", path), Err: err}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return &custody.Error{Kind: custody.EINVALID, Message: fmt.Sprintf("contract %s: no absolute path", path), Err: err}
+	}
+	fileURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
+	return r.add(path, fileURL, raw, userNamer(name))
+}
+
+func (r *Registry) addExtra(extra map[string][]byte) error {
+	names := make([]string, 0, len(extra))
+	for name := range extra {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		base := filepath.Base(name)
+		if err := r.add(name, "urn:custody:contract:"+url.PathEscape(base), extra[name], userNamer(base)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// userNamer names a user contract after its file's base name.
+func userNamer(file string) func(any) []nameRef {
+	base := strings.TrimSuffix(filepath.Base(file), ".json")
+	return func(tree any) []nameRef { return userNames(base, tree) }
+}
+
+// add registers one contract. defaultID is its id when it declares no
+// $id ("" when it must declare one).
+func (r *Registry) add(file, defaultID string, raw []byte, names func(any) []nameRef) error {
+	tree, err := decode(raw)
+	if err != nil {
+		return contractError(file, "is not valid JSON: %v", err)
+	}
+	id, err := contractID(tree, defaultID)
+	if err != nil {
+		return contractError(file, "%v", err)
+	}
+	if prev, dup := r.byID[id]; dup {
+		return contractError(file, "repeats the $id %s of %s", id, prev.File)
+	}
+	title, _ := member(tree, "title").(string)
+	d := &document{Contract: Contract{ID: id, Title: title, File: file}, raw: raw, tree: tree}
+	if err := r.compiler.AddResource(id, tree); err != nil {
+		return contractError(file, "cannot be added: %v", err)
+	}
+	r.docs = append(r.docs, d)
+	r.byID[id] = d
+	return r.addNames(d, names(tree))
+}
+
+// contractID returns the contract's $id, which must be an absolute URI
+// without a fragment; defaultID stands in for a missing one.
+func contractID(tree any, defaultID string) (string, error) {
+	obj, ok := tree.(map[string]any)
+	if !ok {
+		return "", errors.New("is not a JSON object")
+	}
+	raw, present := obj["$id"]
+	if !present && defaultID != "" {
+		return defaultID, nil
+	}
+	id, _ := raw.(string)
+	id = strings.TrimSuffix(id, "#")
+	if err := checkURI(id); err != nil || strings.Contains(id, "#") {
+		shown, _ := json.Marshal(raw)
+		return "", fmt.Errorf("needs an absolute $id without a fragment, got %s", shown)
+	}
+	return id, nil
+}
+
+func (r *Registry) addNames(d *document, refs []nameRef) error {
+	for _, n := range refs {
+		if prev, dup := r.byName[n.name]; dup {
+			return contractError(d.File, "repeats the schema name %q already given to %s", n.name, prev)
+		}
+		uri := d.ID + "#" + n.ptr
+		r.byName[n.name] = uri
+		r.named = append(r.named, Named{Name: n.name, URI: uri, Contract: d.ID})
+		d.Schemas++
+	}
+	return nil
+}
+
+// compileAll compiles each contract's root and every named schema, so
+// that a broken contract fails at Load, not at its first call.
+func (r *Registry) compileAll() error {
+	for _, d := range r.docs {
+		if err := r.compileInto(d.File, d.ID+"#"); err != nil {
+			return err
+		}
+	}
+	for _, n := range r.named {
+		if err := r.compileInto(r.byID[n.Contract].File, n.URI); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Registry) compileInto(file, uri string) error {
+	if _, done := r.compiled[uri]; done {
+		return nil
+	}
+	s, err := r.compiler.Compile(uri)
+	if err != nil {
+		return contractError(file, "does not compile: %v", err)
+	}
+	r.compiled[uri] = s
+	return nil
+}
+
+func contractError(file, format string, args ...any) *custody.Error {
+	return custody.Errorf(custody.EINVALID, "contract %s %s", file, fmt.Sprintf(format, args...))
+}
