@@ -1,0 +1,166 @@
+// Package guard holds deterministic discipline checks on text a model
+// composed: every number, name, field and topic it states must come from
+// the facts it was given, required citations must be present, and length
+// is bounded. A check never rewrites text; it refuses it, and the caller
+// falls back to its deterministic template.
+package guard
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/custody-dev/custody"
+)
+
+// Check is one discipline check. It returns nil when text passes, else an
+// EINVALID *custody.Error whose violations name each offending part.
+type Check func(text string) error
+
+var (
+	numberRE = regexp.MustCompile(`\d+(?:,\d{3})*(?:\.\d+)?`)
+	wordRE   = regexp.MustCompile(`[A-Za-z][A-Za-z'’-]*`)
+	fieldRE  = regexp.MustCompile(`\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b`)
+	nameRE   = regexp.MustCompile(`[A-Z][A-Za-z]+`)
+)
+
+// violation is one failed rule, reported under keyword "guard/RULE".
+func violation(rule, format string, args ...any) custody.Violation {
+	return custody.Violation{Keyword: "guard/" + rule, Message: fmt.Sprintf(format, args...)}
+}
+
+// refuse wraps violations in an EINVALID error; nil when there are none.
+func refuse(vs []custody.Violation) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	msgs := make([]string, 0, len(vs))
+	for _, v := range vs {
+		msgs = append(msgs, v.Message)
+	}
+	return &custody.Error{Kind: custody.EINVALID, Message: "text refused: " + strings.Join(msgs, "; "), Violations: vs}
+}
+
+// All runs every check and reports all their violations together.
+func All(checks ...Check) Check {
+	return func(text string) error {
+		var vs []custody.Violation
+		for _, c := range checks {
+			err := c(text)
+			if err == nil {
+				continue
+			}
+			e := custody.AsError(err)
+			if len(e.Violations) == 0 {
+				vs = append(vs, violation("check", "%s", e.Message))
+			}
+			vs = append(vs, e.Violations...)
+		}
+		return refuse(vs)
+	}
+}
+
+// Numbers returns the numbers written in digits in text, normalized so that
+// "0.50", "0.5" and "1,200" compare by value ("0.5", "1200").
+func Numbers(text string) []string {
+	var out []string
+	for _, m := range numberRE.FindAllString(text, -1) {
+		out = append(out, normalizeNumber(m))
+	}
+	return out
+}
+
+func normalizeNumber(s string) string {
+	f, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64)
+	if err != nil {
+		return s
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// Words returns the words of text, lowercased.
+func Words(text string) []string {
+	ws := wordRE.FindAllString(text, -1)
+	for i, w := range ws {
+		ws[i] = strings.ToLower(w)
+	}
+	return ws
+}
+
+// WordCount returns how many whitespace-separated words text holds.
+func WordCount(text string) int { return len(strings.Fields(text)) }
+
+// Fields returns the snake_case identifiers in text: field names.
+func Fields(text string) []string { return fieldRE.FindAllString(text, -1) }
+
+// Names returns the capitalized words of text that do not open a sentence:
+// proper names such as places.
+func Names(text string) []string {
+	var out []string
+	for _, loc := range nameRE.FindAllStringIndex(text, -1) {
+		if loc[0] > 0 && isWordByte(text[loc[0]-1]) {
+			continue // inside a token such as "MM88" or "iPhone"
+		}
+		if opensSentence(text[:loc[0]]) {
+			continue
+		}
+		out = append(out, text[loc[0]:loc[1]])
+	}
+	return out
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// opensSentence reports whether a word after prefix starts a sentence,
+// a line or a list item.
+func opensSentence(prefix string) bool {
+	p := strings.TrimRight(prefix, " \t\"'(“*")
+	if p == "" {
+		return true
+	}
+	switch p[len(p)-1] {
+	case '.', '!', '?', ':', '\n', '-':
+		return true
+	}
+	return false
+}
+
+// MaxWords refuses text longer than n words.
+func MaxWords(n int) Check {
+	return func(text string) error {
+		if c := WordCount(text); c > n {
+			return refuse([]custody.Violation{violation("length", "%d words, at most %d allowed", c, n)})
+		}
+		return nil
+	}
+}
+
+// MaxChars refuses text longer than n characters.
+func MaxChars(n int) Check {
+	return func(text string) error {
+		if c := len([]rune(text)); c > n {
+			return refuse([]custody.Violation{violation("length", "%d characters, at most %d allowed", c, n)})
+		}
+		return nil
+	}
+}
+
+// RequireAny refuses text that holds none of phrases (case-insensitive).
+// With no phrases it accepts everything.
+func RequireAny(phrases ...string) Check {
+	return func(text string) error {
+		if len(phrases) == 0 {
+			return nil
+		}
+		low := strings.ToLower(text)
+		for _, p := range phrases {
+			if strings.Contains(low, strings.ToLower(p)) {
+				return nil
+			}
+		}
+		return refuse([]custody.Violation{violation("citation", "required citation %q is missing", phrases[0])})
+	}
+}

@@ -1,0 +1,132 @@
+package guard_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/guard"
+)
+
+func TestNumbers(t *testing.T) {
+	tests := []struct {
+		name, text string
+		want       []string
+	}{
+		{"Plain", "visibility 300 ft", []string{"300"}},
+		{"Decimal", "0.50 crashes per minute", []string{"0.5"}},
+		{"Thousands", "1,200 vehicles", []string{"1200"}},
+		{"Date", "on 2015-01-09", []string{"2015", "1", "9"}},
+		{"RoadID", "I-94:MM88-EB", []string{"94", "88"}},
+		{"None", "no digits here", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := guard.Numbers(tt.text); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Numbers(%q) = %v, want %v", tt.text, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNames(t *testing.T) {
+	got := guard.Names("Visibility is low near Galesburg. Toledo saw worse. Drivers on I-94 near Kalamazoo: slow.")
+	want := []string{"Galesburg", "Kalamazoo"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Names = %v, want %v", got, want)
+	}
+}
+
+func TestWordCount(t *testing.T) {
+	if n := guard.WordCount("  one two\nthree "); n != 3 {
+		t.Errorf("WordCount = %d, want 3", n)
+	}
+}
+
+func TestFactsChecks(t *testing.T) {
+	facts := guard.NewFacts(`{"visibility_ft":300,"location_id":"I-94:MM88-EB"}`, "Compare Galesburg 2015 with snow.")
+	tests := []struct {
+		name    string
+		check   guard.Check
+		text    string
+		keyword string // "" means the text passes
+	}{
+		{"NumberOK", facts.OnlyNumbers(), "visibility 300 ft on I-94", ""},
+		{"NumberInvented", facts.OnlyNumbers(), "visibility 250 ft", "guard/number"},
+		{"NameOK", facts.OnlyNames(), "as at Galesburg in 2015", ""},
+		{"NameInvented", facts.OnlyNames(), "as near Toledo last year", "guard/name"},
+		{"FieldOK", facts.OnlyFields(), "visibility_ft is low", ""},
+		{"FieldInvented", facts.OnlyFields(), "humidity_pct is high", "guard/field"},
+		{"TermOK", facts.OnlyTerms("snow", "humidity"), "snow falling", ""},
+		{"TermInvented", facts.OnlyTerms("snow", "humidity"), "high humidity", "guard/term"},
+		{"LengthOK", guard.MaxWords(3), "one two three", ""},
+		{"LengthOver", guard.MaxWords(3), "one two three four", "guard/length"},
+		{"CharsOver", guard.MaxChars(3), "four", "guard/length"},
+		{"CitationOK", guard.RequireAny("Galesburg"), "like galesburg", ""},
+		{"CitationMissing", guard.RequireAny("Galesburg"), "like nothing before", "guard/citation"},
+		{"CitationNotRequired", guard.RequireAny(), "anything", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.check(tt.text)
+			if tt.keyword == "" {
+				if err != nil {
+					t.Fatalf("check(%q) = %v, want pass", tt.text, err)
+				}
+				return
+			}
+			e := custody.AsError(err)
+			if err == nil || e.Kind != custody.EINVALID || len(e.Violations) == 0 || e.Violations[0].Keyword != tt.keyword {
+				t.Fatalf("check(%q) = %v, want EINVALID with %s", tt.text, err, tt.keyword)
+			}
+		})
+	}
+}
+
+func TestAllCollectsEveryViolation(t *testing.T) {
+	facts := guard.NewFacts("visibility 300")
+	err := guard.All(facts.OnlyNumbers(), guard.MaxWords(2))("visibility 250 and more")
+	e := custody.AsError(err)
+	if len(e.Violations) != 2 {
+		t.Fatalf("violations = %+v, want 2", e.Violations)
+	}
+}
+
+func TestBrief(t *testing.T) {
+	sig := `{"severity":"critical","location_id":"I-94:MM88-EB","contributing_factors":["visibility 300 ft < 500 ft"],"sensor_snapshot":{"visibility_ft":300,"precipitation_type":"snow","wind_mph":35}}`
+	cmp := `[{"label":"I-94 Galesburg 2015-01-09 whiteout pile-up (~193 vehicles, 1 fatality)","summary":"Whiteout in lake-effect snow near Galesburg, Michigan."}]`
+	tmpl := "CRITICAL pile-up signature at I-94:MM88-EB. Visibility 300 ft. Compare Galesburg, Michigan."
+	check := guard.Brief{Signature: sig, Comparisons: cmp, Template: tmpl, Citations: []string{"Galesburg"}}.Check()
+	tests := []struct {
+		name    string
+		text    string
+		keyword string
+	}{
+		{"Template", tmpl, ""},
+		{"Restated", "Visibility at I-94:MM88-EB is 300 ft in snow with wind; like Galesburg in 2015 (193 vehicles).", ""},
+		{"InventedNumber", "Visibility is 120 ft; like Galesburg.", "guard/number"},
+		{"InventedPlace", "Conditions match those near Toledo and Galesburg.", "guard/name"},
+		{"InventedField", "The road_surface_temp is low; like Galesburg.", "guard/field"},
+		{"InventedMeasurement", "High humidity; like Galesburg.", "guard/term"},
+		{"DroppedCitation", "Visibility 300 ft in snow.", "guard/citation"},
+		{"TooLong", strings.Repeat("snow ", 201) + "Galesburg", "guard/length"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := check(tt.text)
+			if tt.keyword == "" {
+				if err != nil {
+					t.Fatalf("brief refused: %v", err)
+				}
+				return
+			}
+			for _, v := range custody.AsError(err).Violations {
+				if v.Keyword == tt.keyword {
+					return
+				}
+			}
+			t.Fatalf("brief %q: got %v, want a %s violation", tt.text, err, tt.keyword)
+		})
+	}
+}

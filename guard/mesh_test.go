@@ -1,0 +1,95 @@
+package guard
+
+import (
+	"testing"
+
+	"github.com/custody-dev/custody"
+)
+
+func TestMeshAdvisory(t *testing.T) {
+	tests := []struct {
+		name, tier, text string
+		ok               bool
+	}{
+		{"InfoClear", "info", "Tier info at forward-ridge-1: conditions clear.", true},
+		{"InfoMentionsFire", "info", "Tier info, but fire on the ridge.", false},
+		{"InfoNegatedSmoke", "info", "Tier info: no smoke seen.", false},
+		{"InfoEvacuation", "info", "Tier info. Evacuation routes open.", false},
+		{"InfoNodeNameWithFire", "info", "Tier info at forward-firewatch-2: conditions clear.", true},
+		{"InfoClaimsWarning", "info", "Tier info, warning issued.", false},
+		{"CriticalWithFire", "critical", "Tier critical: active fire detected.", true},
+		{"CriticalCitesLowerTier", "critical", "Tier critical, raised from warning.", true},
+		{"WarningClaimsEmergency", "warning", "Tier warning, expect emergency soon.", false},
+		{"MissingTier", "warning", "Hot spot detected near the node.", false},
+		{"UnknownTier", "severe", "Tier severe.", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := MeshAdvisory(tt.tier)(tt.text)
+			if (err == nil) != tt.ok {
+				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
+			}
+			if err != nil && custody.ErrorKind(err) != custody.EINVALID {
+				t.Fatalf("kind = %s", custody.ErrorKind(err))
+			}
+		})
+	}
+}
+
+func TestMeshAggregation(t *testing.T) {
+	reported := map[string]string{"forward-a-1": "critical", "forward-a-2": "info", "forward-a-12": "warning"}
+	allInfo := map[string]string{"forward-a-1": "info", "forward-a-2": "info"}
+	tests := []struct {
+		name     string
+		reported map[string]string
+		severity string
+		text     string
+		ok       bool
+	}{
+		{"CitesWhatNodesSaid", reported, "critical", "Severity critical. forward-a-1 (critical), forward-a-12 (warning), forward-a-2 (info).", true},
+		{"StaleCapped", reported, "warning", "Severity warning. forward-a-1 (stale; last critical, capped to warning).", true},
+		{"UnknownNode", reported, "critical", "forward-a-1 (critical) and forward-a-3 (critical).", false},
+		{"WrongTierCited", reported, "critical", "forward-a-2 (critical) reports.", false},
+		{"PrefixNodeWrongTier", reported, "critical", "forward-a-12 (critical) reports.", false},
+		{"NoCitation", reported, "critical", "Severity critical across the sector today.", false},
+		{"NamesUnreportedTier", reported, "critical", "forward-a-1 (critical); expect emergency.", false},
+		{"SeverityAboveInputs", reported, "emergency", "forward-a-1 (critical).", false},
+		{"AllInfoClear", allInfo, "info", "Severity info. forward-a-1 (info), forward-a-2 (info).", true},
+		{"AllInfoMentionsSmoke", allInfo, "info", "Severity info. forward-a-1 (info) sees smoke.", false},
+		{"AllInfoSeverityWarning", allInfo, "warning", "forward-a-1 (info).", false},
+		{"NoInputs", map[string]string{}, "info", "forward-a-1 (info).", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := MeshAggregation(tt.reported, tt.severity)(tt.text); (err == nil) != tt.ok {
+				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+}
+
+func TestMeshBroadcast(t *testing.T) {
+	agg := "Sector 11SKU, 12 nodes, severity emergency. Reported: forward-r-1 (emergency), forward-r-2 (critical); 10 more nodes report info."
+	tests := []struct {
+		name, tier, text string
+		ok               bool
+	}{
+		{"Repeats", "emergency", agg, true},
+		{"Shortens", "critical", "forward-r-1 (emergency), forward-r-2 (critical).", true},
+		{"SoftensTierWord", "warning", "Sector 11SKU: 12 nodes reported.", true},
+		{"NewNode", "critical", "forward-r-1 (emergency), forward-r-7 (critical).", false},
+		{"NewNumber", "critical", "forward-r-1 (emergency), 40 acres.", false},
+		{"NewClaim", "critical", "forward-r-1 (emergency). Evacuate now.", false},
+		{"NewHazard", "critical", "Smoke reported by forward-r-1 (emergency).", false},
+		{"NewTierWord", "warning", "Sector 11SKU, warning issued.", false},
+		{"InfoTier", "info", "Sector 11SKU, 12 nodes.", false},
+		{"LoweredButStatesHigher", "critical", "Sector 11SKU, severity emergency.", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := MeshBroadcast(agg, tt.tier)(tt.text); (err == nil) != tt.ok {
+				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+}

@@ -1,0 +1,125 @@
+package peas
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/custody-dev/custody"
+)
+
+//go:embed console/index.html
+var consoleFS embed.FS
+
+// Snapshot is what the console page polls: corridors with their
+// signatures and briefs, the sign registry and the in-car panel.
+type Snapshot struct {
+	Corridors     []CorridorStatus `json:"corridors"`
+	Signs         []Sign           `json:"signs"`
+	Notifications []Notification   `json:"notifications"`
+	At            string           `json:"at"`
+}
+
+// Snapshot returns the console's view of the system now.
+func (s *System) Snapshot(ctx context.Context) (Snapshot, error) {
+	cs, err := s.Corridors(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	signs, err := s.Signs(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	ns, err := s.Notifications(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return Snapshot{Corridors: cs, Signs: signs, Notifications: ns, At: custody.FormatTime(s.now())}, nil
+}
+
+// Handler serves the console page and its JSON API under whatever prefix
+// it is mounted at (the page uses relative URLs):
+//
+//	GET  .../              the page
+//	GET  .../api/state     the Snapshot
+//	POST .../api/voice     {"approval_request_id","tts_voice_style","operator_id"}
+//
+// The pending approval itself is decided in the core console inbox; the
+// voice choice is the one operator input of this page. Mount it behind
+// operator authentication.
+func (s *System) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/api/state"):
+			s.serveState(w, r)
+		case strings.HasSuffix(r.URL.Path, "/api/voice"):
+			s.serveVoice(w, r)
+		case r.Method == http.MethodGet || r.Method == http.MethodHead:
+			page, _ := consoleFS.ReadFile("console/index.html")
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			w.Write(page)
+		default:
+			writeError(w, custody.Errorf(custody.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path))
+		}
+	})
+}
+
+func (s *System) serveState(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, custody.Errorf(custody.EINVALID, "use GET"))
+		return
+	}
+	snap, err := s.Snapshot(r.Context())
+	if err != nil {
+		s.d.Logger.Error("console snapshot", "err", err)
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, snap)
+}
+
+func (s *System) serveVoice(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, custody.Errorf(custody.EINVALID, "use POST"))
+		return
+	}
+	var in struct {
+		ID       string `json:"approval_request_id"`
+		Voice    string `json:"tts_voice_style"`
+		Operator string `json:"operator_id"`
+	}
+	d := json.NewDecoder(io.LimitReader(r.Body, 4096))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&in); err != nil {
+		writeError(w, custody.Errorf(custody.EINVALID, "body must be {approval_request_id, tts_voice_style, operator_id}: %v", err))
+		return
+	}
+	if err := s.ChooseVoice(r.Context(), in.ID, in.Voice, in.Operator); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"approval_request_id": in.ID, "tts_voice_style": in.Voice})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// writeError maps an error kind to a status; internal detail stays out.
+func writeError(w http.ResponseWriter, err error) {
+	e := custody.AsError(err)
+	status := map[string]int{
+		custody.EINVALID: http.StatusBadRequest, custody.ENOTFOUND: http.StatusNotFound, custody.EDENIED: http.StatusForbidden,
+		custody.ECONFLICT: http.StatusConflict, custody.EUNAVAILABLE: http.StatusServiceUnavailable,
+	}[e.Kind]
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]string{"kind": e.Kind, "message": e.Message}})
+}
