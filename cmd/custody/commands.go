@@ -4,5 +4,16 @@ package main
 func (m *Main) commands() map[string]command {
 	return map[string]command{
 		// one line per subcommand, kept sorted
+		"approvals": {"list, approve, decline and expire approval requests", (*Main).runApprovals},
+		"bench":     {"measure the gateway against the raw SQLite baseline", (*Main).runBench},
+		"brain":     {"local knowledge room, context packets and the Brain over MCP", (*Main).runBrain},
+		"call":      {"call a tool through the gateway and print the result", (*Main).runCall},
+		"contracts": {"list the contracts and their named schemas", (*Main).runContracts},
+		"ledger":    {"verify, export, show and append to the evidence ledger", (*Main).runLedger},
+		"mcp":       {"serve MCP on stdin and stdout (--stdio)", (*Main).runMCP},
+		"mesh":      {"wildfire mesh pods: forward node, aggregator, simulation", (*Main).runMesh},
+		"peas":      {"pile-up early alert tools: detect a signature from sensor readings", (*Main).runPeas},
+		"serve":     {"serve the HTTP API, MCP at /mcp and the operator console", (*Main).runServe},
+		"validate":  {"validate JSON documents against a schema", (*Main).runValidate},
 	}
 }

@@ -1,0 +1,280 @@
+// Package approval holds consequential actions for a human: a request is
+// bound to the digest of one exact action (tool and canonical arguments),
+// decided by an operator, used at most once and only before it expires.
+// Undecided requests expire on a sweep and escalate to the next channel.
+//
+// Every state transition is recorded on the evidence ledger: a request as
+// approval.requested, a decision as approval.decided, an expiry as
+// approval.expired and a re-notification as approval.escalated. Entries
+// carry the refs approval_request_id and action_digest, so the approvals of
+// one action in one trace can be found on the ledger.
+package approval
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/ledger"
+)
+
+// DefaultTTL is how long a request waits for a decision unless told.
+const DefaultTTL = 5 * time.Minute
+
+// ConsoleChannel is the channel of the operator console inbox. It needs no
+// notifier: the approval store is the inbox.
+const ConsoleChannel = "pwa"
+
+// Decisions an operator may take.
+const (
+	Approve = "approved"
+	Decline = "declined"
+)
+
+// Refs written on approval ledger entries.
+const (
+	RefApproval = "approval_request_id"
+	RefDigest   = "action_digest"
+)
+
+// Notifier tells a human that an approval waits for them.
+type Notifier interface {
+	// Name is the channel the notifier serves ("sms", "pager").
+	Name() string
+	// Notify delivers a. An error means the human may not know; the
+	// request stays pending either way.
+	Notify(ctx context.Context, a custody.Approval) error
+}
+
+// Config configures a Service.
+type Config struct {
+	Store  custody.ApprovalStore
+	Ledger custody.Ledger
+	// Notifiers are the channels in escalation order. The console inbox
+	// (ConsoleChannel) is implicit and comes first.
+	Notifiers []Notifier
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// TTL is the default time a request waits; DefaultTTL when zero.
+	TTL time.Duration
+}
+
+// Service requests, decides, consumes and expires approvals.
+type Service struct {
+	store     custody.ApprovalStore
+	ledger    custody.Ledger
+	notifiers []Notifier
+	now       func() time.Time
+	ttl       time.Duration
+}
+
+// New returns a Service. It fails when the store or the ledger is missing:
+// an approval that is not recorded is no approval.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("approval: no approval store")
+	}
+	if cfg.Ledger == nil {
+		return nil, errors.New("approval: no ledger")
+	}
+	s := &Service{store: cfg.Store, ledger: cfg.Ledger, notifiers: cfg.Notifiers, now: cfg.Now, ttl: cfg.TTL}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.ttl <= 0 {
+		s.ttl = DefaultTTL
+	}
+	for i, n := range cfg.Notifiers {
+		if n == nil || n.Name() == "" || n.Name() == ConsoleChannel {
+			return nil, fmt.Errorf("approval: notifier %d needs a name other than %q", i, ConsoleChannel)
+		}
+	}
+	return s, nil
+}
+
+// Request asks a human to authorise one exact action.
+type Request struct {
+	Tool      string
+	Args      json.RawMessage
+	Trace     string
+	Requester string
+	Reason    string
+	// Channel names the notifier to use first; ConsoleChannel when empty.
+	Channel string
+	// TTL overrides the service's default wait.
+	TTL time.Duration
+	// Editable names top-level string arguments an operator may edit.
+	Editable []string
+	// Context is shown to the operator and never hashed.
+	Context json.RawMessage
+	// ID is a preassigned request id (a UUID); a new UUID v4 when empty.
+	ID string
+}
+
+// Request stores a pending approval for r, records approval.requested and
+// notifies through r's channel. A notifier failure is recorded as
+// notify.failed and leaves the request pending: it is never approved by
+// default. Errors are EINVALID for a malformed request and EUNAVAILABLE when
+// the store or the ledger cannot be written.
+func (s *Service) Request(ctx context.Context, r Request) (custody.Approval, error) {
+	a, err := s.newApproval(r)
+	if err != nil {
+		return custody.Approval{}, err
+	}
+	if err := s.store.CreateApproval(ctx, a); err != nil {
+		return custody.Approval{}, storeError("store approval request", err)
+	}
+	body, err := json.Marshal(a)
+	if err != nil {
+		return custody.Approval{}, fmt.Errorf("encode approval request: %w", err)
+	}
+	if _, err := s.record(ctx, custody.KindApprovalRequest, a.Requester, a, body); err != nil {
+		s.withdraw(ctx, a.ID)
+		return custody.Approval{}, err
+	}
+	s.notify(ctx, a, a.Channel)
+	return a, nil
+}
+
+// newApproval checks r and builds the pending approval it asks for.
+func (s *Service) newApproval(r Request) (custody.Approval, error) {
+	if r.Tool == "" {
+		return custody.Approval{}, custody.Errorf(custody.EINVALID, "approval request names no tool")
+	}
+	digest, err := ledger.ActionDigest(r.Tool, r.Args)
+	if err != nil {
+		return custody.Approval{}, &custody.Error{Kind: custody.EINVALID, Message: "approval arguments are not canonical JSON", Err: err}
+	}
+	id := r.ID
+	if id == "" {
+		id = uuid.NewString()
+	} else if _, err := uuid.Parse(id); err != nil {
+		return custody.Approval{}, custody.Errorf(custody.EINVALID, "approval request id %q is not a UUID", id)
+	}
+	ttl, channel := r.TTL, r.Channel
+	if ttl <= 0 {
+		ttl = s.ttl
+	}
+	if channel == "" {
+		channel = ConsoleChannel
+	}
+	if channel != ConsoleChannel && s.notifier(channel) == nil {
+		return custody.Approval{}, custody.Errorf(custody.EINVALID, "approval channel %q has no notifier", channel)
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	return custody.Approval{
+		ID: id, Status: custody.ApprovalPending, Tool: r.Tool, Arguments: r.Args, Digest: digest,
+		Trace: r.Trace, Requester: r.Requester, Reason: r.Reason, Channel: channel,
+		CreatedAt: now, ExpiresAt: now.Add(ttl), Editable: r.Editable, Context: r.Context,
+	}, nil
+}
+
+// withdraw expires a request that could not be recorded, so that it can
+// never be approved. It is best effort: the caller already fails.
+func (s *Service) withdraw(ctx context.Context, id string) {
+	_, _ = s.store.UpdateApproval(ctx, id, func(a *custody.Approval) error {
+		a.Status = custody.ApprovalExpired
+		a.ExpiresAt = a.CreatedAt
+		return nil
+	})
+}
+
+// Get returns one approval; ENOTFOUND if there is none with that id.
+func (s *Service) Get(ctx context.Context, id string) (custody.Approval, error) {
+	a, err := s.store.Approval(ctx, id)
+	if err != nil {
+		return custody.Approval{}, storeError("read approval", err)
+	}
+	return a, nil
+}
+
+// List returns the approvals with the given status, newest first; status ""
+// lists all.
+func (s *Service) List(ctx context.Context, status custody.ApprovalStatus) ([]custody.Approval, error) {
+	as, err := s.store.Approvals(ctx, status)
+	if err != nil {
+		return nil, storeError("list approvals", err)
+	}
+	return as, nil
+}
+
+// Consume uses the approval id for the action with the given digest, on
+// behalf of the ledger entry seq. It succeeds only once, and only for an
+// approved, unexpired request bound to digest; the check and the change
+// are one atomic update. Otherwise it returns EDENIED (declined, or bound
+// to another action), EPENDING (not decided yet), EEXPIRED, ECONFLICT
+// (already used) or ENOTFOUND.
+func (s *Service) Consume(ctx context.Context, id, digest string, seq int64) (custody.Approval, error) {
+	now := s.now()
+	a, err := s.store.UpdateApproval(ctx, id, func(a *custody.Approval) error {
+		if err := Usable(*a, digest, now); err != nil {
+			return err
+		}
+		a.Status = custody.ApprovalConsumed
+		a.ConsumedSeq = seq
+		return nil
+	})
+	if err != nil {
+		return custody.Approval{}, storeError("consume approval", err)
+	}
+	return a, nil
+}
+
+// Usable returns nil when a may authorise the action with the given digest
+// at time now, or the *custody.Error saying why not.
+func Usable(a custody.Approval, digest string, now time.Time) error {
+	switch {
+	case a.Status == custody.ApprovalConsumed || a.ConsumedSeq != 0:
+		return &custody.Error{Kind: custody.ECONFLICT, ApprovalRequestID: a.ID,
+			Message: fmt.Sprintf("approval %s was already used (ledger seq %d); an approval authorises one call", a.ID, a.ConsumedSeq)}
+	case a.Status == custody.ApprovalDeclined:
+		return &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: a.ID,
+			Message: fmt.Sprintf("approval %s was declined by an operator", a.ID)}
+	case a.Status == custody.ApprovalExpired || !now.Before(a.ExpiresAt):
+		return &custody.Error{Kind: custody.EEXPIRED, ApprovalRequestID: a.ID, ExpiresAt: a.ExpiresAt,
+			Message: fmt.Sprintf("approval %s expired at %s", a.ID, custody.FormatTime(a.ExpiresAt))}
+	case a.Status == custody.ApprovalPending:
+		return &custody.Error{Kind: custody.EPENDING, ApprovalRequestID: a.ID, ExpiresAt: a.ExpiresAt,
+			Message: fmt.Sprintf("approval %s is waiting for an operator", a.ID)}
+	case a.Status != custody.ApprovalApproved:
+		return &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: a.ID,
+			Message: fmt.Sprintf("approval %s has status %q", a.ID, a.Status)}
+	case a.Digest != digest:
+		return &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: a.ID,
+			Message: fmt.Sprintf("approval %s authorises a different action: the tool or arguments differ from what was approved", a.ID)}
+	}
+	return nil
+}
+
+// record appends one approval entry with the refs approval_request_id and
+// action_digest.
+func (s *Service) record(ctx context.Context, kind, actor string, a custody.Approval, body []byte) (custody.Entry, error) {
+	e, err := s.ledger.Append(ctx, custody.Entry{
+		At:    custody.FormatTime(s.now()),
+		Kind:  kind,
+		Trace: a.Trace,
+		Actor: actor,
+		Refs:  map[string]string{RefApproval: a.ID, RefDigest: a.Digest},
+		Body:  body,
+	})
+	if err != nil {
+		return custody.Entry{}, &custody.Error{Kind: custody.EUNAVAILABLE, Message: "evidence ledger unavailable",
+			ApprovalRequestID: a.ID, Err: fmt.Errorf("append %s: %w", kind, err)}
+	}
+	return e, nil
+}
+
+// storeError keeps a *custody.Error from the store as it is and makes any
+// other failure EUNAVAILABLE: fail closed when approvals cannot be read.
+func storeError(op string, err error) error {
+	var ce *custody.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	return &custody.Error{Kind: custody.EUNAVAILABLE, Message: "approval store unavailable", Err: fmt.Errorf("%s: %w", op, err)}
+}

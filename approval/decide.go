@@ -1,0 +1,180 @@
+package approval
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/ledger"
+)
+
+// Decision is an operator's answer to a pending request.
+type Decision struct {
+	// Decision is Approve or Decline.
+	Decision string
+	// Operator is the id of the deciding operator; required.
+	Operator string
+	Note     string
+	// Arguments optionally replaces the request's arguments on approval.
+	// Only the request's Editable top-level string members may differ; the
+	// digest is rebound to the edited arguments, so only they may run.
+	Arguments json.RawMessage
+}
+
+// decisionBody is the approval.decided ledger body.
+type decisionBody struct {
+	ID        string          `json:"approval_request_id"`
+	Decision  string          `json:"decision"`
+	Operator  string          `json:"operator_id"`
+	Note      string          `json:"note"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Digest    string          `json:"action_digest"`
+	Edited    bool            `json:"edited"`
+	// RequestedDigest is the digest the request was made for; it differs
+	// from Digest when the operator edited the arguments.
+	RequestedDigest string `json:"requested_digest"`
+}
+
+// Decide records an operator's decision on the pending request id and
+// returns the decided approval. Errors: EINVALID for a malformed decision
+// or an edit outside the editable fields, ENOTFOUND, EEXPIRED past the
+// request's expiry, ECONFLICT when it was already decided, EUNAVAILABLE
+// when the store or the ledger fails.
+func (s *Service) Decide(ctx context.Context, id string, d Decision) (custody.Approval, error) {
+	if err := checkDecision(d); err != nil {
+		return custody.Approval{}, err
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	var before custody.Approval
+	a, err := s.store.UpdateApproval(ctx, id, func(a *custody.Approval) error {
+		before = *a
+		return applyDecision(a, d, now)
+	})
+	if err != nil {
+		return custody.Approval{}, storeError("decide approval", err)
+	}
+	body, err := json.Marshal(decisionBody{
+		ID: a.ID, Decision: d.Decision, Operator: d.Operator, Note: d.Note, Tool: a.Tool,
+		Arguments: a.Arguments, Digest: a.Digest, Edited: a.Digest != before.Digest, RequestedDigest: before.Digest,
+	})
+	if err == nil {
+		_, err = s.record(ctx, custody.KindApprovalDecided, d.Operator, a, body)
+	}
+	if err != nil {
+		s.undecide(ctx, before)
+		return custody.Approval{}, err
+	}
+	return a, nil
+}
+
+// undecide puts back a request whose decision could not be recorded: a
+// decision that is not on the ledger must not authorise anything. It is
+// best effort; a failure leaves the decision unrecorded but the ledger
+// check at Consume time (the call's intent entry) still fails closed.
+func (s *Service) undecide(ctx context.Context, before custody.Approval) {
+	_, _ = s.store.UpdateApproval(ctx, before.ID, func(a *custody.Approval) error {
+		*a = before
+		return nil
+	})
+}
+
+// checkDecision refuses a decision without an operator or a known verdict.
+func checkDecision(d Decision) error {
+	if d.Operator == "" {
+		return custody.Errorf(custody.EINVALID, "a decision needs the operator's id")
+	}
+	if d.Decision != Approve && d.Decision != Decline {
+		return custody.Errorf(custody.EINVALID, "decision must be %q or %q, not %q", Approve, Decline, d.Decision)
+	}
+	if d.Decision == Decline && d.Arguments != nil {
+		return custody.Errorf(custody.EINVALID, "a declined request cannot have edited arguments")
+	}
+	return nil
+}
+
+// applyDecision changes the pending approval a as d says, at time now.
+func applyDecision(a *custody.Approval, d Decision, now time.Time) error {
+	if a.Status != custody.ApprovalPending {
+		return &custody.Error{Kind: custody.ECONFLICT, ApprovalRequestID: a.ID,
+			Message: fmt.Sprintf("approval %s is already %s", a.ID, a.Status)}
+	}
+	if !now.Before(a.ExpiresAt) {
+		return &custody.Error{Kind: custody.EEXPIRED, ApprovalRequestID: a.ID, ExpiresAt: a.ExpiresAt,
+			Message: fmt.Sprintf("approval %s expired at %s", a.ID, custody.FormatTime(a.ExpiresAt))}
+	}
+	if d.Arguments != nil && !bytes.Equal(d.Arguments, a.Arguments) {
+		if err := CheckEdit(a.Arguments, d.Arguments, a.Editable); err != nil {
+			return err
+		}
+		digest, err := ledger.ActionDigest(a.Tool, d.Arguments)
+		if err != nil {
+			return &custody.Error{Kind: custody.EINVALID, Message: "edited arguments are not canonical JSON", Err: err}
+		}
+		a.Arguments, a.Digest = d.Arguments, digest
+	}
+	a.Status = custody.ApprovalStatus(d.Decision)
+	a.DecidedAt = &now
+	a.Operator = d.Operator
+	a.Note = d.Note
+	return nil
+}
+
+// CheckEdit returns nil when edited differs from orig only in the values of
+// top-level string members named in editable, and an EINVALID error naming
+// the first member that may not change otherwise. Both must be JSON objects.
+func CheckEdit(orig, edited json.RawMessage, editable []string) error {
+	if err := ledger.Check(edited); err != nil {
+		return &custody.Error{Kind: custody.EINVALID, Message: fmt.Sprintf("edited arguments: %v", err)}
+	}
+	var o, e map[string]json.RawMessage
+	if err := json.Unmarshal(orig, &o); err != nil {
+		return &custody.Error{Kind: custody.EINVALID, Message: "the requested arguments are not a JSON object", Err: err}
+	}
+	if err := json.Unmarshal(edited, &e); err != nil || e == nil {
+		return custody.Errorf(custody.EINVALID, "edited arguments must be a JSON object")
+	}
+	keys := make([]string, 0, len(o)+len(e))
+	for k := range o {
+		keys = append(keys, k)
+	}
+	for k := range e {
+		if _, ok := o[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		ov, inO := o[k]
+		ev, inE := e[k]
+		if inO && inE && jsonEqual(ov, ev) {
+			continue
+		}
+		if !slices.Contains(editable, k) {
+			return &custody.Error{Kind: custody.EINVALID, Message: fmt.Sprintf("argument %q may not be edited", k),
+				Violations: []custody.Violation{{Instance: "/" + k, Keyword: "editable", Message: "not an editable argument"}}}
+		}
+		if !isString(ov) || !isString(ev) {
+			return &custody.Error{Kind: custody.EINVALID, Message: fmt.Sprintf("argument %q: only a string value may be edited", k),
+				Violations: []custody.Violation{{Instance: "/" + k, Keyword: "editable", Message: "only string values may be edited"}}}
+		}
+	}
+	return nil
+}
+
+// jsonEqual reports whether two JSON values are the same value.
+func jsonEqual(a, b json.RawMessage) bool {
+	ca, errA := ledger.Canonicalize(a)
+	cb, errB := ledger.Canonicalize(b)
+	return errA == nil && errB == nil && bytes.Equal(ca, cb)
+}
+
+// isString reports whether raw is a JSON string.
+func isString(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '"'
+}

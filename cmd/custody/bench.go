@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/example"
+	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/sqlite"
+)
+
+// benchResult is the last line `custody bench gateway` prints.
+type benchResult struct {
+	CallsPerS    float64 `json:"calls_per_s"`
+	P50us        int64   `json:"p50_us"`
+	P99us        int64   `json:"p99_us"`
+	BaselinePerS float64 `json:"baseline_inserts_per_s"`
+	Ratio        float64 `json:"ratio"`
+}
+
+// runBench measures the gateway:
+//
+//	custody bench gateway [--callers 64] [--seconds 10] [--rate 0]
+//
+// Callers drive a small READ tool and a WRITE tool (no approval) through the
+// full pipeline on a temporary SQLite data directory; then, in the same
+// run, the raw group-commit baseline of the same database measures what
+// SQLite alone does. With --rate R the calls are paced at a steady R per
+// second and latency is measured from each call's scheduled start. The last
+// line is one JSON object.
+func (m *Main) runBench(ctx context.Context, args []string) int {
+	if len(args) == 0 || args[0] != "gateway" {
+		fmt.Fprintln(m.Stderr, "usage: custody bench gateway [--callers N] [--seconds S] [--rate R]")
+		return exitUsage
+	}
+	fs := m.flags("bench gateway", "[--callers N] [--seconds S] [--rate R]")
+	callers := fs.Int("callers", 64, "concurrent `N` callers")
+	seconds := fs.Float64("seconds", 10, "measure for `S` seconds")
+	rate := fs.Float64("rate", 0, "pace a steady `R` calls per second; 0 runs flat out")
+	writes := fs.Float64("writes", 0.5, "`FRACTION` of calls that go to the WRITE tool")
+	baseline := fs.Bool("baseline", true, "also measure the raw group-commit baseline")
+	if ok, code := m.parse(fs, args[1:]); !ok {
+		return code
+	}
+	if *callers < 1 || *seconds <= 0 || *rate < 0 || *writes < 0 || *writes > 1 {
+		return m.flagUsage(fs, "--callers, --seconds must be positive, --rate not negative, --writes within [0,1]")
+	}
+	d := time.Duration(*seconds * float64(time.Second))
+	dir, err := os.MkdirTemp("", "custody-bench-")
+	if err != nil {
+		return m.fail(fmt.Errorf("bench: temp dir: %w", err))
+	}
+	defer os.RemoveAll(dir)
+
+	res, err := m.benchGateway(ctx, filepath.Join(dir, "data"), *callers, d, *rate, *writes)
+	if err != nil {
+		return m.fail(err)
+	}
+	if *baseline {
+		fmt.Fprintf(m.Stdout, "raw group-commit baseline: %d writers for %s ...\n", *callers, d)
+		if res.BaselinePerS, err = sqlite.RawGroupCommitBaseline(ctx, dir, *callers, d); err != nil {
+			return m.fail(err)
+		}
+		fmt.Fprintf(m.Stdout, "baseline: %.0f inserts/s\n", res.BaselinePerS)
+		if res.BaselinePerS > 0 {
+			res.Ratio = round(res.CallsPerS/res.BaselinePerS, 3)
+		}
+	}
+	res.BaselinePerS = round(res.BaselinePerS, 0)
+	return m.printJSON(res)
+}
+
+// benchTools are the tools the benchmark drives: a READ and a WRITE with
+// constant outputs, on the example contract's schemas.
+func benchTools() []gate.Tool {
+	ref := func(def string) string { return example.ContractID + "#/$defs/" + def }
+	readOut := json.RawMessage(`{"time":"2026-01-02T03:04:05Z","zone":"UTC","unix":1767323045}`)
+	writeOut := json.RawMessage(`{"note_id":"6f1c2a9e-4b7d-4e8a-9c3f-2d5b8e7a1c40","created_at":"2026-01-02T03:04:05Z"}`)
+	return []gate.Tool{
+		{Spec: custody.ToolSpec{Name: "bench_read", Description: "benchmark read",
+			Input: ref("get_time_input"), Output: ref("get_time_output"),
+			Access: custody.Read, Effect: custody.EffectNone, Approval: custody.NotRequired},
+			Handler: func(context.Context, custody.Call) (json.RawMessage, error) { return readOut, nil }},
+		{Spec: custody.ToolSpec{Name: "bench_write", Description: "benchmark write",
+			Input: ref("write_note_input"), Output: ref("write_note_output"),
+			Access: custody.Write, Effect: custody.EffectReversible, Approval: custody.NotRequired,
+			Refs: map[string]string{"note_id": "/note_id"}},
+			Handler: func(context.Context, custody.Call) (json.RawMessage, error) { return writeOut, nil }},
+	}
+}
+
+// benchGateway drives the gateway and returns throughput and latency.
+func (m *Main) benchGateway(ctx context.Context, dataDir string, callers int, d time.Duration, rate, writes float64) (benchResult, error) {
+	s, err := m.openStack(ctx, dataDir, "", benchTools()...)
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer s.Close()
+	mode := "flat out"
+	if rate > 0 {
+		mode = fmt.Sprintf("paced at %.0f calls/s", rate)
+	}
+	fmt.Fprintf(m.Stdout, "gateway: %d callers for %s, %s, %.0f%% writes ...\n", callers, d, mode, writes*100)
+	lat, failed, elapsed := benchLoad(ctx, s.gw, callers, d, rate, writes)
+	if failed.err != nil {
+		return benchResult{}, fmt.Errorf("bench: %d calls failed, first: %w", failed.n, failed.err)
+	}
+	slices.Sort(lat)
+	res := benchResult{CallsPerS: round(float64(len(lat))/elapsed.Seconds(), 0), P50us: percentile(lat, 0.50), P99us: percentile(lat, 0.99)}
+	fmt.Fprintf(m.Stdout, "gateway: %d calls, %.0f calls/s, p50 %d µs, p99 %d µs\n", len(lat), res.CallsPerS, res.P50us, res.P99us)
+	return res, nil
+}
+
+// benchFailure counts failed calls and keeps the first error.
+type benchFailure struct {
+	mu  sync.Mutex
+	n   int
+	err error
+}
+
+func (f *benchFailure) add(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+// benchLoad runs the callers and returns every call's latency in µs.
+func benchLoad(ctx context.Context, gw *gate.Gateway, callers int, d time.Duration, rate, writes float64) ([]int64, *benchFailure, time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var ticks <-chan time.Time
+	if rate > 0 {
+		ticks = pace(ctx, rate)
+	}
+	reads := json.RawMessage(`{"zone":"UTC"}`)
+	notes := json.RawMessage(`{"title":"bench","text":"a note written by the benchmark"}`)
+	var seq atomic.Int64
+	failed := &benchFailure{}
+	lats := make([][]int64, callers)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			for {
+				begin, ok := nextStart(ctx, ticks)
+				if !ok {
+					return
+				}
+				call := custody.Call{Tool: "bench_read", Args: reads, Actor: "bench", Via: "bench"}
+				if n := seq.Add(1); float64(n%100) < writes*100 {
+					call.Tool, call.Args = "bench_write", notes
+				}
+				if _, err := gw.Call(context.WithoutCancel(ctx), call); err != nil {
+					failed.add(err)
+					return
+				}
+				lats[c] = append(lats[c], time.Since(begin).Microseconds())
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	return slices.Concat(lats...), failed, elapsed
+}
+
+// pace emits the scheduled start of each call, rate per second, until ctx
+// is done. A caller late to pick one up still measures from the schedule.
+func pace(ctx context.Context, rate float64) <-chan time.Time {
+	out := make(chan time.Time, 1<<16)
+	interval := time.Duration(float64(time.Second) / rate)
+	go func() {
+		defer close(out)
+		next := time.Now()
+		for ctx.Err() == nil {
+			if wait := time.Until(next); wait > 0 {
+				time.Sleep(wait)
+			}
+			for now := time.Now(); !next.After(now); next = next.Add(interval) {
+				select {
+				case out <- next:
+				default: // the callers are saturated; the schedule moves on
+				}
+			}
+		}
+	}()
+	return out
+}
+
+// nextStart returns when the next call is due: now when unpaced, else the
+// next scheduled time.
+func nextStart(ctx context.Context, ticks <-chan time.Time) (time.Time, bool) {
+	if ticks == nil {
+		return time.Now(), ctx.Err() == nil
+	}
+	select {
+	case t, ok := <-ticks:
+		return t, ok && ctx.Err() == nil
+	case <-ctx.Done():
+		return time.Time{}, false
+	}
+}
+
+// percentile returns the p-th percentile of sorted values.
+func percentile(sorted []int64, p float64) int64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.5) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// round rounds v to digits decimals.
+func round(v float64, digits int) float64 {
+	scale := 1.0
+	for range digits {
+		scale *= 10
+	}
+	return float64(int64(v*scale+0.5)) / scale
+}

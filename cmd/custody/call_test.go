@@ -1,0 +1,147 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// callOutput is what `custody call` prints.
+type callOutput struct {
+	Trace   string          `json:"trace_id"`
+	Output  json.RawMessage `json:"output"`
+	Receipt struct {
+		Seq  int64  `json:"seq"`
+		Hash string `json:"hash"`
+	} `json:"receipt"`
+	Error *struct {
+		Kind       string            `json:"kind"`
+		Message    string            `json:"message"`
+		Violations []json.RawMessage `json:"violations"`
+		Approval   string            `json:"approval_request_id"`
+	} `json:"error"`
+}
+
+func decodeCall(t *testing.T, out string) callOutput {
+	t.Helper()
+	var c callOutput
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("output %q is not JSON: %v", out, err)
+	}
+	return c
+}
+
+func TestCall(t *testing.T) {
+	data := t.TempDir()
+	tests := []struct {
+		name, tool, args string
+		code             int
+		kind             string
+	}{
+		{"OK", "get_time", `{"zone":"UTC"}`, exitOK, ""},
+		{"ErrExtraField", "get_time", `{"zone":"UTC","x":1}`, exitFailed, "invalid"},
+		{"ErrUnknownTool", "rm", `{}`, exitFailed, "denied"},
+		{"ErrPending", "post_announcement", `{"channel":"ops","message":"HI"}`, exitPending, "pending_approval"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runMain(t, nil, tt.args, "call", "--tool", tt.tool, "--args", "-", "--data", data)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d; stderr %s", code, tt.code, errOut)
+			}
+			c := decodeCall(t, out)
+			if tt.kind == "" {
+				if c.Error != nil || len(c.Output) == 0 || c.Receipt.Seq == 0 || c.Trace == "" {
+					t.Fatalf("output = %s", out)
+				}
+				return
+			}
+			if c.Error == nil || c.Error.Kind != tt.kind {
+				t.Fatalf("output = %s, want error kind %s", out, tt.kind)
+			}
+			if tt.kind == "invalid" && len(c.Error.Violations) == 0 {
+				t.Errorf("no violations in %s", out)
+			}
+			if tt.kind == "pending_approval" && c.Error.Approval == "" {
+				t.Errorf("no approval id in %s", out)
+			}
+		})
+	}
+}
+
+func TestCallUsage(t *testing.T) {
+	if code, _, _ := runMain(t, nil, "", "call", "--tool", "get_time"); code != exitUsage {
+		t.Fatalf("exit %d without --args, want %d", code, exitUsage)
+	}
+}
+
+func TestApprovalsFlow(t *testing.T) {
+	data := t.TempDir()
+	post := `{"channel":"ops","message":"HELLO"}`
+	code, out, _ := runMain(t, nil, post, "call", "--tool", "post_announcement", "--args", "-", "--trace", "t1", "--data", data)
+	if code != exitPending {
+		t.Fatalf("exit %d, want pending: %s", code, out)
+	}
+	id := decodeCall(t, out).Error.Approval
+
+	code, out, _ = runMain(t, nil, "", "approvals", "list", "--status", "pending", "--data", data)
+	if code != exitOK || !strings.Contains(out, id) {
+		t.Fatalf("list: exit %d, %s", code, out)
+	}
+	if code, _, _ := runMain(t, nil, "", "approvals", "approve", id, "--data", data); code != exitUsage {
+		t.Fatalf("approve without --operator: exit %d, want usage", code)
+	}
+	code, out, errOut := runMain(t, nil, "", "approvals", "approve", id, "--operator", "op-1", "--set", "message=HELLO WORLD", "--data", data)
+	if code != exitOK || !strings.Contains(out, `"status":"approved"`) {
+		t.Fatalf("approve: exit %d, %s %s", code, out, errOut)
+	}
+	code, out, _ = runMain(t, nil, post, "call", "--tool", "post_announcement", "--args", "-", "--trace", "t1", "--data", data)
+	if code != exitFailed || decodeCall(t, out).Error.Kind != "denied" {
+		t.Fatalf("original arguments after an edit: exit %d, %s", code, out)
+	}
+	edited := `{"channel":"ops","message":"HELLO WORLD"}`
+	code, out, _ = runMain(t, nil, edited, "call", "--tool", "post_announcement", "--args", "-", "--trace", "t1", "--data", data)
+	if code != exitOK || !strings.Contains(string(decodeCall(t, out).Output), "HELLO WORLD") {
+		t.Fatalf("edited call: exit %d, %s", code, out)
+	}
+	code, out, _ = runMain(t, nil, "", "approvals", "approve", id, "--operator", "op-1", "--data", data)
+	if code != exitFailed || decodeCall(t, out).Error.Kind != "conflict" {
+		t.Fatalf("second decision: exit %d, %s", code, out)
+	}
+	code, out, _ = runMain(t, nil, "", "approvals", "expire", "--data", data)
+	if code != exitOK || strings.TrimSpace(out) != `{"expired":0}` {
+		t.Fatalf("expire: exit %d, %s", code, out)
+	}
+}
+
+func TestApprovalsDecline(t *testing.T) {
+	data := t.TempDir()
+	post := `{"channel":"alerts","message":"FIRE DRILL"}`
+	_, out, _ := runMain(t, nil, post, "call", "--tool", "post_announcement", "--args", "-", "--trace", "t2", "--data", data)
+	id := decodeCall(t, out).Error.Approval
+	if code, out, _ := runMain(t, nil, "", "approvals", "decline", "--operator", "op-2", "--note", "not today", "--data", data, id); code != exitOK {
+		t.Fatalf("decline: exit %d, %s", code, out)
+	}
+	code, out, _ := runMain(t, nil, post, "call", "--tool", "post_announcement", "--args", "-", "--trace", "t2", "--data", data)
+	if code != exitFailed || decodeCall(t, out).Error.Kind != "denied" {
+		t.Fatalf("declined call: exit %d, %s", code, out)
+	}
+}
+
+func TestBenchGatewayShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("benchmark run skipped in -short mode")
+	}
+	code, out, errOut := runMain(t, nil, "", "bench", "gateway", "--callers", "4", "--seconds", "0.3")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var res benchResult
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("last line %q is not the result JSON: %v", lines[len(lines)-1], err)
+	}
+	if res.CallsPerS <= 0 || res.P99us < res.P50us || res.BaselinePerS <= 0 || res.Ratio <= 0 {
+		t.Fatalf("result = %+v", res)
+	}
+}

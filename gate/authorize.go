@@ -1,0 +1,158 @@
+package gate
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/ledger"
+)
+
+// authorize is step 4. A HUMAN_CONFIRMATION call needs an approval that is
+// approved, unexpired, unused and bound to the call's action digest: the
+// approval the call cites, or else one of its trace for the same action.
+// Without one, a request is created (or the pending one reported) and the
+// call is refused with pending_approval. The approval is consumed at the
+// intent step, once the call is on the ledger.
+func (g *Gateway) authorize(ctx context.Context, f *flight) error {
+	if f.tool.Spec.Approval != custody.HumanConfirmation {
+		return nil
+	}
+	action, err := withoutMembers(f.Args, f.tool.approvalArgs)
+	if err != nil {
+		return invalid("", "arguments must be a JSON object")
+	}
+	if f.digest, err = ledger.ActionDigest(f.Tool, action); err != nil {
+		return invalid("", "arguments are not canonical JSON: "+err.Error())
+	}
+	if f.named != "" {
+		return g.authorizeNamed(ctx, f)
+	}
+	g.approvalMu.Lock()
+	defer g.approvalMu.Unlock()
+	cands, err := g.candidates(ctx, f)
+	if err != nil {
+		return err
+	}
+	a, ask, err := choose(cands, f.digest, g.now())
+	switch {
+	case a != nil:
+		f.approval = a.ID
+		f.ref(approval.RefApproval, a.ID)
+		return nil
+	case ask:
+		return g.ask(ctx, f, action, err, cands)
+	}
+	return err
+}
+
+// authorizeNamed checks the approval the call cites.
+func (g *Gateway) authorizeNamed(ctx context.Context, f *flight) error {
+	a, err := g.approvals.Get(ctx, f.named)
+	if err != nil {
+		return err
+	}
+	if err := sameTrace(a, f); err != nil {
+		return err
+	}
+	if err := approval.Usable(a, f.digest, g.now()); err != nil {
+		return err
+	}
+	f.approval = a.ID
+	return nil
+}
+
+// candidates returns the approvals of the call's trace that were requested
+// for its action or, after an operator's edit, bound to it: the approval
+// entries on the ledger carry the action digest as a ref.
+func (g *Gateway) candidates(ctx context.Context, f *flight) ([]custody.Approval, error) {
+	entries, err := g.ledger.Entries(ctx, custody.Query{Trace: f.Trace, Refs: map[string]string{approval.RefDigest: f.digest}})
+	if err != nil {
+		return nil, &custody.Error{Kind: custody.EUNAVAILABLE, Message: "evidence ledger unavailable", Err: fmt.Errorf("find approvals: %w", err)}
+	}
+	var out []custody.Approval
+	seen := map[string]bool{}
+	for _, e := range entries {
+		id := e.Refs[approval.RefApproval]
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		a, err := g.approvals.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if a.Tool == f.Tool {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b custody.Approval) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return out, nil
+}
+
+// choose picks among the approvals of an action (newest first): a usable
+// one bound to digest, else the refusal the newest one calls for. ask says
+// a new request should be made; err then explains why, or is nil when the
+// action was never asked for.
+func choose(cands []custody.Approval, digest string, now time.Time) (use *custody.Approval, ask bool, err error) {
+	for i := range cands {
+		if approval.Usable(cands[i], digest, now) == nil {
+			return &cands[i], false, nil
+		}
+	}
+	for _, a := range cands {
+		if a.Status == custody.ApprovalPending && a.Digest == digest && now.Before(a.ExpiresAt) {
+			return nil, false, approval.Usable(a, digest, now)
+		}
+	}
+	if len(cands) == 0 {
+		return nil, true, nil
+	}
+	latest := cands[0]
+	if latest.Digest != digest {
+		return nil, false, &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: latest.ID,
+			Message: fmt.Sprintf("an operator approved approval %s with edited arguments: only the approved arguments may run", latest.ID)}
+	}
+	err = approval.Usable(latest, digest, now)
+	return nil, custody.ErrorKind(err) == custody.EEXPIRED, err
+}
+
+// ask requests a new approval for the action and returns the refusal that
+// reports it: pending_approval, or expired when an earlier request for the
+// same action lapsed (the new request then goes to the channel the old one
+// escalated to).
+func (g *Gateway) ask(ctx context.Context, f *flight, action []byte, lapsed error, cands []custody.Approval) error {
+	r := approval.Request{
+		Tool: f.Tool, Args: action, Trace: f.Trace, Requester: f.Actor,
+		Reason: cmp.Or(f.tool.Spec.Description, "run "+f.Tool), Editable: f.tool.Editable,
+	}
+	if len(cands) > 0 {
+		r.Channel = cands[0].Channel
+	}
+	a, err := g.approvals.Request(ctx, r)
+	if err != nil {
+		return err
+	}
+	f.ref(approval.RefApproval, a.ID)
+	e := &custody.Error{Kind: custody.EPENDING, ApprovalRequestID: a.ID, ExpiresAt: a.ExpiresAt,
+		Message: fmt.Sprintf("tool %q needs a human approval: approval %s is waiting for an operator until %s", f.Tool, a.ID, custody.FormatTime(a.ExpiresAt))}
+	if lapsed != nil {
+		e.Kind = custody.EEXPIRED
+		e.Message = fmt.Sprintf("%s; a new approval %s is waiting for an operator until %s", custody.ErrorMessage(lapsed), a.ID, custody.FormatTime(a.ExpiresAt))
+	}
+	return e
+}
+
+// sameTrace refuses an approval requested in another trace: an approval
+// belongs to the chain of custody it was asked for.
+func sameTrace(a custody.Approval, f *flight) error {
+	if a.Trace == f.Trace {
+		return nil
+	}
+	return &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: a.ID,
+		Message: fmt.Sprintf("approval %s belongs to another trace", a.ID)}
+}

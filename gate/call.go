@@ -1,0 +1,117 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/custody-dev/custody"
+)
+
+// flight is one call on its way through the pipeline.
+type flight struct {
+	custody.Call
+	tool  *tool
+	start time.Time
+	// argsOK says Args passed the decode step and may be embedded as JSON.
+	argsOK bool
+	// badTrace is a trace id the caller sent that could not be used.
+	badTrace string
+	// digest is the action digest of a HUMAN_CONFIRMATION call.
+	digest string
+	// named is the approval the call cites through an approval link.
+	named string
+	// approval is the approval that authorises the call, consumed at the
+	// intent step.
+	approval string
+	// refs thread the chain of custody onto every entry of the call.
+	refs map[string]string
+	// elapsed is how long the handler ran.
+	elapsed time.Duration
+}
+
+// Call runs one tool call through the eight steps and returns its result
+// once the outcome entry is durable. Every error is a *custody.Error whose
+// Message is safe to show to the agent; a refusal carries the Receipt of
+// the entry that recorded it.
+func (g *Gateway) Call(ctx context.Context, c custody.Call) (custody.Result, error) {
+	f := &flight{Call: c, start: g.now()}
+	for _, step := range g.steps {
+		if err := step(ctx, f); err != nil {
+			return custody.Result{Trace: f.Trace}, g.refuse(ctx, f, err)
+		}
+	}
+	out, err := g.run(ctx, f)
+	if err != nil {
+		return custody.Result{Trace: f.Trace}, g.fail(ctx, f, err)
+	}
+	if err := g.checkOutput(ctx, f, out); err != nil {
+		return custody.Result{Trace: f.Trace}, g.breach(ctx, f, out, err)
+	}
+	return g.succeed(ctx, f, out)
+}
+
+// lookupTool finds the called tool in the envelope: a tool outside it is
+// denied.
+func (g *Gateway) lookupTool(_ context.Context, f *flight) error {
+	t, ok := g.tools[f.Tool]
+	if !ok {
+		return custody.Errorf(custody.EDENIED, "tool %q is not in the envelope %q", f.Tool, g.envelope)
+	}
+	f.tool = t
+	return nil
+}
+
+// ledgerFailure marks an error of the ledger itself: nothing more can be
+// recorded, so the call fails without a refusal entry.
+type ledgerFailure struct{ err error }
+
+func (e *ledgerFailure) Error() string { return "evidence ledger: " + e.err.Error() }
+func (e *ledgerFailure) Unwrap() error { return e.err }
+
+// unavailableLedger is the error a caller sees when the ledger fails.
+func unavailableLedger(err error) *custody.Error {
+	return &custody.Error{Kind: custody.EUNAVAILABLE, Message: "evidence ledger unavailable", Err: &ledgerFailure{err}}
+}
+
+// isLedgerFailure reports whether err came from a failed ledger append.
+func isLedgerFailure(err error) bool {
+	var lf *ledgerFailure
+	return errors.As(err, &lf)
+}
+
+// errorDoc is the JSON form of a refusal or failure, on the ledger.
+type errorDoc struct {
+	Kind       string              `json:"kind"`
+	Message    string              `json:"message"`
+	Violations []custody.Violation `json:"violations,omitempty"`
+	Approval   string              `json:"approval_request_id,omitempty"`
+	ExpiresAt  string              `json:"expires_at,omitempty"`
+}
+
+// newErrorDoc returns the ledger form of e.
+func newErrorDoc(e *custody.Error) errorDoc {
+	d := errorDoc{Kind: e.Kind, Message: e.Message, Violations: e.Violations, Approval: e.ApprovalRequestID}
+	if !e.ExpiresAt.IsZero() {
+		d.ExpiresAt = custody.FormatTime(e.ExpiresAt)
+	}
+	return d
+}
+
+// withReceipt returns a copy of e carrying the receipt of entry.
+func withReceipt(e *custody.Error, entry custody.Entry) *custody.Error {
+	c := *e
+	c.Receipt = &custody.Receipt{Seq: entry.Seq, Hash: entry.Hash}
+	return &c
+}
+
+// appendJSON appends v encoded as JSON; v is one of the gateway's own
+// documents, which always encode.
+func appendJSON(dst []byte, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return append(dst, "null"...)
+	}
+	return append(dst, b...)
+}

@@ -1,0 +1,236 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
+)
+
+// policy is step 3: the calls-per-trace budget, the resource scope and the
+// custody links. The tool being in the envelope was settled by lookupTool.
+func (g *Gateway) policy(ctx context.Context, f *flight) error {
+	if err := g.budget(ctx, f); err != nil {
+		return err
+	}
+	if err := g.scope(ctx, f); err != nil {
+		return err
+	}
+	return g.links(ctx, f)
+}
+
+// budget counts the attempt and refuses it once the trace has used the
+// tool's calls. Every call that passed the contract counts, refused or not.
+func (g *Gateway) budget(ctx context.Context, f *flight) error {
+	max := f.tool.Spec.MaxCallsPerTrace
+	if max <= 0 {
+		return nil
+	}
+	n, err := g.state.IncrState(ctx, nsBudget, f.Trace+"/"+f.Tool, 1)
+	if err != nil {
+		return unavailableState(err)
+	}
+	if n > int64(max) {
+		return custody.Errorf(custody.EDENIED, "tool %q may be called at most %d times per trace; trace %s has used them", f.Tool, max, f.Trace)
+	}
+	return nil
+}
+
+// scope refuses a call naming a resource bound to another trace, and binds
+// a resource no trace has touched to the caller's.
+func (g *Gateway) scope(ctx context.Context, f *flight) error {
+	if f.tool.scopeArg == "" {
+		return nil
+	}
+	raw, ok := lookup(f.Args, f.tool.scopeArg)
+	if !ok {
+		return nil
+	}
+	v, ok := refValue(raw)
+	if !ok {
+		return custody.Errorf(custody.EDENIED, "resource argument %s must be a string or a number", f.tool.scopeArg)
+	}
+	key := f.tool.scopeName + "/" + v
+	owner, err := g.bind(ctx, key, f.Trace)
+	if err != nil {
+		return err
+	}
+	if owner != f.Trace {
+		return &custody.Error{Kind: custody.EDENIED,
+			Message:    fmt.Sprintf("%s %q belongs to another trace: tool %q may only touch resources of its own trace", f.tool.scopeName, v, f.Tool),
+			Violations: []custody.Violation{{Instance: f.tool.scopeArg, Keyword: "resource_scope", Message: "resource bound to another trace"}}}
+	}
+	return nil
+}
+
+// bind returns the trace that owns the resource key, making trace its
+// owner when there is none. The claim counter makes the first claimant
+// win across gateways sharing a store; a loser waits briefly for the
+// winner's binding to appear.
+func (g *Gateway) bind(ctx context.Context, key, trace string) (string, error) {
+	if owner, ok, err := g.owner(ctx, key); err != nil || ok {
+		return owner, err
+	}
+	n, err := g.state.IncrState(ctx, nsScopeClaim, key, 1)
+	if err != nil {
+		return "", unavailableState(err)
+	}
+	if n == 1 {
+		doc, _ := json.Marshal(trace)
+		if err := g.state.PutState(ctx, nsScope, key, doc); err != nil {
+			return "", unavailableState(err)
+		}
+		return trace, nil
+	}
+	for range 50 {
+		if owner, ok, err := g.owner(ctx, key); err != nil || ok {
+			return owner, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", &custody.Error{Kind: custody.EUNAVAILABLE, Message: "the call was cancelled", Err: ctx.Err()}
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	return "", custody.Errorf(custody.EUNAVAILABLE, "the resource %s is being claimed; try again", key)
+}
+
+// owner reads the trace bound to a resource key.
+func (g *Gateway) owner(ctx context.Context, key string) (string, bool, error) {
+	doc, err := g.state.State(ctx, nsScope, key)
+	if custody.ErrorKind(err) == custody.ENOTFOUND {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, unavailableState(err)
+	}
+	var owner string
+	if err := json.Unmarshal(doc, &owner); err != nil {
+		return "", false, &custody.Error{Kind: custody.EINTERNAL, Message: "internal error", Err: fmt.Errorf("scope binding %s: %w", key, err)}
+	}
+	return owner, true, nil
+}
+
+// links checks the custody links: each linked argument must name what an
+// earlier successful call of the same trace produced, or an approval.
+// Linked values become refs of the call's entries.
+func (g *Gateway) links(ctx context.Context, f *flight) error {
+	for _, l := range f.tool.Spec.Links {
+		var err error
+		if l.Approval {
+			err = g.approvalLink(ctx, f, l)
+		} else {
+			err = g.refLink(ctx, f, l)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refLink checks a link to a ref an earlier call of l.Tool recorded.
+func (g *Gateway) refLink(ctx context.Context, f *flight, l custody.Link) error {
+	v, err := linkValue(f, l)
+	if err != nil {
+		return err
+	}
+	entries, err := g.ledger.Entries(ctx, custody.Query{Trace: f.Trace, Kind: custody.KindCallSucceeded, Refs: map[string]string{l.Ref: v}})
+	if err != nil {
+		return &custody.Error{Kind: custody.EUNAVAILABLE, Message: "evidence ledger unavailable", Err: fmt.Errorf("custody link %s: %w", l.Arg, err)}
+	}
+	for _, e := range entries {
+		if l.Tool == "" || entryTool(e) == l.Tool {
+			f.ref(l.Ref, v)
+			return nil
+		}
+	}
+	from := "an earlier call"
+	if l.Tool != "" {
+		from = fmt.Sprintf("an earlier successful %s call", l.Tool)
+	}
+	return dangling(l.Arg, fmt.Sprintf("dangling custody link: %s %q was not produced by %s in trace %s", l.Ref, v, from, f.Trace))
+}
+
+// approvalLink checks an argument naming an approval. For a
+// HUMAN_CONFIRMATION tool the approval step decides whether it authorises
+// the call; for any other tool it must have been approved.
+func (g *Gateway) approvalLink(ctx context.Context, f *flight, l custody.Link) error {
+	hc := f.tool.Spec.Approval == custody.HumanConfirmation
+	if _, present := lookup(f.Args, l.Arg); !present && hc {
+		return nil
+	}
+	id, err := linkValue(f, l)
+	if err != nil {
+		return err
+	}
+	a, err := g.approvals.Get(ctx, id)
+	if custody.ErrorKind(err) == custody.ENOTFOUND {
+		return dangling(l.Arg, fmt.Sprintf("dangling custody link: there is no approval %q", id))
+	}
+	if err != nil {
+		return err
+	}
+	f.ref(approval.RefApproval, id)
+	if hc {
+		f.named = id
+		return nil
+	}
+	if err := sameTrace(a, f); err != nil {
+		return err
+	}
+	return approvedLink(a, g.now())
+}
+
+// approvedLink accepts an approval a non-confirmed tool cites: one that an
+// operator approved and that was used, or is still usable.
+func approvedLink(a custody.Approval, now time.Time) error {
+	if a.Status == custody.ApprovalConsumed || a.Status == custody.ApprovalApproved && now.Before(a.ExpiresAt) {
+		return nil
+	}
+	return approval.Usable(a, a.Digest, now)
+}
+
+// linkValue returns the value of a linked argument as a ref value.
+func linkValue(f *flight, l custody.Link) (string, error) {
+	raw, ok := lookup(f.Args, l.Arg)
+	if !ok {
+		return "", dangling(l.Arg, fmt.Sprintf("custody link: the argument %s is missing", l.Arg))
+	}
+	v, ok := refValue(raw)
+	if !ok {
+		return "", dangling(l.Arg, fmt.Sprintf("custody link: the argument %s must be a string or a number", l.Arg))
+	}
+	return v, nil
+}
+
+// dangling returns the EDENIED error of a custody link that does not hold.
+func dangling(arg, msg string) *custody.Error {
+	return &custody.Error{Kind: custody.EDENIED, Message: msg,
+		Violations: []custody.Violation{{Instance: arg, Keyword: "links", Message: msg}}}
+}
+
+// entryTool returns the "tool" member of a call entry's body.
+func entryTool(e custody.Entry) string {
+	var b struct {
+		Tool string `json:"tool"`
+	}
+	_ = json.Unmarshal(e.Body, &b)
+	return b.Tool
+}
+
+// ref adds a ref to the call's entries.
+func (f *flight) ref(k, v string) {
+	if f.refs == nil {
+		f.refs = make(map[string]string, 2)
+	}
+	f.refs[k] = v
+}
+
+// unavailableState is the error a caller sees when the state store fails.
+func unavailableState(err error) *custody.Error {
+	return &custody.Error{Kind: custody.EUNAVAILABLE, Message: "state store unavailable", Err: err}
+}

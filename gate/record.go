@@ -1,0 +1,177 @@
+package gate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/ledger"
+)
+
+// succeed is step 8 for a call that ran: the call.succeeded entry holds
+// the exact arguments and output; the result is released once it is
+// durable. Output fields named by the tool's Refs become refs.
+func (g *Gateway) succeed(ctx context.Context, f *flight, out json.RawMessage) (custody.Result, error) {
+	for k, p := range f.tool.Spec.Refs {
+		if raw, ok := lookup(out, p); ok {
+			if v, ok := refValue(raw); ok {
+				f.ref(k, v)
+			}
+		}
+	}
+	body := f.bodyStart(make([]byte, 0, 96+len(f.Args)+len(out)))
+	body = append(body, `,"output":`...)
+	body = append(body, out...)
+	body = appendElapsed(body, f.elapsed)
+	e, err := g.append(ctx, f, custody.KindCallSucceeded, append(body, '}'))
+	if err != nil {
+		return custody.Result{Trace: f.Trace}, err
+	}
+	return custody.Result{Trace: f.Trace, Output: out, Receipt: custody.Receipt{Seq: e.Seq, Hash: e.Hash}}, nil
+}
+
+// refuse is step 8 for a call refused before it ran: call.refused holds
+// the arguments and the error. The returned error carries the entry's
+// receipt. When the ledger itself failed nothing more is written.
+func (g *Gateway) refuse(ctx context.Context, f *flight, err error) error {
+	if isLedgerFailure(err) {
+		return err
+	}
+	ce := custody.AsError(err)
+	g.logError("call refused", f, ce)
+	if ce.ApprovalRequestID != "" {
+		f.ref(approval.RefApproval, ce.ApprovalRequestID)
+	}
+	body := f.bodyStart(make([]byte, 0, 256+len(f.Args)))
+	body = append(body, `,"error":`...)
+	body = appendJSON(body, newErrorDoc(ce))
+	e, aerr := g.append(ctx, f, custody.KindCallRefused, append(body, '}'))
+	if aerr != nil {
+		return aerr
+	}
+	return withReceipt(ce, e)
+}
+
+// fail is step 8 for a call whose handler failed: call.failed holds the
+// arguments, the error and the handler's own error text for auditors.
+func (g *Gateway) fail(ctx context.Context, f *flight, err error) error {
+	ce := custody.AsError(err)
+	g.logError("call failed", f, ce)
+	body := f.bodyStart(make([]byte, 0, 256+len(f.Args)))
+	body = append(body, `,"error":`...)
+	body = appendJSON(body, newErrorDoc(ce))
+	if ce.Err != nil {
+		body = append(body, `,"detail":`...)
+		body = appendString(body, ce.Err.Error())
+	}
+	body = appendElapsed(body, f.elapsed)
+	e, aerr := g.append(ctx, f, custody.KindCallFailed, append(body, '}'))
+	if aerr != nil {
+		return aerr
+	}
+	return withReceipt(ce, e)
+}
+
+// breach is step 8 for an output that broke its contract: the output is
+// withheld from the agent (internal error) and recorded with the
+// violations as a contract.breach entry.
+func (g *Gateway) breach(ctx context.Context, f *flight, out json.RawMessage, err error) error {
+	v := custody.AsError(err)
+	ce := &custody.Error{Kind: custody.EINTERNAL, Violations: v.Violations, Err: err,
+		Message: fmt.Sprintf("tool %q returned an output that breaks its contract; the output was withheld", f.Tool)}
+	g.logError("contract breach", f, ce)
+	body := f.bodyStart(make([]byte, 0, 256+len(f.Args)+len(out)))
+	if ledger.Check(out) == nil {
+		body = append(body, `,"output":`...)
+		body = append(body, out...)
+	} else {
+		body = append(body, `,"output":null,"output_base64":"`...)
+		body = base64.StdEncoding.AppendEncode(body, out)
+		body = append(body, '"')
+	}
+	body = append(body, `,"error":`...)
+	body = appendJSON(body, newErrorDoc(ce))
+	body = appendElapsed(body, f.elapsed)
+	e, aerr := g.append(ctx, f, custody.KindContractBreach, append(body, '}'))
+	if aerr != nil {
+		return aerr
+	}
+	return withReceipt(ce, e)
+}
+
+// append writes one entry of the call and waits until it is durable.
+func (g *Gateway) append(ctx context.Context, f *flight, kind string, body []byte) (custody.Entry, error) {
+	e, err := g.ledger.Append(ctx, custody.Entry{
+		At:    custody.FormatTime(g.now()),
+		Kind:  kind,
+		Trace: f.Trace,
+		Actor: validUTF8(f.Actor),
+		Refs:  maps.Clone(f.refs),
+		Body:  body,
+	})
+	if err != nil {
+		g.log.Error("evidence ledger append failed", "kind", kind, "trace", f.Trace, "tool", f.Tool, "err", err)
+		return custody.Entry{}, unavailableLedger(fmt.Errorf("append %s: %w", kind, err))
+	}
+	return e, nil
+}
+
+// bodyStart appends the opening of a call entry body: the tool and the
+// exact argument bytes. Arguments that are not strict JSON cannot be
+// embedded; their digest, size and (within the size cap) base64 bytes are
+// recorded instead.
+func (f *flight) bodyStart(dst []byte) []byte {
+	dst = append(dst, `{"tool":`...)
+	dst = appendString(dst, f.Tool)
+	if f.badTrace != "" {
+		dst = append(dst, `,"requested_trace":`...)
+		dst = appendString(dst, f.badTrace)
+	}
+	if f.argsOK {
+		dst = append(dst, `,"arguments":`...)
+		return append(dst, f.Args...)
+	}
+	sum := sha256.Sum256(f.Args)
+	dst = append(dst, `,"arguments":null,"arguments_sha256":"`...)
+	dst = hex.AppendEncode(dst, sum[:])
+	dst = append(dst, `","arguments_bytes":`...)
+	dst = strconv.AppendInt(dst, int64(len(f.Args)), 10)
+	if len(f.Args) <= DefaultMaxArgBytes {
+		dst = append(dst, `,"arguments_base64":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, f.Args)
+		dst = append(dst, '"')
+	}
+	return dst
+}
+
+// appendElapsed appends the handler's run time in microseconds.
+func appendElapsed(dst []byte, d time.Duration) []byte {
+	dst = append(dst, `,"elapsed_us":`...)
+	return strconv.AppendInt(dst, d.Microseconds(), 10)
+}
+
+// logError logs the internal detail of a refused or failed call.
+func (g *Gateway) logError(msg string, f *flight, e *custody.Error) {
+	if e.Err == nil && e.Kind != custody.EINTERNAL {
+		return
+	}
+	g.log.Warn(msg, "trace", f.Trace, "tool", validUTF8(f.Tool), "kind", e.Kind, "err", e.Err)
+}
+
+// validUTF8 makes s safe to hash as a ledger field.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}

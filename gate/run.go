@@ -1,0 +1,81 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/custody-dev/custody"
+)
+
+// intend is step 5: a call with a side effect (a WRITE tool, or any tool
+// an approval authorises) is recorded as call.started, durably, before its
+// handler runs; then the approval is consumed for that entry. If the
+// intent cannot be recorded the handler never runs.
+func (g *Gateway) intend(ctx context.Context, f *flight) error {
+	if !f.tool.intent {
+		return nil
+	}
+	body := f.bodyStart(make([]byte, 0, 64+len(f.Args)))
+	e, err := g.append(ctx, f, custody.KindCallStarted, append(body, '}'))
+	if err != nil {
+		return err
+	}
+	if f.approval == "" {
+		return nil
+	}
+	_, err = g.approvals.Consume(ctx, f.approval, f.digest, e.Seq)
+	return err
+}
+
+// outcome is what a handler run produced.
+type outcome struct {
+	out json.RawMessage
+	err error
+}
+
+// run is step 6: the handler under the deadline. A handler that fails,
+// panics or overruns its deadline makes the call unavailable; its detail
+// goes to the log and the ledger, never to the agent. A handler that
+// ignores its context is abandoned at the deadline.
+func (g *Gateway) run(ctx context.Context, f *flight) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.deadline)
+	defer cancel()
+	done := make(chan outcome, 1)
+	start := g.now()
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- outcome{err: fmt.Errorf("handler panicked: %v", r)}
+			}
+		}()
+		out, err := f.tool.Handler(ctx, f.Call)
+		done <- outcome{out, err}
+	}()
+	var o outcome
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		o.err = ctx.Err()
+	}
+	f.elapsed = g.now().Sub(start)
+	if o.err != nil {
+		return nil, g.runError(f, o.err)
+	}
+	return o.out, nil
+}
+
+// runError turns a handler failure into the error the agent sees.
+func (g *Gateway) runError(f *flight, err error) *custody.Error {
+	var ce *custody.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return &custody.Error{Kind: custody.EUNAVAILABLE, Message: fmt.Sprintf("tool %q did not answer within %s", f.Tool, g.deadline), Err: err}
+	case errors.Is(err, context.Canceled):
+		return &custody.Error{Kind: custody.EUNAVAILABLE, Message: "the call was cancelled", Err: err}
+	case errors.As(err, &ce) && ce.Kind != custody.EINTERNAL:
+		return &custody.Error{Kind: ce.Kind, Message: ce.Message, Violations: ce.Violations, Err: err}
+	}
+	return &custody.Error{Kind: custody.EUNAVAILABLE, Message: fmt.Sprintf("tool %q is unavailable", f.Tool), Err: err}
+}

@@ -1,0 +1,55 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/custody-dev/custody"
+)
+
+// checkInput is step 2: the exact argument bytes against the tool's input
+// contract. A call that does not validate is refused as it is: nothing is
+// stripped, coerced or defaulted.
+func (g *Gateway) checkInput(_ context.Context, f *flight) error {
+	return g.validate(f.tool.Spec.Input, f.Args)
+}
+
+// checkOutput is step 7: the handler's output against the tool's output
+// contract.
+func (g *Gateway) checkOutput(_ context.Context, f *flight, out json.RawMessage) error {
+	if len(out) == 0 {
+		return custody.Errorf(custody.EINVALID, "the tool returned no output")
+	}
+	return g.validate(f.tool.Spec.Output, out)
+}
+
+// validate runs the registry. A contract that is missing or broken fails
+// closed as an internal error; only a document that does not match is
+// EINVALID.
+func (g *Gateway) validate(ref string, doc []byte) error {
+	err := g.reg.Validate(ref, doc)
+	if err == nil {
+		return nil
+	}
+	ce := custody.AsError(err)
+	if ce.Kind == custody.EINVALID && len(ce.Violations) > 0 {
+		return ce
+	}
+	return &custody.Error{Kind: custody.EINTERNAL, Message: "internal error", Err: fmt.Errorf("contract %s: %w", ref, err)}
+}
+
+// compileCheck makes the registry compile ref now, so that a schema that
+// does not compile stops the gateway from starting rather than refusing
+// calls later. A compile failure is the one EINVALID without violations.
+func (g *Gateway) compileCheck(ref string) error {
+	err := g.reg.Validate(ref, []byte("null"))
+	if err == nil {
+		return nil
+	}
+	ce := custody.AsError(err)
+	if ce.Kind == custody.EINVALID && len(ce.Violations) > 0 {
+		return nil
+	}
+	return err
+}
