@@ -9,6 +9,7 @@ func (m *Main) commands() map[string]command {
 		"brain":     {"local knowledge room, context packets and the Brain over MCP", (*Main).runBrain},
 		"call":      {"call a tool through the gateway and print the result", (*Main).runCall},
 		"contracts": {"list the contracts and their named schemas", (*Main).runContracts},
+		"demo":      {"run a seed system end to end with a scripted operator (peas, mesh)", (*Main).runDemo},
 		"ledger":    {"verify, export, show and append to the evidence ledger", (*Main).runLedger},
 		"mcp":       {"serve MCP on stdin and stdout (--stdio)", (*Main).runMCP},
 		"mesh":      {"wildfire mesh pods: forward node, aggregator, simulation", (*Main).runMesh},
