@@ -1,0 +1,391 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/mcpserver"
+	"github.com/custody-dev/custody/web"
+)
+
+// Files in the data directory holding the tokens serve creates when none
+// are configured.
+const (
+	operatorTokenFile = "operator.token"
+	agentTokenFile    = "agent.token"
+)
+
+// expireEvery is how often serve expires undecided approvals.
+const expireEvery = 5 * time.Second
+
+// serveConfig is the file given to serve --config. Unknown fields are
+// refused. Flags and CUSTODY_* environment variables override it.
+//
+//	{"addr": "127.0.0.1:8080", "data": "./custody-data", "contracts": "./contracts",
+//	 "tokens": {"agent": ["bot:TOKEN"], "operator": ["ana:TOKEN"], "auditor": []},
+//	 "webhooks": [{"name": "sms", "url": "https://sms.example/hook"}],
+//	 "console_url": "https://custody.example"}
+type serveConfig struct {
+	Addr      string `json:"addr"`
+	Data      string `json:"data"`
+	Contracts string `json:"contracts"`
+	Tokens    struct {
+		Agent    []string `json:"agent"`
+		Operator []string `json:"operator"`
+		Auditor  []string `json:"auditor"`
+	} `json:"tokens"`
+	// Webhooks notify of approvals in escalation order after the console
+	// inbox; $CUSTODY_NOTIFY overrides them.
+	Webhooks []struct {
+		Name string `json:"name"`
+		URL  string `json:"url"`
+	} `json:"webhooks"`
+	// ConsoleURL is the console's public base URL for notifications; the
+	// listening URL when empty.
+	ConsoleURL string `json:"console_url"`
+}
+
+// serveSettings are serve's settings after flags, environment and file.
+type serveSettings struct {
+	addr, data, contracts string
+	cfg                   serveConfig
+}
+
+// systems is where the domain systems plug into serve: their tools join
+// the envelope, their apps the console (at /apps/{name}/), and their
+// runners run beside the server until shutdown.
+type systems struct {
+	Tools   []gate.Tool
+	Apps    func(st *stack) ([]web.App, error)
+	Runners []func(ctx context.Context, st *stack) error
+}
+
+// serveSystems returns the domain systems served next to the core.
+// The seed systems are added here.
+func (m *Main) serveSystems(_ context.Context) (systems, error) {
+	return systems{}, nil
+}
+
+// runServe serves the HTTP API, MCP at /mcp and the operator console:
+//
+//	custody serve [--addr 127.0.0.1:8080] [--data DIR] [--contracts DIR] [--config FILE]
+//
+// It runs until ctx ends (SIGINT, SIGTERM), then shuts down gracefully.
+func (m *Main) runServe(ctx context.Context, args []string) int {
+	set, code, ok := m.serveFlags(args)
+	if !ok {
+		return code
+	}
+	if err := m.serve(ctx, set); err != nil {
+		return m.fail(err)
+	}
+	return exitOK
+}
+
+// serveFlags parses the flags and the config file.
+func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
+	fset := m.flags("serve", "[--addr HOST:PORT] [--data DIR] [--contracts DIR] [--config FILE]")
+	addr := fset.String("addr", "", "`HOST:PORT` to listen on (env CUSTODY_ADDR, default 127.0.0.1:8080)")
+	data := m.dataFlag(fset)
+	contracts := m.contractsFlag(fset)
+	config := fset.String("config", m.env("CUSTODY_CONFIG", ""), "JSON config `FILE` (env CUSTODY_CONFIG)")
+	if ok, code := m.parse(fset, args); !ok {
+		return serveSettings{}, code, false
+	}
+	if fset.NArg() > 0 {
+		return serveSettings{}, m.flagUsage(fset, "unexpected arguments"), false
+	}
+	var set serveSettings
+	if *config != "" {
+		cfg, err := readServeConfig(*config)
+		if err != nil {
+			return set, m.flagUsage(fset, err.Error()), false
+		}
+		set.cfg = cfg
+	}
+	given := map[string]bool{}
+	fset.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	set.addr = m.setting(given["addr"], *addr, "CUSTODY_ADDR", set.cfg.Addr, "127.0.0.1:8080")
+	set.data = m.setting(given["data"], *data, "CUSTODY_DATA", set.cfg.Data, *data)
+	set.contracts = m.setting(given["contracts"], *contracts, "CUSTODY_CONTRACTS", set.cfg.Contracts, "")
+	return set, 0, true
+}
+
+// setting picks a flag given on the command line, else the environment,
+// else the config file, else def.
+func (m *Main) setting(given bool, flagValue, envName, fileValue, def string) string {
+	switch {
+	case given:
+		return flagValue
+	case m.env(envName, "") != "":
+		return m.env(envName, "")
+	case fileValue != "":
+		return fileValue
+	}
+	return def
+}
+
+// readServeConfig reads a config file, refusing unknown fields.
+func readServeConfig(path string) (serveConfig, error) {
+	var cfg serveConfig
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("read config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("config %s: %w (fields: addr, data, contracts, tokens, webhooks, console_url)", path, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return cfg, fmt.Errorf("config %s: unexpected data after the JSON object", path)
+	}
+	for i, w := range cfg.Webhooks {
+		okURL := strings.HasPrefix(w.URL, "https://") || strings.HasPrefix(w.URL, "http://")
+		if w.Name == "" || strings.ContainsAny(w.Name, ",=") || !okURL || strings.Contains(w.URL, ",") {
+			return cfg, fmt.Errorf("config %s: webhooks[%d] needs a name (without , or =) and an http(s) url", path, i)
+		}
+	}
+	return cfg, nil
+}
+
+// serve runs the server with set until ctx ends.
+func (m *Main) serve(ctx context.Context, set serveSettings) error {
+	ln, err := net.Listen("tcp", set.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", set.addr, err)
+	}
+	defer ln.Close()
+	base := "http://" + ln.Addr().String()
+	sys, err := m.serveSystems(ctx)
+	if err != nil {
+		return fmt.Errorf("domain systems: %w", err)
+	}
+	st, err := m.withFileEnv(set.cfg, base).openStack(ctx, set.data, set.contracts, sys.Tools...)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tokens, notes, err := m.serveTokens(set, base)
+	if err != nil {
+		return err
+	}
+	h, err := m.serveHandler(st, tokens, sys)
+	if err != nil {
+		return err
+	}
+	m.announce(base, set.data, notes)
+	return m.run(ctx, ln, h, st, sys)
+}
+
+// withFileEnv returns a copy of m whose environment falls back to the
+// config file: its webhooks become $CUSTODY_NOTIFY and its console URL (or
+// base) $CUSTODY_CONSOLE_URL, so the stack reads one source.
+func (m *Main) withFileEnv(cfg serveConfig, base string) *Main {
+	fallback := map[string]string{"CUSTODY_CONSOLE_URL": base}
+	if cfg.ConsoleURL != "" {
+		fallback["CUSTODY_CONSOLE_URL"] = cfg.ConsoleURL
+	}
+	var hooks []string
+	for _, w := range cfg.Webhooks {
+		hooks = append(hooks, w.Name+"="+w.URL)
+	}
+	fallback["CUSTODY_NOTIFY"] = strings.Join(hooks, ",")
+	c := *m
+	c.Getenv = func(k string) string {
+		if v := m.Getenv(k); v != "" {
+			return v
+		}
+		return fallback[k]
+	}
+	return &c
+}
+
+// serveTokens gathers the tokens from the environment and the config file.
+// With no operator or no agent token configured it uses one kept in the
+// data directory, created on first start; notes say where they are.
+func (m *Main) serveTokens(set serveSettings, base string) (web.Tokens, []string, error) {
+	tokens, err := web.ParseTokens(m.env("CUSTODY_AGENT_TOKENS", ""),
+		m.env("CUSTODY_OPERATOR_TOKENS", ""), m.env("CUSTODY_AUDITOR_TOKENS", ""))
+	if err != nil {
+		return nil, nil, fmt.Errorf("tokens from the environment: %w", err)
+	}
+	if err := addFileTokens(tokens, set.cfg); err != nil {
+		return nil, nil, err
+	}
+	var notes []string
+	for _, gen := range []struct {
+		role web.Role
+		file string
+	}{{web.RoleOperator, operatorTokenFile}, {web.RoleAgent, agentTokenFile}} {
+		if hasRole(tokens, gen.role) {
+			continue
+		}
+		note, err := kept(tokens, gen.role, filepath.Join(set.data, gen.file), base)
+		if err != nil {
+			return nil, nil, err
+		}
+		notes = append(notes, note)
+	}
+	return tokens, notes, nil
+}
+
+// addFileTokens adds the config file's id:token entries.
+func addFileTokens(tokens web.Tokens, cfg serveConfig) error {
+	for _, l := range []struct {
+		role web.Role
+		list []string
+	}{{web.RoleAgent, cfg.Tokens.Agent}, {web.RoleOperator, cfg.Tokens.Operator}, {web.RoleAuditor, cfg.Tokens.Auditor}} {
+		for i, entry := range l.list {
+			if err := tokens.Add(l.role, entry); err != nil {
+				return fmt.Errorf("config tokens.%s[%d]: %w", l.role, i, err)
+			}
+		}
+	}
+	return nil
+}
+
+func hasRole(tokens web.Tokens, role web.Role) bool {
+	for _, p := range tokens {
+		if p.Role == role {
+			return true
+		}
+	}
+	return false
+}
+
+// kept adds the token kept in path for role (id = the role), creating it
+// (mode 0600) on first use, and returns a note for the operator.
+func kept(tokens web.Tokens, role web.Role, path, base string) (string, error) {
+	token, created, err := keptToken(path)
+	if err != nil {
+		return "", err
+	}
+	if err := tokens.Add(role, string(role)+":"+token); err != nil {
+		return "", fmt.Errorf("token in %s: %w", path, err)
+	}
+	switch {
+	case role == web.RoleOperator && created:
+		return "console login link (shown once; the token is in " + path + "):\n  " + base + "/login?token=" + token, nil
+	case role == web.RoleOperator:
+		return "console login: " + base + "/login?token=$(cat " + path + ")", nil
+	}
+	return string(role) + " token (Authorization: Bearer …): " + path, nil
+}
+
+// keptToken reads the token in path, or creates a new one there.
+func keptToken(path string) (token string, created bool, err error) {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		token = rand.Text()
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return "", false, fmt.Errorf("create token file: %w", err)
+		}
+		_, err = f.WriteString(token + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("write token file %s: %w", path, err)
+		}
+		return token, true, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read token file: %w", err)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		return "", false, fmt.Errorf("token file %s is readable by others: chmod 600 it", path)
+	}
+	return strings.TrimSpace(string(raw)), false, nil
+}
+
+// serveHandler builds the root handler: MCP at /mcp, everything else web.
+func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems) (http.Handler, error) {
+	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	metrics := web.NewMetrics()
+	var apps []web.App
+	if sys.Apps != nil {
+		var err error
+		if apps, err = sys.Apps(st); err != nil {
+			return nil, fmt.Errorf("domain apps: %w", err)
+		}
+	}
+	ws, err := web.New(web.Config{
+		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify,
+		Checkpoint: st.db.LatestCheckpoint, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ms, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Observe: metrics.ObserveCall, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", ms.HTTPHandler(func(token string) (string, bool) {
+		p, ok := tokens.Lookup(token)
+		return p.ID, ok && p.Role == web.RoleAgent
+	}))
+	mux.Handle("/", ws.Handler())
+	return mux, nil
+}
+
+// announce prints where the server listens and how to get in.
+func (m *Main) announce(base, data string, notes []string) {
+	fmt.Fprintf(m.Stdout, "custody serving on %s\n", base)
+	fmt.Fprintf(m.Stdout, "  console  %s/\n  api      %s/v1/\n  mcp      %s/mcp\n  data     %s\n", base, base, base, data)
+	for _, n := range notes {
+		fmt.Fprintln(m.Stdout, n)
+	}
+}
+
+// run serves until ctx ends, with the approval expiry loop and the domain
+// runners beside, then shuts down: requests in flight get a few seconds.
+func (m *Main) run(ctx context.Context, ln net.Listener, h http.Handler, st *stack, sys systems) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { st.approvals.Run(ctx, expireEvery) })
+	for _, r := range sys.Runners {
+		wg.Go(func() {
+			if err := r(ctx, st); err != nil && !errors.Is(err, context.Canceled) {
+				fmt.Fprintf(m.Stderr, "custody: runner stopped: %v\n", err)
+			}
+		})
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		err = fmt.Errorf("serve: %w", err)
+	}
+	cancel()
+	shutdown, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if serr := srv.Shutdown(shutdown); serr != nil {
+		srv.Close()
+	}
+	wg.Wait()
+	fmt.Fprintln(m.Stdout, "custody stopped")
+	return err
+}

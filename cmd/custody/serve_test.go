@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServe runs custody serve in-process on 127.0.0.1:0 with env as its
+// whole environment. It returns the base URL, everything printed before
+// it, the printed output so far, and a function that stops the command and
+// returns its exit code.
+func startServe(t *testing.T, env map[string]string, args ...string) (base string, out *syncBuffer, stop func() int) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	out = &syncBuffer{}
+	stderr := &syncBuffer{}
+	m := &Main{Stdin: strings.NewReader(""), Stdout: pw, Stderr: stderr, Getenv: func(k string) string { return env[k] }}
+	ctx, cancel := context.WithCancel(context.Background())
+	code := make(chan int, 1)
+	go func() {
+		code <- m.Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
+		pw.Close()
+	}()
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			out.Write([]byte(sc.Text() + "\n"))
+			if u, ok := strings.CutPrefix(sc.Text(), "custody serving on "); ok {
+				urls <- u
+			}
+		}
+	}()
+	stop = func() int {
+		cancel()
+		select {
+		case c := <-code:
+			return c
+		case <-time.After(15 * time.Second):
+			t.Fatalf("serve did not stop; stderr:\n%s", stderr)
+			return -1
+		}
+	}
+	select {
+	case base = <-urls:
+	case c := <-code:
+		t.Fatalf("serve exited with %d; stderr:\n%s", c, stderr)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatalf("serve did not start; stderr:\n%s", stderr)
+	}
+	return base, out, stop
+}
+
+func TestServe(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	base, out, stop := startServe(t, map[string]string{}, "--data", data)
+
+	res, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("healthz: %d", res.StatusCode)
+	}
+
+	agent := readToken(t, filepath.Join(data, agentTokenFile))
+	operator := readToken(t, filepath.Join(data, operatorTokenFile))
+	if !strings.Contains(out.String(), base+"/login?token="+operator) {
+		t.Errorf("no console login link printed:\n%s", out)
+	}
+	body := post(t, base+"/v1/calls", agent, `{"tool":"get_time","arguments":{"zone":"UTC"}}`, 200)
+	if !strings.Contains(body, `"receipt"`) {
+		t.Errorf("call: %s", body)
+	}
+	post(t, base+"/v1/calls", operator, `{"tool":"get_time","arguments":{}}`, 403)
+	post(t, base+"/v1/approvals/x/decision", agent, `{"decision":"approved"}`, 403)
+	if code := stop(); code != exitOK {
+		t.Fatalf("exit code %d", code)
+	}
+
+	// A second start reuses the kept tokens and shows no new link.
+	base, out, stop = startServe(t, map[string]string{"CUSTODY_DATA": data})
+	if got := readToken(t, filepath.Join(data, agentTokenFile)); got != agent {
+		t.Errorf("agent token changed")
+	}
+	if strings.Contains(out.String(), operator) {
+		t.Errorf("the operator token was printed again:\n%s", out)
+	}
+	post(t, base+"/v1/calls", agent, `{"tool":"get_time","arguments":{}}`, 200)
+	if code := stop(); code != exitOK {
+		t.Fatalf("exit code %d", code)
+	}
+}
+
+func TestServeConfiguredTokens(t *testing.T) {
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "custody.json")
+	os.WriteFile(cfg, []byte(`{"tokens":{"operator":["ana:operator-secret-000001"]}}`), 0o600)
+	env := map[string]string{"CUSTODY_AGENT_TOKENS": "bot:agent-secret-0000000001"}
+	base, _, stop := startServe(t, env, "--data", data, "--config", cfg)
+	defer stop()
+	post(t, base+"/v1/calls", "agent-secret-0000000001", `{"tool":"get_time","arguments":{}}`, 200)
+	res, err := http.NewRequest("GET", base+"/v1/approvals", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Header.Set("Authorization", "Bearer operator-secret-000001")
+	got, err := http.DefaultClient.Do(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Body.Close()
+	if got.StatusCode != 200 {
+		t.Errorf("operator from the config file: %d", got.StatusCode)
+	}
+	for _, f := range []string{agentTokenFile, operatorTokenFile} {
+		if _, err := os.Stat(filepath.Join(data, f)); err == nil {
+			t.Errorf("%s was created although tokens are configured", f)
+		}
+	}
+}
+
+func TestServeBadConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "custody.json")
+	os.WriteFile(cfg, []byte(`{"adress":"127.0.0.1:1"}`), 0o600)
+	var stderr bytes.Buffer
+	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(string) string { return "" }}
+	if code := m.Run(context.Background(), []string{"serve", "--config", cfg}); code != exitUsage {
+		t.Fatalf("exit code %d, want %d", code, exitUsage)
+	}
+	if !strings.Contains(stderr.String(), `"adress"`) {
+		t.Errorf("the error does not name the field: %s", stderr.String())
+	}
+}
+
+func readToken(t *testing.T, path string) string {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("token file: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v, want 0600", path, fi.Mode().Perm())
+	}
+	raw, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(raw))
+}
+
+func post(t *testing.T, url, token, body string, want int) string {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != want {
+		t.Fatalf("POST %s: %d, want %d: %s", url, res.StatusCode, want, b)
+	}
+	return string(b)
+}

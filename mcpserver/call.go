@@ -1,0 +1,222 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/custody-dev/custody"
+)
+
+// callTool runs one tools/call through the gateway with the exact argument
+// bytes of the request.
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	name := req.Params.Name
+	res, err := s.gw.Call(ctx, custody.Call{
+		Trace: s.trace(req), Tool: name, Args: arguments(req.Params.Arguments), Actor: s.actor(req), Via: "mcp",
+	})
+	if s.opts.Observe != nil {
+		s.opts.Observe(name, outcome(err), time.Since(start))
+	}
+	if err != nil {
+		s.log.Info("mcp call refused", "tool", name, "kind", custody.ErrorKind(err), "err", err)
+		return s.toolError(name, res.Trace, err), nil
+	}
+	return success(res), nil
+}
+
+// arguments returns the argument bytes as received. A call that sends no
+// arguments is a call with an empty object, as MCP defines it; anything
+// sent, including null, goes to the gateway unchanged.
+func arguments(raw json.RawMessage) json.RawMessage {
+	if raw == nil {
+		return json.RawMessage(`{}`)
+	}
+	return raw
+}
+
+// TraceMeta is the _meta key under which a client may name the trace of a
+// call, and under which results report it.
+const TraceMeta = "custody/trace_id"
+
+// trace returns the trace of a call: the one the client names in _meta,
+// else one per MCP session. A session is one chain of custody: a call
+// repeated after its approval finds the approval, and calls-per-trace
+// budgets count per session.
+func (s *Server) trace(req *mcp.CallToolRequest) string {
+	if t, ok := req.Params.Meta[TraceMeta].(string); ok && t != "" {
+		return t
+	}
+	if req.Session != nil {
+		if id := req.Session.ID(); id != "" {
+			return "mcp-" + id
+		}
+	}
+	return s.stdioTrace
+}
+
+// actor returns who made the call: the authenticated token's principal on
+// HTTP, Options.Actor on stdio.
+func (s *Server) actor(req *mcp.CallToolRequest) string {
+	if req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
+		return req.Extra.TokenInfo.UserID
+	}
+	return s.opts.Actor
+}
+
+func outcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return custody.ErrorKind(err)
+}
+
+// routeUnknownTools sends tools/call requests for tools outside the
+// envelope to the gateway, which refuses and records them, instead of the
+// SDK's protocol error that would leave no evidence.
+func (s *Server) routeUnknownTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		call, ok := req.(*mcp.CallToolRequest)
+		if !ok || call.Params == nil {
+			return next(ctx, method, req)
+		}
+		if _, known := s.gw.Tool(call.Params.Name); known {
+			return next(ctx, method, req)
+		}
+		return s.callTool(ctx, call)
+	}
+}
+
+// success is the result of a call that ran: the output as text, and as
+// structured content when it is a JSON object. The receipt rides in _meta.
+func success(res custody.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: string(res.Output)}},
+		Meta: mcp.Meta{
+			TraceMeta:         res.Trace,
+			"custody/receipt": map[string]any{"seq": res.Receipt.Seq, "hash": res.Receipt.Hash},
+		},
+	}
+	if isObject(res.Output) {
+		out.StructuredContent = res.Output
+	}
+	return out
+}
+
+func isObject(raw json.RawMessage) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c == '{'
+	}
+	return false
+}
+
+// ErrorMeta is the _meta key under which a tool error carries its
+// structured form {"kind","message","violations"?,...} for every tool.
+const ErrorMeta = "custody/error"
+
+// toolError maps any error of a call to an MCP tool error: the one
+// function that does. The text names the kind, the safe message, the
+// violations and, for a pending approval, what the agent must do next.
+// Internal detail stays in the log. The structured form rides in _meta
+// under ErrorMeta, and as structured content {"error":{...}} for tools
+// without an output schema: clients check structured content against the
+// output schema even on errors.
+func (s *Server) toolError(tool, trace string, err error) *mcp.CallToolResult {
+	d := detailOf(err)
+	d.TraceID = trace
+	res := &mcp.CallToolResult{
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: d.text(tool)}},
+		Meta:    mcp.Meta{ErrorMeta: d, TraceMeta: trace},
+	}
+	if noSchema, known := s.structured[tool]; noSchema || !known {
+		res.StructuredContent = map[string]any{"error": d}
+	}
+	return res
+}
+
+// errorDetail is the safe, structured form of a refusal.
+type errorDetail struct {
+	Kind              string              `json:"kind"`
+	Message           string              `json:"message"`
+	Violations        []custody.Violation `json:"violations,omitempty"`
+	ApprovalRequestID string              `json:"approval_request_id,omitempty"`
+	ExpiresAt         string              `json:"expires_at,omitempty"`
+	TraceID           string              `json:"trace_id,omitempty"`
+	Receipt           *custody.Receipt    `json:"receipt,omitempty"`
+}
+
+// detailOf returns what of err may be shown to an agent.
+func detailOf(err error) errorDetail {
+	e := custody.AsError(err)
+	d := errorDetail{Kind: e.Kind, Message: e.Message, Violations: e.Violations,
+		ApprovalRequestID: e.ApprovalRequestID, Receipt: e.Receipt}
+	if e.Kind == custody.EINTERNAL {
+		// The violations of a broken output describe the output, which
+		// is withheld: they stay on the ledger.
+		d.Violations = nil
+	}
+	if d.Message == "" {
+		d.Message = "internal error"
+	}
+	if !e.ExpiresAt.IsZero() {
+		d.ExpiresAt = e.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	return d
+}
+
+// text renders d for a language model: short lines, the next step last.
+func (d errorDetail) text(tool string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n", d.Kind, d.Message)
+	for _, v := range d.Violations {
+		at := v.Instance
+		if at == "" {
+			at = "(the arguments)"
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", at, v.Message)
+	}
+	if d.ApprovalRequestID != "" {
+		fmt.Fprintf(&b, "approval_request_id: %s\n", d.ApprovalRequestID)
+	}
+	if d.ExpiresAt != "" {
+		fmt.Fprintf(&b, "expires_at: %s\n", d.ExpiresAt)
+	}
+	if d.TraceID != "" {
+		fmt.Fprintf(&b, "trace_id: %s\n", d.TraceID)
+	}
+	b.WriteString(nextStep(d.Kind, tool))
+	return b.String()
+}
+
+// nextStep tells the agent what to do about a refusal of kind.
+func nextStep(kind, tool string) string {
+	switch kind {
+	case custody.EPENDING:
+		return fmt.Sprintf("A human operator must approve this exact action. Do not change the arguments: "+
+			"wait for the decision, then call %s again with exactly the same arguments. "+
+			"The approved call runs once; a declined or expired request will not run.", tool)
+	case custody.EINVALID:
+		return "The call was refused, not repaired: fix the arguments to match the tool's input schema and call again."
+	case custody.EEXPIRED:
+		return "The approval window passed. Call again with the same arguments to ask for a new approval."
+	case custody.EDENIED:
+		return "The call is outside what this agent may do; repeating it will not help."
+	case custody.EUNAVAILABLE:
+		return "The gateway could not complete the call. Try again later."
+	default:
+		return "The call did not succeed and no result is released."
+	}
+}

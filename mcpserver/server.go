@@ -1,0 +1,204 @@
+// Package mcpserver is the MCP front door of custody, built on the official
+// Go SDK. It lists the envelope's tools with their contracts as input and
+// output schemas and sends every tools/call through gate.Gateway.Call with
+// the exact argument bytes the client sent.
+//
+// The SDK is used on its low-level path (Server.AddTool with a raw
+// handler), which neither validates nor defaults arguments: the gateway
+// alone judges a call, so a call that does not validate is refused, never
+// stripped, coerced or defaulted. Calls of tools outside the envelope are
+// routed to the gateway too, so that their refusal is on the ledger like
+// any other.
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/contract"
+	"github.com/custody-dev/custody/gate"
+)
+
+// Options configures a Server. Every field is optional.
+type Options struct {
+	// Version is reported to clients; "dev" when empty.
+	Version string
+	// Actor is recorded as the caller of calls that carry no authenticated
+	// identity (the stdio transport); "mcp-stdio" when empty.
+	Actor string
+	// Observe is told of every call's tool, outcome ("ok" or an error
+	// kind) and duration, for metrics.
+	Observe func(tool, outcome string, d time.Duration)
+	Logger  *slog.Logger
+}
+
+// Server is an MCP server whose tools are a gateway's envelope.
+type Server struct {
+	gw   *gate.Gateway
+	srv  *mcp.Server
+	opts Options
+	log  *slog.Logger
+	// structured says, per tool, whether refusals may carry structured
+	// content: only tools without an output schema, since clients check
+	// structured content against the output schema even on errors.
+	structured map[string]bool
+	// stdioTrace is the trace of calls on a transport without session
+	// ids: one per server, as custody mcp --stdio serves one session.
+	stdioTrace string
+}
+
+// New returns an MCP server offering gw's tools, with input and output
+// schemas bundled from reg. It fails when a tool's contract cannot be
+// bundled or its input is not an object schema.
+func New(gw *gate.Gateway, reg *contract.Registry, opts Options) (*Server, error) {
+	if gw == nil || reg == nil {
+		return nil, errors.New("mcpserver: a gateway and a contract registry are required")
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.Actor == "" {
+		opts.Actor = "mcp-stdio"
+	}
+	s := &Server{gw: gw, opts: opts, log: opts.Logger, structured: map[string]bool{}, stdioTrace: "mcp-" + rand.Text()}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: "custody", Title: "custody gateway", Version: opts.Version},
+		&mcp.ServerOptions{Logger: opts.Logger, Instructions: instructions})
+	for _, spec := range gw.Tools() {
+		t, err := mcpTool(reg, spec)
+		if err != nil {
+			return nil, fmt.Errorf("mcpserver: tool %q: %w", spec.Name, err)
+		}
+		s.structured[spec.Name] = t.OutputSchema == nil
+		s.srv.AddTool(t, s.callTool)
+	}
+	s.srv.AddReceivingMiddleware(s.routeUnknownTools)
+	return s, nil
+}
+
+// instructions tell a client how the gateway behaves.
+const instructions = "Every tool call passes a contract-enforcing gateway. Arguments that do not match " +
+	"the tool's input schema are refused, never repaired: fix them and call again. A call that " +
+	"needs human approval returns pending_approval with an approval_request_id: wait for an operator's " +
+	"decision, then repeat the same call with exactly the same arguments."
+
+// MCP returns the underlying SDK server, to run on any transport.
+func (s *Server) MCP() *mcp.Server { return s.srv }
+
+// ServeStdio serves one MCP session over newline-delimited JSON-RPC on in
+// and out (custody mcp --stdio) until the client disconnects or ctx ends.
+// Calls are recorded with Options.Actor as their actor.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	err := s.srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("serve mcp over stdio: %w", err)
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// HTTPHandler returns the streamable HTTP handler (mount it at /mcp). Every
+// request needs a bearer token that authenticate accepts; it returns the
+// actor recorded for the token's calls, and should accept agent tokens
+// only. Sessions are bound to the actor that opened them.
+func (s *Server) HTTPHandler(authenticate func(token string) (actor string, ok bool)) http.Handler {
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		actor, ok := authenticate(token)
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: actor}, nil
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
+		&mcp.StreamableHTTPOptions{Logger: s.opts.Logger})
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+}
+
+// mcpTool describes one envelope tool for tools/list.
+func mcpTool(reg *contract.Registry, spec custody.ToolSpec) (*mcp.Tool, error) {
+	in, err := reg.Bundle(spec.Input)
+	if err != nil {
+		return nil, fmt.Errorf("bundle input schema %q: %w", spec.Input, err)
+	}
+	if in, err = objectSchema(in); err != nil {
+		return nil, fmt.Errorf("input schema %q: %w", spec.Input, err)
+	}
+	t := &mcp.Tool{
+		Name: spec.Name, Description: spec.Description, InputSchema: in,
+		Annotations: annotations(spec),
+	}
+	out, err := reg.Bundle(spec.Output)
+	if err != nil {
+		return nil, fmt.Errorf("bundle output schema %q: %w", spec.Output, err)
+	}
+	if schemaType(out) == "object" {
+		// Structured content must be an object for most clients: only
+		// object outputs are declared.
+		t.OutputSchema = out
+	}
+	return t, nil
+}
+
+// annotations derive the MCP hints from the envelope's declarations.
+func annotations(spec custody.ToolSpec) *mcp.ToolAnnotations {
+	destructive := spec.Effect == custody.EffectConsequential
+	return &mcp.ToolAnnotations{
+		Title:           spec.Name,
+		ReadOnlyHint:    spec.Access == custody.Read,
+		DestructiveHint: &destructive,
+	}
+}
+
+// objectSchema returns schema with "type":"object" at its root. MCP tool
+// arguments are always an object, so a schema without a root type gains
+// one; a schema whose root type is something else cannot be offered.
+func objectSchema(schema json.RawMessage) (json.RawMessage, error) {
+	switch schemaType(schema) {
+	case "object":
+		return schema, nil
+	case "":
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(schema, &m); err != nil {
+			return nil, fmt.Errorf("not a JSON object: %w", err)
+		}
+		m["type"] = json.RawMessage(`"object"`)
+		return json.Marshal(m)
+	default:
+		return nil, errors.New(`the root type must be "object" for MCP tool arguments`)
+	}
+}
+
+// schemaType returns the root "type" of a schema when it is one string,
+// "" when absent, and "?" for anything else.
+func schemaType(schema json.RawMessage) string {
+	var s struct {
+		Type json.RawMessage `json:"type"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return "?"
+	}
+	if s.Type == nil {
+		return ""
+	}
+	var t string
+	if json.Unmarshal(s.Type, &t) != nil {
+		return "?"
+	}
+	return t
+}

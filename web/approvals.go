@@ -1,0 +1,121 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
+)
+
+// approvalsResponse is the body of GET /v1/approvals. ServerTime lets the
+// console count down against the server's clock, not the phone's.
+type approvalsResponse struct {
+	Approvals  []custody.Approval `json:"approvals"`
+	ServerTime string             `json:"server_time"`
+}
+
+// handleApprovals serves GET /v1/approvals[?status=], newest first.
+func (s *Server) handleApprovals(w http.ResponseWriter, r *http.Request) {
+	status := custody.ApprovalStatus(r.URL.Query().Get("status"))
+	if !validStatus(status) {
+		s.writeError(w, r, custody.Errorf(custody.EINVALID,
+			"status must be one of pending, approved, declined, expired, consumed"))
+		return
+	}
+	list, err := s.cfg.Approvals.List(r.Context(), status)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if list == nil {
+		list = []custody.Approval{}
+	}
+	writeJSON(w, http.StatusOK, approvalsResponse{Approvals: list, ServerTime: custody.FormatTime(s.cfg.Now())})
+}
+
+func validStatus(st custody.ApprovalStatus) bool {
+	switch st {
+	case "", custody.ApprovalPending, custody.ApprovalApproved, custody.ApprovalDeclined,
+		custody.ApprovalExpired, custody.ApprovalConsumed:
+		return true
+	}
+	return false
+}
+
+// handleApproval serves GET /v1/approvals/{id}.
+func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
+	a, err := s.cfg.Approvals.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+// decisionRequest is the body of POST /v1/approvals/{id}/decision.
+type decisionRequest struct {
+	Decision  string
+	Operator  string
+	Note      string
+	Arguments json.RawMessage
+}
+
+// handleDecision serves POST /v1/approvals/{id}/decision for operators.
+// The operator_id, when given, must be the token's own id: an operator
+// decides in their own name only.
+func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
+	req, err := decodeDecision(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, _ := PrincipalFrom(r.Context())
+	if req.Operator != "" && req.Operator != p.ID {
+		s.log.Warn("refused: decision in another operator's name", "principal", p.ID, "operator_id", req.Operator)
+		s.writeError(w, r, custody.Errorf(custody.EDENIED, "operator_id must be your own id %q", p.ID))
+		return
+	}
+	a, err := s.cfg.Approvals.Decide(r.Context(), r.PathValue("id"), approval.Decision{
+		Decision: req.Decision, Operator: p.ID, Note: req.Note, Arguments: req.Arguments,
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("approval decided", "approval_request_id", a.ID, "decision", req.Decision, "operator", p.ID)
+	writeJSON(w, http.StatusOK, a)
+}
+
+// decodeDecision reads a decision body, refusing unknown, duplicate and
+// mistyped members. Edited arguments keep their exact bytes.
+func decodeDecision(w http.ResponseWriter, r *http.Request) (decisionRequest, error) {
+	var req decisionRequest
+	members, err := readObject(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		return req, err
+	}
+	for name, raw := range members {
+		switch name {
+		case "decision":
+			err = decodeString(name, raw, &req.Decision)
+		case "operator_id":
+			err = decodeString(name, raw, &req.Operator)
+		case "note":
+			err = decodeString(name, raw, &req.Note)
+		case "arguments":
+			if string(raw) != "null" {
+				req.Arguments = raw
+			}
+		default:
+			err = custody.Errorf(custody.EINVALID, "unknown member %q in the request body", name)
+		}
+		if err != nil {
+			return req, err
+		}
+	}
+	if req.Decision != "approved" && req.Decision != "declined" {
+		return req, custody.Errorf(custody.EINVALID, `"decision" must be "approved" or "declined"`)
+	}
+	return req, nil
+}

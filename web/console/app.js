@@ -1,0 +1,392 @@
+// custody operator console: approval inbox and ledger browser. Plain
+// script, no build step. The bearer token lives in an HttpOnly cookie set by
+// /login, so this script never sees it.
+"use strict";
+
+const PAGE = 25;
+const state = {
+  clockSkew: 0,          // server time minus local time, in ms
+  approvals: new Map(),  // id -> approval shown as pending
+  ledger: { after: null, stack: [], trace: "", kind: "" },
+  timers: [],
+};
+
+const $ = (sel, root = document) => root.querySelector(sel);
+
+// api fetches a JSON endpoint. A 401 shows the sign-in form; any other
+// failure throws an Error carrying the server's message.
+async function api(path, options = {}) {
+  const res = await fetch(path, {
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", Accept: "application/json" },
+    ...options,
+  });
+  const body = await res.json().catch(() => ({}));
+  if (res.status === 401) {
+    showLogin();
+    throw new Error("sign in required");
+  }
+  if (!res.ok) {
+    const e = body.error || {};
+    const err = new Error(e.message || `request failed (${res.status})`);
+    err.kind = e.kind;
+    throw err;
+  }
+  return body;
+}
+
+function showError(msg) {
+  const el = $("#error");
+  el.textContent = msg;
+  el.hidden = !msg;
+}
+
+function showLogin() {
+  document.querySelectorAll("[data-view]").forEach((v) => (v.hidden = true));
+  $("#login").hidden = false;
+  $("#login-failed").hidden = !location.search.includes("login=failed");
+  $("#logout").hidden = true;
+  state.timers.forEach(clearInterval);
+  state.timers = [];
+}
+
+// el builds an element with text and attributes.
+function el(tag, text, attrs = {}) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = text;
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
+}
+
+function humanize(key) {
+  const s = String(key).replace(/[_-]+/g, " ").trim();
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+// renderValue turns any JSON value into readable HTML: objects become
+// definition lists, arrays lists, scalars text.
+function renderValue(v, depth = 0) {
+  if (v === null || v === undefined) return el("span", "—", { class: "muted" });
+  if (Array.isArray(v)) {
+    if (v.length === 0) return el("span", "none", { class: "muted" });
+    if (depth > 4) return el("code", JSON.stringify(v));
+    const ol = el("ul", null, { class: "list" });
+    v.forEach((item) => ol.appendChild(el("li")).appendChild(renderValue(item, depth + 1)));
+    return ol;
+  }
+  if (typeof v === "object") {
+    if (depth > 4) return el("code", JSON.stringify(v));
+    const dl = el("dl", null, { class: "kv" });
+    for (const [k, val] of Object.entries(v)) {
+      dl.appendChild(el("dt", humanize(k)));
+      dl.appendChild(el("dd")).appendChild(renderValue(val, depth + 1));
+    }
+    return dl;
+  }
+  if (typeof v === "boolean") return el("span", v ? "yes" : "no");
+  return el("span", String(v), { class: "value" });
+}
+
+// ---- navigation ----
+
+function route() {
+  const view = (location.hash.replace(/^#\/?/, "") || "inbox").split("?")[0];
+  document.querySelectorAll("[data-view]").forEach((v) => (v.hidden = v.dataset.view !== view));
+  document.querySelectorAll("nav a[href^='#']").forEach((a) => {
+    if (a.getAttribute("href") === "#/" + view) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  });
+  if (view === "ledger") {
+    loadLedger();
+    verify();
+  } else loadInbox();
+}
+
+async function start() {
+  let me;
+  try {
+    me = await api("/v1/console");
+  } catch (err) {
+    if (err.message !== "sign in required") showError(err.message);
+    return;
+  }
+  $("#login").hidden = true;
+  $("#logout").hidden = false;
+  $("#principal").textContent = `${me.principal.id} · ${me.principal.role}`;
+  const links = $("#app-links");
+  links.replaceChildren();
+  for (const app of me.apps) links.appendChild(el("a", app.title || app.name, { href: app.path, "data-testid": "nav-app-" + app.name }));
+  window.addEventListener("hashchange", route);
+  route();
+  state.timers.push(setInterval(loadInbox, 5000));
+  state.timers.push(setInterval(tickCountdowns, 1000));
+  state.timers.push(setInterval(verify, 15000));
+  verify();
+}
+
+// ---- inbox ----
+
+function serverNow() {
+  return Date.now() + state.clockSkew;
+}
+
+function timeLeft(expiresAt) {
+  const ms = Date.parse(expiresAt) - serverNow();
+  if (ms <= 0) return { text: "expired", ms };
+  const s = Math.floor(ms / 1000);
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
+  const text = (h ? `${h}h ${String(m).padStart(2, "0")}m` : `${m}:${String(sec).padStart(2, "0")}`) + " left";
+  return { text, ms };
+}
+
+function tickCountdowns() {
+  document.querySelectorAll("[data-testid=approval]").forEach((card) => {
+    const left = timeLeft(card.dataset.expiresAt);
+    const c = $("[data-testid=countdown]", card);
+    c.textContent = left.text;
+    c.classList.toggle("urgent", left.ms < 60000);
+    $("[data-testid=approve]", card).disabled = left.ms <= 0;
+  });
+}
+
+async function loadInbox() {
+  if ($("#inbox").hidden && document.visibilityState !== "visible") return;
+  let pending, all;
+  try {
+    pending = await api("/v1/approvals?status=pending");
+    all = await api("/v1/approvals");
+  } catch (err) {
+    if (err.message !== "sign in required") showError(err.message);
+    return;
+  }
+  showError("");
+  state.clockSkew = Date.parse(pending.server_time) - Date.now();
+  renderPending(pending.approvals);
+  renderDecided(all.approvals.filter((a) => a.status !== "pending").slice(0, 10));
+}
+
+function renderPending(list) {
+  const ul = $("#pending-list");
+  const ids = new Set(list.map((a) => a.approval_request_id));
+  // Keep cards already shown, so an operator's edits survive a refresh.
+  for (const card of [...ul.children]) if (!ids.has(card.dataset.id)) card.remove();
+  for (const a of list) {
+    if (!ul.querySelector(`[data-id="${CSS.escape(a.approval_request_id)}"]`)) ul.appendChild(approvalCard(a));
+  }
+  $("#inbox-empty").hidden = list.length > 0;
+  const count = $("[data-testid=pending-count]");
+  count.textContent = String(list.length);
+  count.hidden = list.length === 0;
+  tickCountdowns();
+}
+
+function approvalCard(a) {
+  const card = $("#approval-card").content.firstElementChild.cloneNode(true);
+  card.dataset.id = a.approval_request_id;
+  card.dataset.expiresAt = a.expires_at;
+  $("[data-testid=approval-tool]", card).textContent = humanize(a.tool);
+  $("[data-testid=reason]", card).textContent = a.reason || "This tool needs a human confirmation for every call.";
+  const ctx = $("[data-testid=context]", card);
+  if (a.context) ctx.appendChild(renderValue(a.context));
+  else ctx.closest("details").remove();
+  $("[data-testid=arguments]", card).appendChild(renderArguments(a));
+  $(".meta", card).textContent = `Tool ${a.tool} · trace ${a.trace_id || "—"} · asked by ${a.requester || "—"} · request ${a.approval_request_id}`;
+  $("form", card).addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    decide(card, a, ev.submitter ? ev.submitter.value : "approved");
+  });
+  return card;
+}
+
+// renderArguments shows the action's arguments; the ones an operator may
+// edit are pre-filled inputs.
+function renderArguments(a) {
+  const editable = new Set(a.editable || []);
+  const args = a.arguments && typeof a.arguments === "object" && !Array.isArray(a.arguments) ? a.arguments : null;
+  if (!args) return renderValue(a.arguments);
+  const dl = el("dl", null, { class: "kv" });
+  for (const [k, v] of Object.entries(args)) {
+    dl.appendChild(el("dt", humanize(k)));
+    const dd = dl.appendChild(el("dd"));
+    if (editable.has(k) && typeof v === "string") {
+      const input = el("textarea", null, { name: "arg:" + k, rows: String(Math.min(6, 1 + Math.ceil(v.length / 40))), "data-testid": "edit-" + k, "aria-label": "Edit " + humanize(k) });
+      input.value = v;
+      dd.appendChild(input);
+      dd.appendChild(el("small", "You may edit this before approving.", { class: "muted" }));
+    } else {
+      dd.appendChild(renderValue(v, 1));
+    }
+  }
+  return dl;
+}
+
+async function decide(card, a, decision) {
+  const form = $("form", card);
+  const body = { decision, note: form.elements.note.value.trim() };
+  if (decision === "approved") {
+    const edited = editedArguments(form, a);
+    if (edited) body.arguments = edited;
+  }
+  form.querySelectorAll("button").forEach((b) => (b.disabled = true));
+  try {
+    await api(`/v1/approvals/${encodeURIComponent(a.approval_request_id)}/decision`, { method: "POST", body: JSON.stringify(body) });
+    card.remove();
+    showError("");
+    loadInbox();
+  } catch (err) {
+    showError(`Could not record the decision: ${err.message}`);
+    form.querySelectorAll("button").forEach((b) => (b.disabled = false));
+  }
+}
+
+// editedArguments returns the arguments with the operator's edits, or null
+// when nothing changed (so the exact requested action is approved).
+function editedArguments(form, a) {
+  let changed = false;
+  const args = { ...a.arguments };
+  for (const input of form.closest(".card").querySelectorAll("textarea[name^='arg:']")) {
+    const k = input.name.slice(4);
+    if (input.value !== args[k]) {
+      args[k] = input.value;
+      changed = true;
+    }
+  }
+  return changed ? args : null;
+}
+
+function renderDecided(list) {
+  const ul = $("#decided-list");
+  ul.replaceChildren();
+  if (list.length === 0) ul.appendChild(el("li", "No decisions yet.", { class: "muted" }));
+  for (const a of list) {
+    const li = el("li", null, { "data-testid": "decided", "data-id": a.approval_request_id });
+    li.appendChild(el("span", a.status, { class: "badge " + a.status, "data-testid": "decided-status" }));
+    li.appendChild(el("strong", humanize(a.tool)));
+    const who = a.operator_id ? ` by ${a.operator_id}` : "";
+    li.appendChild(el("span", `${who}${a.note ? ` — “${a.note}”` : ""}`, { class: "muted" }));
+    ul.appendChild(li);
+  }
+}
+
+// ---- ledger ----
+
+async function loadLedger() {
+  const l = state.ledger;
+  try {
+    if (l.after === null) l.after = await latestAfter();
+    const q = new URLSearchParams({ after: String(l.after), limit: String(PAGE) });
+    if (l.trace) q.set("trace", l.trace);
+    if (l.kind) q.set("kind", l.kind);
+    const page = await api("/v1/ledger?" + q);
+    renderLedger(page);
+    showError("");
+  } catch (err) {
+    if (err.message !== "sign in required") showError(err.message);
+  }
+}
+
+// latestAfter is the cursor of the newest page: unfiltered seqs are dense,
+// filtered ones are not, so a filtered view starts at the beginning.
+async function latestAfter() {
+  const l = state.ledger;
+  if (l.trace || l.kind) return 0;
+  const head = await api("/v1/ledger?limit=1");
+  return Math.max(0, head.head.seq - PAGE);
+}
+
+function renderLedger(page) {
+  const l = state.ledger;
+  const tbody = $("#ledger-rows");
+  tbody.replaceChildren();
+  for (const e of page.entries) tbody.appendChild(ledgerRow(e));
+  if (page.entries.length === 0) tbody.appendChild(el("tr")).appendChild(el("td", "No entries.", { colspan: "6", class: "muted" }));
+  const first = page.entries[0], last = page.entries[page.entries.length - 1];
+  $("#page-info").textContent = first ? `seq ${first.seq}–${last.seq} of ${page.head.seq}` : `${page.head.seq} entries`;
+  $("#page-prev").disabled = l.after === 0;
+  $("#page-next").disabled = !page.next_after;
+  l.next = page.next_after || 0;
+}
+
+function ledgerRow(e) {
+  const tr = el("tr", null, { "data-testid": "ledger-row", "data-kind": e.kind, "data-seq": String(e.seq) });
+  const seq = el("td");
+  seq.appendChild(el("button", String(e.seq), { type: "button", class: "link", "aria-label": `Show entry ${e.seq}` }));
+  tr.appendChild(seq);
+  tr.appendChild(el("td", e.at.replace("T", " ").replace(/\.\d+Z$/, "")));
+  tr.appendChild(el("td")).appendChild(el("span", e.kind, { class: "kind " + e.kind.split(".")[1] }));
+  tr.appendChild(el("td", short(e.trace), { title: e.trace }));
+  tr.appendChild(el("td", e.actor));
+  tr.appendChild(el("td", Object.entries(e.refs || {}).map(([k, v]) => `${k}=${short(v)}`).join(" ")));
+  tr.addEventListener("click", () => showEntry(e));
+  return tr;
+}
+
+function short(s) {
+  return s && s.length > 14 ? s.slice(0, 8) + "…" : s || "";
+}
+
+function showEntry(e) {
+  const d = $("#entry-detail");
+  const dl = $("#detail-fields");
+  dl.replaceChildren();
+  for (const k of ["seq", "at", "kind", "trace", "actor", "body_sha256", "prev", "hash"]) {
+    dl.appendChild(el("dt", k));
+    dl.appendChild(el("dd")).appendChild(el("code", String(e[k])));
+  }
+  dl.appendChild(el("dt", "refs"));
+  const refs = dl.appendChild(el("dd"));
+  for (const [k, v] of Object.entries(e.refs || {})) refs.appendChild(el("code", `${k}=${v}`, { class: "ref" }));
+  $("#entry-body").textContent = JSON.stringify(e.body, null, 2);
+  $("#detail-title").textContent = `Entry ${e.seq}: ${e.kind}`;
+  d.hidden = false;
+  d.scrollIntoView({ behavior: "smooth", block: "start" });
+}
+
+async function verify() {
+  const out = $("#verify-status");
+  try {
+    const v = await api("/v1/ledger/verify");
+    out.className = "banner " + (v.ok ? "ok" : "error");
+    out.dataset.ok = String(v.ok);
+    out.textContent = v.ok
+      ? `Verified: ${v.entries} entries, head ${v.head ? v.head.slice(0, 16) + "…" : "—"}`
+      : `Verification failed at seq ${v.first_bad_seq}: ${v.problem}`;
+  } catch (err) {
+    out.className = "banner error";
+    out.dataset.ok = "false";
+    out.textContent = `Verification unavailable: ${err.message}`;
+  }
+}
+
+function setupLedgerControls() {
+  const l = state.ledger;
+  $("#ledger-filter").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const f = ev.target.elements;
+    Object.assign(l, { trace: f.trace.value.trim(), kind: f.kind.value, after: null, stack: [] });
+    loadLedger();
+  });
+  $("#ledger-filter").addEventListener("reset", () => {
+    Object.assign(l, { trace: "", kind: "", after: null, stack: [] });
+    setTimeout(loadLedger);
+  });
+  $("#page-next").addEventListener("click", () => {
+    l.stack.push(l.after);
+    l.after = l.next;
+    loadLedger();
+  });
+  $("#page-prev").addEventListener("click", () => {
+    l.after = l.stack.length ? l.stack.pop() : Math.max(0, l.after - PAGE);
+    loadLedger();
+  });
+  $("#page-latest").addEventListener("click", () => {
+    Object.assign(l, { after: null, stack: [] });
+    loadLedger();
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  setupLedgerControls();
+  if ("serviceWorker" in navigator) navigator.serviceWorker.register("/sw.js").catch(() => {});
+  start();
+});

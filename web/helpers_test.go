@@ -1,0 +1,239 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/contract"
+	"github.com/custody-dev/custody/example"
+	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/web"
+)
+
+// Tokens of the test principals.
+const (
+	agentToken    = "agent-token-0123456789"
+	operatorToken = "operator-token-0123456789"
+	auditorToken  = "auditor-token-0123456789"
+)
+
+// testContract declares the schemas of the test tools.
+const testContract = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "https://custody.dev/schemas/webtest/v1",
+  "$defs": {
+    "in": {
+      "type": "object", "additionalProperties": false, "required": ["n"],
+      "properties": {"n": {"type": "integer"}, "at": {"type": "string", "format": "date-time"}}
+    },
+    "out": {
+      "type": "object", "additionalProperties": false, "required": ["ok"],
+      "properties": {"ok": {"type": "boolean"}}
+    }
+  }
+}`
+
+// clock is a settable clock shared by the gateway, approvals and server.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// flakyLedger is a ledger whose appends fail while down is set.
+type flakyLedger struct {
+	custody.Ledger
+	down atomic.Bool
+}
+
+func (l *flakyLedger) Append(ctx context.Context, e custody.Entry) (custody.Entry, error) {
+	if l.down.Load() {
+		return custody.Entry{}, errors.New("disk on fire")
+	}
+	return l.Ledger.Append(ctx, e)
+}
+
+// env is a real server on 127.0.0.1 over a real SQLite data directory with
+// the example envelope and the test tools.
+type env struct {
+	t         *testing.T
+	db        *sqlite.DB
+	ledger    *flakyLedger
+	approvals *approval.Service
+	gw        *gate.Gateway
+	clock     *clock
+	srv       *httptest.Server
+	// runs counts the runs of the test tools' handlers.
+	runs atomic.Int64
+}
+
+// newEnv starts the server with apps mounted.
+func newEnv(t *testing.T, apps ...web.App) *env {
+	t.Helper()
+	e := &env{t: t, clock: &clock{t: time.Now().UTC()}}
+	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	e.db, e.ledger = db, &flakyLedger{Ledger: db}
+	name, raw := example.Contract()
+	reg, err := contract.Load(contract.Options{Extra: map[string][]byte{name: raw, "webtest.json": []byte(testContract)}})
+	if err != nil {
+		t.Fatalf("load contracts: %v", err)
+	}
+	e.approvals, err = approval.New(approval.Config{Store: db, Ledger: e.ledger, Now: e.clock.Now})
+	if err != nil {
+		t.Fatalf("approvals: %v", err)
+	}
+	envelope := example.Envelope(db, e.clock.Now)
+	envelope.Tools = append(envelope.Tools, e.testTools()...)
+	e.gw, err = gate.New(gate.Config{Registry: reg, Ledger: e.ledger, Approvals: e.approvals, State: db, Now: e.clock.Now, Logger: slog.New(slog.DiscardHandler)}, envelope)
+	if err != nil {
+		t.Fatalf("gateway: %v", err)
+	}
+	tokens, err := web.ParseTokens("agent-1:"+agentToken, "op-1:"+operatorToken, "aud-1:"+auditorToken)
+	if err != nil {
+		t.Fatalf("tokens: %v", err)
+	}
+	s, err := web.New(web.Config{
+		Gateway: e.gw, Approvals: e.approvals, Ledger: e.ledger, Verify: db.Verify,
+		Checkpoint: db.LatestCheckpoint, Tokens: tokens, Now: e.clock.Now, Apps: apps,
+	})
+	if err != nil {
+		t.Fatalf("web.New: %v", err)
+	}
+	e.srv = httptest.NewServer(s.Handler())
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// testTools are tools that exercise a budget, a broken output and a write.
+func (e *env) testTools() []gate.Tool {
+	spec := func(name string, access custody.Access, budget int) custody.ToolSpec {
+		return custody.ToolSpec{
+			Name: name, Description: "test tool " + name,
+			Input: "https://custody.dev/schemas/webtest/v1#/$defs/in", Output: "https://custody.dev/schemas/webtest/v1#/$defs/out",
+			Access: access, Effect: custody.EffectReversible, Approval: custody.NotRequired, MaxCallsPerTrace: budget,
+		}
+	}
+	answer := func(out string) gate.Handler {
+		return func(context.Context, custody.Call) (json.RawMessage, error) {
+			e.runs.Add(1)
+			return json.RawMessage(out), nil
+		}
+	}
+	return []gate.Tool{
+		{Spec: spec("once", custody.Read, 1), Handler: answer(`{"ok":true}`)},
+		{Spec: spec("bad_output", custody.Read, 0), Handler: answer(`{"ok":"yes","secret":"s3cr3t"}`)},
+		{Spec: spec("count_write", custody.Write, 0), Handler: answer(`{"ok":true}`)},
+	}
+}
+
+// response is a decoded API answer.
+type response struct {
+	Status int
+	Body   []byte
+}
+
+// Error returns the error member of an error body.
+func (r response) Error(t *testing.T) errorDetail {
+	t.Helper()
+	var b struct {
+		Error *errorDetail `json:"error"`
+	}
+	if err := json.Unmarshal(r.Body, &b); err != nil || b.Error == nil {
+		t.Fatalf("status %d: not an error body: %s", r.Status, r.Body)
+	}
+	return *b.Error
+}
+
+type errorDetail struct {
+	Kind              string              `json:"kind"`
+	Message           string              `json:"message"`
+	Violations        []custody.Violation `json:"violations"`
+	ApprovalRequestID string              `json:"approval_request_id"`
+	ExpiresAt         string              `json:"expires_at"`
+	TraceID           string              `json:"trace_id"`
+	Receipt           *custody.Receipt    `json:"receipt"`
+}
+
+// do sends a request with token (none when empty) and returns the answer.
+func (e *env) do(method, path, token string, body []byte) response {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatalf("read body: %v", err)
+	}
+	return response{Status: res.StatusCode, Body: b}
+}
+
+// call posts a call with the exact argument bytes args.
+func (e *env) call(trace, tool, args string) response {
+	e.t.Helper()
+	body := `{"tool":` + quote(tool) + `,"arguments":` + args
+	if trace != "" {
+		body += `,"trace_id":` + quote(trace)
+	}
+	return e.do("POST", "/v1/calls", agentToken, []byte(body+"}"))
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// entries returns the ledger entries of a trace and kind.
+func (e *env) entries(trace, kind string) []custody.Entry {
+	e.t.Helper()
+	es, err := e.db.Entries(context.Background(), custody.Query{Trace: trace, Kind: kind})
+	if err != nil {
+		e.t.Fatalf("read ledger: %v", err)
+	}
+	return es
+}
+
+// decide posts a decision as the operator.
+func (e *env) decide(id, body string) response {
+	e.t.Helper()
+	return e.do("POST", "/v1/approvals/"+id+"/decision", operatorToken, []byte(body))
+}
