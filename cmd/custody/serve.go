@@ -76,12 +76,6 @@ type systems struct {
 	Runners []func(ctx context.Context, st *stack) error
 }
 
-// serveSystems returns the domain systems served next to the core.
-// The seed systems are added here.
-func (m *Main) serveSystems(_ context.Context) (systems, error) {
-	return systems{}, nil
-}
-
 // runServe serves the HTTP API, MCP at /mcp and the operator console:
 //
 //	custody serve [--addr 127.0.0.1:8080] [--data DIR] [--contracts DIR] [--config FILE]
