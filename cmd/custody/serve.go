@@ -63,7 +63,7 @@ type serveConfig struct {
 
 // serveSettings are serve's settings after flags, environment and file.
 type serveSettings struct {
-	addr, data, contracts string
+	addr, data, contracts, nats string
 	cfg                   serveConfig
 }
 
@@ -98,6 +98,7 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	addr := fset.String("addr", "", "`HOST:PORT` to listen on (env CUSTODY_ADDR, default 127.0.0.1:8080)")
 	data := m.dataFlag(fset)
 	contracts := m.contractsFlag(fset)
+	natsURL := fset.String("nats", "", "join the wildfire mesh over NATS at `URL` (env CUSTODY_NATS; default: a simulated mesh)")
 	config := fset.String("config", m.env("CUSTODY_CONFIG", ""), "JSON config `FILE` (env CUSTODY_CONFIG)")
 	if ok, code := m.parse(fset, args); !ok {
 		return serveSettings{}, code, false
@@ -118,6 +119,7 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	set.addr = m.setting(given["addr"], *addr, "CUSTODY_ADDR", set.cfg.Addr, "127.0.0.1:8080")
 	set.data = m.setting(given["data"], *data, "CUSTODY_DATA", set.cfg.Data, *data)
 	set.contracts = m.setting(given["contracts"], *contracts, "CUSTODY_CONTRACTS", set.cfg.Contracts, "")
+	set.nats = m.setting(given["nats"], *natsURL, "CUSTODY_NATS", "", "")
 	return set, 0, true
 }
 
@@ -167,7 +169,7 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	}
 	defer ln.Close()
 	base := "http://" + ln.Addr().String()
-	sys, err := m.serveSystems(ctx)
+	sys, err := m.serveSystems(ctx, set)
 	if err != nil {
 		return fmt.Errorf("domain systems: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/custody-dev/custody/llm"
+	"github.com/custody-dev/custody/mesh"
 	"github.com/custody-dev/custody/peas"
 	"github.com/custody-dev/custody/web"
 )
@@ -12,21 +13,39 @@ import (
 // serveSystems returns the seed systems served next to the core: their
 // tools join the envelope, their pages the console, their feeds run
 // beside the server.
-func (m *Main) serveSystems(_ context.Context) (systems, error) {
+func (m *Main) serveSystems(_ context.Context, set serveSettings) (systems, error) {
 	router, err := llm.NewRouter(m.env("CUSTODY_LLM", "template"), m.env("CUSTODY_LLM_EDGE", ""))
 	if err != nil {
 		return systems{}, err
 	}
 	logger := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	pileup := peas.New(peas.Deps{LLM: router, Logger: logger})
+	var wildfire *mesh.System
 	return systems{
 		Tools: pileup.Tools(),
 		Apps: func(st *stack) ([]web.App, error) {
 			pileup.Attach(st.approvals, st.db, st.db, st.reg)
-			return []web.App{{Name: "peas", Title: "Pile-up alert", Handler: pileup.Handler()}}, nil
+			wildfire = mesh.New(m.meshDeps(st, set.nats, logger))
+			return []web.App{
+				{Name: "peas", Title: "Pile-up alert", Handler: pileup.Handler()},
+				{Name: "mesh", Title: "Wildfire mesh", Handler: wildfire.Handler()},
+			}, nil
 		},
 		Runners: []func(ctx context.Context, st *stack) error{
 			func(ctx context.Context, st *stack) error { return pileup.Run(ctx, st.gw) },
+			func(ctx context.Context, st *stack) error { return wildfire.Run(ctx) },
 		},
 	}, nil
+}
+
+// meshDeps wires the mesh to the stack: a simulated ridge on a loopback,
+// or the real mesh over NATS when a URL is given.
+func (m *Main) meshDeps(st *stack, natsURL string, logger *slog.Logger) mesh.Deps {
+	d := mesh.Deps{Validator: st.reg, Ledger: st.db, Approvals: st.approvals, Logger: logger}
+	if natsURL != "" {
+		d.Dial = func(ctx context.Context) (mesh.Transport, error) {
+			return meshNATS(ctx, natsURL, "", "custody-serve")
+		}
+	}
+	return d
 }

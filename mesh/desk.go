@@ -1,0 +1,291 @@
+package mesh
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/guard"
+	"github.com/custody-dev/custody/ledger"
+)
+
+// BroadcastTool is the action an operator approves: the approval's tool
+// name, bound with the Order by the approval digest.
+const BroadcastTool = "mesh_broadcast"
+
+// Approvals is the part of the approval service the desk uses;
+// *approval.Service implements it.
+type Approvals interface {
+	Request(ctx context.Context, r approval.Request) (custody.Approval, error)
+	Decide(ctx context.Context, id string, d approval.Decision) (custody.Approval, error)
+	Get(ctx context.Context, id string) (custody.Approval, error)
+	Consume(ctx context.Context, id, digest string, seq int64) (custody.Approval, error)
+}
+
+var _ Approvals = (*approval.Service)(nil)
+
+// Order is what an operator approves: the approval's arguments. Its
+// members are strings so that an operator may edit each of them (the
+// audiences as a comma-separated list) and the digest binds the edit.
+type Order struct {
+	BroadcastText  string `json:"broadcast_text"`
+	SeverityTier   Tier   `json:"severity_tier"`
+	TargetAudience string `json:"target_audience"`
+}
+
+// orderEditable names the Order members an operator may edit.
+var orderEditable = []string{"broadcast_text", "severity_tier", "target_audience"}
+
+// Audiences returns the order's audiences.
+func (o Order) Audiences() []string {
+	var out []string
+	for _, a := range strings.Split(o.TargetAudience, ",") {
+		if a = strings.TrimSpace(a); a != "" && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Case statuses on the desk.
+const (
+	CaseInfo      = "info"      // no approval: can never become a broadcast
+	CasePending   = "pending"   // waiting for an operator
+	CaseDeclined  = "declined"  // the operator declined
+	CaseExpired   = "expired"   // nobody decided in time
+	CaseBroadcast = "broadcast" // approved and published
+	CaseRefused   = "refused"   // approved, but the order failed its checks
+)
+
+// Case is one aggregation on the desk and what became of it.
+type Case struct {
+	Aggregation Aggregation `json:"aggregation"`
+	Status      string      `json:"status"`
+	Broadcast   *Broadcast  `json:"broadcast,omitempty"`
+	Reason      string      `json:"reason,omitempty"`
+	Received    time.Time   `json:"received"`
+}
+
+// DeskConfig configures an operator desk.
+type DeskConfig struct {
+	Wire      *Wire
+	Subjects  Subjects
+	Approvals Approvals
+	Now       func() time.Time
+	// TTL is how long an approval waits; the service default when zero.
+	TTL time.Duration
+	// Audiences are proposed in the draft order; ops_center when empty.
+	Audiences []string
+	// Keep bounds the cases kept for the map; default 256.
+	Keep int
+	// OnBroadcast observes every broadcast published.
+	OnBroadcast func(Broadcast)
+}
+
+// Desk is the ops side of the mesh: it admits aggregations, opens an
+// approval for every one at warning or above, and publishes a broadcast
+// only for an approved order that passes every check.
+type Desk struct {
+	cfg   DeskConfig
+	mu    sync.Mutex
+	cases map[string]*Case
+	order []string
+}
+
+// NewDesk returns a desk with defaults filled in.
+func NewDesk(cfg DeskConfig) *Desk {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if len(cfg.Audiences) == 0 {
+		cfg.Audiences = []string{"ops_center"}
+	}
+	if cfg.Keep <= 0 {
+		cfg.Keep = 256
+	}
+	return &Desk{cfg: cfg, cases: make(map[string]*Case)}
+}
+
+// Listen subscribes the desk to every aggregation on its wire.
+func (d *Desk) Listen(ctx context.Context) (Subscription, error) {
+	return d.cfg.Wire.Transport.Subscribe(d.cfg.Subjects.Aggregations(), func(_ context.Context, m Msg) {
+		_ = d.Receive(ctx, m)
+	})
+}
+
+// Receive admits one aggregation off the wire, records it, and opens its
+// approval when it is at warning or above. A message that fails is
+// recorded as refused.
+func (d *Desk) Receive(ctx context.Context, m Msg) error {
+	agg, err := d.admit(m.Data)
+	refs := map[string]string{}
+	if agg.ApprovalRequestID != "" && err == nil {
+		refs[RefApproval] = agg.ApprovalRequestID
+	}
+	if err != nil {
+		return d.cfg.Wire.Refuse(ctx, KindAggregation, "receive", m.Subject, m.Data, refs, err)
+	}
+	if err := d.cfg.Wire.Received(ctx, KindAggregation, m.Subject, m.Data, refs); err != nil {
+		return err
+	}
+	return d.open(ctx, agg, m.Data)
+}
+
+func (d *Desk) admit(raw []byte) (Aggregation, error) {
+	var agg Aggregation
+	if err := d.cfg.Wire.Check(KindAggregation, raw); err != nil {
+		return agg, err
+	}
+	if err := json.Unmarshal(raw, &agg); err != nil {
+		return agg, &custody.Error{Kind: custody.EINVALID, Message: "aggregation does not decode", Err: err}
+	}
+	if err := checkAggregation(agg); err != nil {
+		return agg, err
+	}
+	d.mu.Lock()
+	_, dup := d.cases[agg.ApprovalRequestID]
+	d.mu.Unlock()
+	if dup {
+		return agg, custody.Errorf(custody.ECONFLICT, "aggregation %s was already received", agg.ApprovalRequestID)
+	}
+	return agg, nil
+}
+
+// checkAggregation checks what the desk can check without the advisories:
+// input ids are unique, stale ids are inputs, and the text cites only
+// inputs with tiers no higher than the severity allows.
+func checkAggregation(agg Aggregation) error {
+	seen := make(map[string]bool, len(agg.InputNodeIDs))
+	for _, id := range agg.InputNodeIDs {
+		if seen[id] {
+			return custody.Errorf(custody.EINVALID, "aggregation lists node %s twice", id)
+		}
+		seen[id] = true
+	}
+	for _, id := range agg.StaleNodeIDs {
+		if !seen[id] {
+			return custody.Errorf(custody.EINVALID, "stale node %s is not an input", id)
+		}
+	}
+	return citedOnlyInputs(agg.AggregationText, seen)
+}
+
+var nodeMentionRE = regexp.MustCompile(`forward-[A-Za-z0-9-]*[A-Za-z0-9]`)
+
+// nodeMentions returns the node ids a text names.
+func nodeMentions(text string) []string { return nodeMentionRE.FindAllString(text, -1) }
+
+func citedOnlyInputs(text string, inputs map[string]bool) error {
+	for _, id := range nodeMentions(text) {
+		if !inputs[id] {
+			return custody.Errorf(custody.EINVALID, "aggregation text names node %s that is not an input", id)
+		}
+	}
+	return nil
+}
+
+// open files the case and, at warning or above, the approval request.
+func (d *Desk) open(ctx context.Context, agg Aggregation, raw []byte) error {
+	c := &Case{Aggregation: agg, Status: CaseInfo, Received: d.cfg.Now()}
+	d.keep(c)
+	if agg.SeverityTier.Rank() < Warning.Rank() {
+		return nil
+	}
+	draft := Order{BroadcastText: agg.AggregationText, SeverityTier: agg.SeverityTier, TargetAudience: strings.Join(d.cfg.Audiences, ",")}
+	args, err := marshal(draft)
+	if err != nil {
+		return err
+	}
+	_, err = d.cfg.Approvals.Request(ctx, approval.Request{
+		ID: agg.ApprovalRequestID, Tool: BroadcastTool, Args: args, Trace: Trace(agg.ApprovalRequestID),
+		Requester: "mesh-aggregator", Editable: orderEditable, Context: raw, TTL: d.cfg.TTL,
+		Reason: fmt.Sprintf("Broadcast the %s aggregation of %d nodes to the field", agg.SeverityTier, len(agg.InputNodeIDs)),
+	})
+	if err != nil {
+		return err
+	}
+	d.setStatus(agg.ApprovalRequestID, CasePending, "")
+	return nil
+}
+
+func (d *Desk) keep(c *Case) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	id := c.Aggregation.ApprovalRequestID
+	d.cases[id] = c
+	d.order = append(d.order, id)
+	if len(d.order) > d.cfg.Keep {
+		delete(d.cases, d.order[0])
+		d.order = d.order[1:]
+	}
+}
+
+func (d *Desk) setStatus(id, status, reason string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c := d.cases[id]; c != nil {
+		c.Status, c.Reason = status, reason
+	}
+}
+
+// Cases returns the cases, newest first.
+func (d *Desk) Cases() []Case {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Case, 0, len(d.order))
+	for i := len(d.order) - 1; i >= 0; i-- {
+		out = append(out, *d.cases[d.order[i]])
+	}
+	return out
+}
+
+// Case returns one case; ENOTFOUND when the desk does not hold it.
+func (d *Desk) Case(id string) (Case, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.cases[id]
+	if !ok {
+		return Case{}, custody.Errorf(custody.ENOTFOUND, "no aggregation %s on the desk", id)
+	}
+	return *c, nil
+}
+
+// orderDigest returns the approval digest of an order.
+func orderDigest(raw []byte) (string, error) {
+	return ledger.ActionDigest(BroadcastTool, raw)
+}
+
+// checkOrder refuses an order that would raise the tier above the
+// aggregation's, broadcast at info, name an unknown audience, or say what
+// the aggregation did not.
+func checkOrder(agg Aggregation, o Order) error {
+	if agg.SeverityTier.Rank() < Warning.Rank() {
+		return custody.Errorf(custody.EDENIED, "aggregation %s is info: an info aggregation never becomes a broadcast", agg.ApprovalRequestID)
+	}
+	if !o.SeverityTier.Valid() || o.SeverityTier == Info {
+		return custody.Errorf(custody.EDENIED, "broadcast tier %q: a broadcast is warning, critical or emergency", o.SeverityTier)
+	}
+	if o.SeverityTier.Rank() > agg.SeverityTier.Rank() {
+		return custody.Errorf(custody.EDENIED, "broadcast tier %s would raise the aggregation's %s", o.SeverityTier, agg.SeverityTier)
+	}
+	auds := o.Audiences()
+	if len(auds) == 0 {
+		return custody.Errorf(custody.EINVALID, "a broadcast needs at least one target audience")
+	}
+	for _, a := range auds {
+		if !ValidAudience(a) {
+			return custody.Errorf(custody.EINVALID, "unknown audience %q: want one of %s", a, strings.Join(Audiences(), ", "))
+		}
+	}
+	if err := fitText(o.BroadcastText, 20, 1200, MaxMessageBytes); err != nil {
+		return custody.Errorf(custody.EINVALID, "broadcast text: %v", err)
+	}
+	return guard.MeshBroadcast(agg.AggregationText, string(o.SeverityTier))(o.BroadcastText)
+}

@@ -1,0 +1,167 @@
+package mesh
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/custody-dev/custody"
+)
+
+//go:embed assets/map.html
+var mapPage []byte
+
+// maxFormBytes bounds a posted form.
+const maxFormBytes = 16 << 10
+
+// Handler serves the live mesh map and its JSON API. It expects to be
+// mounted at /apps/mesh/ (the prefix is stripped when present):
+//
+//	GET  /              the map page
+//	GET  /api/state     nodes, cases, audiences and tiers as JSON
+//	POST /api/broadcast a Form: approve and publish a broadcast
+//	POST /api/decline   {"approval_request_id","operator_id","note"}
+func (s *System) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.servePage)
+	mux.HandleFunc("GET /api/state", s.serveState)
+	mux.HandleFunc("POST /api/broadcast", s.serveBroadcast)
+	mux.HandleFunc("POST /api/decline", s.serveDecline)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := strings.CutPrefix(r.URL.Path, "/apps/mesh"); ok {
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = p
+			if p == "" {
+				r2.URL.Path = "/"
+			}
+			r = r2
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (s *System) servePage(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+	_, _ = w.Write(mapPage)
+}
+
+// State is the JSON the map polls.
+type State struct {
+	Source    string       `json:"source"`
+	Nodes     []NodeStatus `json:"nodes"`
+	Cases     []Case       `json:"cases"`
+	Audiences []string     `json:"audiences"`
+	Tiers     []Tier       `json:"tiers"`
+}
+
+func (s *System) serveState(w http.ResponseWriter, _ *http.Request) {
+	view, desk, source := s.current()
+	st := State{Source: source, Audiences: Audiences(), Tiers: Tiers(), Nodes: []NodeStatus{}, Cases: []Case{}}
+	if view != nil {
+		st.Nodes = view.Nodes()
+	}
+	if desk != nil {
+		st.Cases = desk.Cases()
+		if len(st.Cases) > 50 {
+			st.Cases = st.Cases[:50]
+		}
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *System) serveBroadcast(w http.ResponseWriter, r *http.Request) {
+	var f Form
+	if err := readJSON(r, &f); err != nil {
+		writeError(w, err)
+		return
+	}
+	_, desk, _ := s.current()
+	if desk == nil {
+		writeError(w, custody.Errorf(custody.EUNAVAILABLE, "the mesh is not running"))
+		return
+	}
+	b, err := desk.Approve(r.Context(), f)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+func (s *System) serveDecline(w http.ResponseWriter, r *http.Request) {
+	var d struct {
+		ID       string `json:"approval_request_id"`
+		Operator string `json:"operator_id"`
+		Note     string `json:"note"`
+	}
+	if err := readJSON(r, &d); err != nil {
+		writeError(w, err)
+		return
+	}
+	_, desk, _ := s.current()
+	if desk == nil {
+		writeError(w, custody.Errorf(custody.EUNAVAILABLE, "the mesh is not running"))
+		return
+	}
+	if err := desk.Decline(r.Context(), d.ID, d.Operator, d.Note); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"approval_request_id": d.ID, "status": CaseDeclined})
+}
+
+// readJSON decodes a small JSON body, refusing unknown fields.
+func readJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxFormBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &custody.Error{Kind: custody.EINVALID, Message: "the request body is not the expected JSON", Err: err}
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// statusOf maps an error kind to its HTTP status.
+func statusOf(kind string) int {
+	switch kind {
+	case custody.EINVALID:
+		return http.StatusUnprocessableEntity
+	case custody.EDENIED:
+		return http.StatusForbidden
+	case custody.EPENDING:
+		return http.StatusAccepted
+	case custody.EEXPIRED:
+		return http.StatusGone
+	case custody.ENOTFOUND:
+		return http.StatusNotFound
+	case custody.ECONFLICT:
+		return http.StatusConflict
+	case custody.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	case custody.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	}
+	return http.StatusInternalServerError
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	e := custody.AsError(err)
+	if errors.Is(err, context.Canceled) {
+		e = custody.Errorf(custody.EUNAVAILABLE, "request cancelled")
+	}
+	msg := e.Message
+	if e.Kind == custody.EINTERNAL {
+		msg = "internal error"
+	}
+	writeJSON(w, statusOf(e.Kind), map[string]any{"error": map[string]any{"kind": e.Kind, "message": msg, "violations": e.Violations}})
+}

@@ -1,0 +1,235 @@
+package mesh
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/custody-dev/custody"
+)
+
+// Faults are injected into a Loopback for tests and simulations.
+type Faults struct {
+	// Loss is the probability in [0,1] that a published message is dropped.
+	Loss float64
+	// Delay holds each message that long before delivery (real time).
+	Delay time.Duration
+	// Reorder holds up to Reorder messages and releases them in a random
+	// order when the window is full (or on Flush).
+	Reorder int
+	// Seed makes loss and reordering repeatable.
+	Seed uint64
+}
+
+// Loopback is an in-process Transport. Without delay, delivery happens in
+// the publisher's goroutine before Publish returns, so a simulation on a
+// loopback is deterministic.
+type Loopback struct {
+	faults Faults
+	mu     sync.Mutex
+	rng    *rand.Rand
+	subs   map[int]*loopSub
+	nextID int
+	held   []Msg
+	closed bool
+	// queues feed the delivery workers, when there are any.
+	queues    []chan queued
+	done      chan struct{}
+	closeOnce sync.Once
+	pending   sync.WaitGroup
+	// Dropped counts messages lost to injected loss.
+	dropped int
+}
+
+var _ Transport = (*Loopback)(nil)
+
+type queued struct {
+	ctx context.Context
+	m   Msg
+}
+
+type loopSub struct {
+	pattern string
+	h       Handler
+}
+
+// NewLoopback returns a loopback transport with the given faults.
+func NewLoopback(f Faults) *Loopback {
+	return &Loopback{faults: f, rng: rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15)), subs: make(map[int]*loopSub)}
+}
+
+// NewLoopbackWorkers returns a loopback that delivers on workers
+// goroutines: messages of one subject stay in order on one worker, and
+// Publish returns once the message is queued. Drain waits for delivery.
+func NewLoopbackWorkers(f Faults, workers int) *Loopback {
+	l := NewLoopback(f)
+	l.done = make(chan struct{})
+	for range workers {
+		q := make(chan queued, 4096)
+		l.queues = append(l.queues, q)
+		go l.work(q)
+	}
+	return l
+}
+
+func (l *Loopback) work(q chan queued) {
+	for {
+		select {
+		case it := <-q:
+			l.deliver(it.ctx, it.m)
+			l.pending.Done()
+		case <-l.done:
+			return
+		}
+	}
+}
+
+// Drain waits until every queued message has been delivered.
+func (l *Loopback) Drain() { l.pending.Wait() }
+
+// Publish delivers data to every matching subscription, subject to the
+// injected faults.
+func (l *Loopback) Publish(ctx context.Context, subject string, data []byte) error {
+	msg := Msg{Subject: subject, Data: append([]byte(nil), data...)}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return custody.Errorf(custody.EUNAVAILABLE, "mesh transport closed")
+	}
+	if l.faults.Loss > 0 && l.rng.Float64() < l.faults.Loss {
+		l.dropped++
+		l.mu.Unlock()
+		return nil
+	}
+	batch := l.hold(msg)
+	l.mu.Unlock()
+	for _, m := range batch {
+		l.deliverLater(ctx, m)
+	}
+	return nil
+}
+
+// hold applies the reordering window and returns the messages to deliver
+// now. Called with l.mu held.
+func (l *Loopback) hold(m Msg) []Msg {
+	if l.faults.Reorder <= 1 {
+		return []Msg{m}
+	}
+	l.held = append(l.held, m)
+	if len(l.held) < l.faults.Reorder {
+		return nil
+	}
+	return l.release()
+}
+
+// release shuffles and returns the held messages. Called with l.mu held.
+func (l *Loopback) release() []Msg {
+	out := l.held
+	l.held = nil
+	l.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// Flush delivers any messages held by the reordering window.
+func (l *Loopback) Flush(ctx context.Context) {
+	l.mu.Lock()
+	batch := l.release()
+	l.mu.Unlock()
+	for _, m := range batch {
+		l.deliverLater(ctx, m)
+	}
+}
+
+// Dropped returns how many messages injected loss has dropped.
+func (l *Loopback) Dropped() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dropped
+}
+
+func (l *Loopback) deliverLater(ctx context.Context, m Msg) {
+	if len(l.queues) > 0 {
+		l.pending.Add(1)
+		select {
+		case l.queues[subjectHash(m.Subject)%uint32(len(l.queues))] <- queued{ctx: context.WithoutCancel(ctx), m: m}:
+		case <-l.done:
+			l.pending.Done()
+		}
+		return
+	}
+	if l.faults.Delay <= 0 {
+		l.deliver(ctx, m)
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	time.AfterFunc(l.faults.Delay, func() { l.deliver(ctx, m) })
+}
+
+func (l *Loopback) deliver(ctx context.Context, m Msg) {
+	l.mu.Lock()
+	ids := make([]int, 0, len(l.subs))
+	for id, s := range l.subs {
+		if MatchSubject(s.pattern, m.Subject) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	hs := make([]Handler, len(ids))
+	for i, id := range ids {
+		hs[i] = l.subs[id].h
+	}
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return
+	}
+	for _, h := range hs {
+		h(ctx, m)
+	}
+}
+
+// Subscribe registers h for subjects matching pattern.
+func (l *Loopback) Subscribe(pattern string, h Handler) (Subscription, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, custody.Errorf(custody.EUNAVAILABLE, "mesh transport closed")
+	}
+	l.nextID++
+	id := l.nextID
+	l.subs[id] = &loopSub{pattern: pattern, h: h}
+	return loopUnsub(func() error {
+		l.mu.Lock()
+		delete(l.subs, id)
+		l.mu.Unlock()
+		return nil
+	}), nil
+}
+
+type loopUnsub func() error
+
+func (u loopUnsub) Unsubscribe() error { return u() }
+
+// Close stops all delivery.
+func (l *Loopback) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	l.subs = map[int]*loopSub{}
+	if l.done != nil {
+		l.closeOnce.Do(func() { close(l.done) })
+	}
+	return nil
+}
+
+// subjectHash is FNV-1a of the subject.
+func subjectHash(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}

@@ -1,0 +1,316 @@
+package mesh
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/custody-dev/custody"
+)
+
+// Scenarios the simulator knows.
+const (
+	ScenarioQuiet      = "quiet"
+	ScenarioRedFlagDay = "red-flag-day"
+	ScenarioRidgeFire  = "ridge-fire"
+	ScenarioNodeLoss   = "node-loss"
+)
+
+// Scenarios lists the scenario names.
+func Scenarios() []string {
+	return []string{ScenarioQuiet, ScenarioRedFlagDay, ScenarioRidgeFire, ScenarioNodeLoss}
+}
+
+// nodeSpacingKM is the distance between neighbouring nodes on the ridge.
+const nodeSpacingKM = 1.5
+
+// World is a synthetic landscape: nodes strung along a ridge, weather
+// that follows the scenario, and (in ridge-fire) a fire that starts at the
+// first node and spreads along the ridge.
+type World struct {
+	Scenario string
+	Start    time.Time
+	Nodes    int
+}
+
+// NewWorld returns the world of a scenario; EINVALID for an unknown one.
+func NewWorld(scenario string, nodes int, start time.Time) (*World, error) {
+	if !slices.Contains(Scenarios(), scenario) {
+		return nil, custody.Errorf(custody.EINVALID, "unknown scenario %q: want one of %v", scenario, Scenarios())
+	}
+	if nodes < 1 {
+		return nil, custody.Errorf(custody.EINVALID, "a mesh needs at least one node")
+	}
+	return &World{Scenario: scenario, Start: start, Nodes: nodes}, nil
+}
+
+// NodeID returns the id of node i.
+func (w *World) NodeID(i int) string { return fmt.Sprintf("forward-ridge-%d", i+1) }
+
+// Position returns the fixture position of node i: nodes go 24 to a
+// 100 km MGRS square, in a line of squares.
+func (w *World) Position(i int) Position {
+	sq := i / 24
+	col, row := "ABCDEFGHJKLMNPQRSTUVWXYZ"[sq%24], "ABCDEFGHJKLMNPQRSTUV"[(sq/24)%20]
+	e, n := 10000+(i%24)*1500, 50000+(i%3)*700
+	lat := 34.20 + float64(i%24)*0.0135 + float64(sq/24)*0.9
+	lon := -118.40 + float64(i%24)*0.003 + float64(sq%24)*1.1
+	return Position{MGRS: fmt.Sprintf("11S%c%c%05d%05d", col, row, e, n), Lat: Float(round(lat, 4)), Lon: Float(round(lon, 4))}
+}
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
+
+// Alive reports whether node i still reports at t: in ridge-fire the fire
+// burns a node's mast five minutes after reaching it; in node-loss two
+// nodes lose power at minute 6.
+func (w *World) Alive(i int, t time.Time) bool {
+	m := t.Sub(w.Start).Minutes()
+	switch w.Scenario {
+	case ScenarioRidgeFire:
+		return i != 0 || m < w.fireArrival(0)+5
+	case ScenarioNodeLoss:
+		return !(i == 2 || i == 5) || m < 6
+	}
+	return true
+}
+
+// fireArrival is the minute the fire reaches node i in ridge-fire: it
+// ignites at node 0 at minute 3 and advances one node every 2 minutes
+// up to node 4, where it holds.
+func (w *World) fireArrival(i int) float64 {
+	if i > 4 {
+		return math.Inf(1)
+	}
+	return 3 + 2*float64(i)
+}
+
+// Read returns node i's reading and conditions at t.
+func (w *World) Read(i int, t time.Time) (SensorReading, Conditions) {
+	m := t.Sub(w.Start).Minutes()
+	jit := float64((i*7)%5) / 10
+	r := SensorReading{
+		ThermalMaxC: Float(round(26+jit*10, 1)), ThermalAreaM2: Float(0), ThermalAnomalyPixels: new(int),
+		AmbientC: Float(round(24+jit, 1)), HumidityPct: Float(round(38-jit*4, 1)),
+		WindSpeedMS: Float(round(3.5+jit, 1)), WindGustMS: Float(round(5.5+jit, 1)), WindDirDeg: Float(250),
+	}
+	var c Conditions
+	switch w.Scenario {
+	case ScenarioRedFlagDay:
+		w.redFlag(&r, &c, m, i)
+	case ScenarioRidgeFire:
+		w.ridgeFire(&r, &c, m, i)
+	case ScenarioNodeLoss:
+		if i == 2 && m >= 2 {
+			r.ThermalMaxC, r.ThermalAreaM2 = Float(310), Float(12)
+		}
+	}
+	return r, c
+}
+
+func (w *World) redFlag(r *SensorReading, c *Conditions, m float64, i int) {
+	if m >= 4 {
+		r.HumidityPct, r.WindSpeedMS, r.WindGustMS = Float(12), Float(11.8), Float(16.4)
+	}
+	if m >= 8 {
+		c.RFWActive = Bool(true)
+	}
+	if i%5 == 4 {
+		r.WindSpeedMS, r.WindGustMS = nil, nil // a broken anemometer
+	}
+}
+
+func (w *World) ridgeFire(r *SensorReading, c *Conditions, m float64, i int) {
+	r.HumidityPct, r.WindSpeedMS, r.WindGustMS = Float(13), Float(11.6), Float(15.9)
+	if i == 7 {
+		r.HumidityPct = nil // a failed hygrometer
+	}
+	front := -1
+	for j := 0; j < w.Nodes; j++ {
+		if m >= w.fireArrival(j) {
+			front = j
+		}
+	}
+	switch {
+	case m >= w.fireArrival(i):
+		r.ThermalMaxC, r.ThermalAreaM2 = Float(380+float64(i)*10), Float(25)
+	case front >= 0 && i == front+1:
+		r.ThermalMaxC, r.ThermalAreaM2 = Float(190), Float(3)
+	}
+	if front >= 0 && m >= 5 {
+		d := math.Max(0, float64(i-front)) * nodeSpacingKM
+		c.WFIGSProximityKM = Float(round(d, 1))
+	}
+}
+
+// SimConfig configures a simulation.
+type SimConfig struct {
+	Scenario string
+	Nodes    int
+	Duration time.Duration
+	// Period is the nodes' polling period; 30 s by default.
+	Period time.Duration
+	// Start is the simulated start time.
+	Start time.Time
+	// Wire carries the messages; its Now is replaced by the simulation's
+	// clock. Nodes, aggregator and desk share it.
+	Transport Transport
+	Validator Validator
+	Ledger    Recorder
+	Approvals Approvals
+	Subjects  Subjects
+	// DeskNow is the desk's clock, which judges approval expiry; it is
+	// the approval service's clock, and the simulation's when nil.
+	DeskNow func() time.Time
+	// Step, when set, is called after every cycle (to pace a live run or
+	// to play the operator).
+	Step func(ctx context.Context, s *Sim) error
+}
+
+// Sim runs forward nodes, an aggregator and a desk on one simulated clock.
+type Sim struct {
+	cfg        SimConfig
+	World      *World
+	Nodes      []*Node
+	Aggregator *Aggregator
+	Desk       *Desk
+	now        time.Time
+	Timeline   Timeline
+}
+
+// Timeline is what a simulation saw: each node's tier at each cycle, and
+// every aggregation.
+type Timeline struct {
+	Times        []time.Time
+	Tiers        map[string][]string // node → tier per cycle ("" silent)
+	Aggregations []SimAggregation
+	Broadcasts   []Broadcast
+}
+
+// SimAggregation is one aggregation with what triggered it.
+type SimAggregation struct {
+	At          time.Time
+	Trigger     string
+	Aggregation Aggregation
+	// Inputs maps each input node to the tier it last reported.
+	Inputs map[string]Tier
+}
+
+// NewSim builds a simulation.
+func NewSim(cfg SimConfig) (*Sim, error) {
+	if cfg.Period <= 0 {
+		cfg.Period = 30 * time.Second
+	}
+	if cfg.Start.IsZero() {
+		cfg.Start = time.Date(2026, 7, 14, 13, 0, 0, 0, time.UTC)
+	}
+	w, err := NewWorld(cfg.Scenario, cfg.Nodes, cfg.Start)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sim{cfg: cfg, World: w, now: cfg.Start, Timeline: Timeline{Tiers: map[string][]string{}}}
+	wire := func(actor string) *Wire {
+		return &Wire{Transport: cfg.Transport, Validator: cfg.Validator, Ledger: cfg.Ledger, Actor: actor, Now: s.Now}
+	}
+	for i := range cfg.Nodes {
+		n, err := NewNode(NodeConfig{ID: w.NodeID(i), Position: w.Position(i), Period: cfg.Period, Now: s.Now, Subjects: cfg.Subjects,
+			Wire: wire(w.NodeID(i)), Sensor: s.sensor(i)})
+		if err != nil {
+			return nil, err
+		}
+		s.Nodes = append(s.Nodes, n)
+	}
+	s.Aggregator = NewAggregator(AggregatorConfig{Wire: wire("aggregator"), Subjects: cfg.Subjects, Now: s.Now,
+		NodePeriod: cfg.Period, OnAggregation: s.observe})
+	if cfg.Approvals != nil {
+		deskNow := cfg.DeskNow
+		if deskNow == nil {
+			deskNow = s.Now
+		}
+		s.Desk = NewDesk(DeskConfig{Wire: wire("desk"), Subjects: cfg.Subjects, Approvals: cfg.Approvals, Now: deskNow,
+			OnBroadcast: func(b Broadcast) { s.Timeline.Broadcasts = append(s.Timeline.Broadcasts, b) }})
+	}
+	return s, nil
+}
+
+// Now is the simulation's clock.
+func (s *Sim) Now() time.Time { return s.now }
+
+func (s *Sim) sensor(i int) Sensor {
+	return SensorFunc(func(_ context.Context, t time.Time) (SensorReading, Conditions, error) {
+		r, c := s.World.Read(i, t)
+		return r, c, nil
+	})
+}
+
+func (s *Sim) observe(agg Aggregation, _ []byte, trigger string) {
+	inputs := make(map[string]Tier, len(agg.InputNodeIDs))
+	for _, st := range s.Aggregator.Nodes() {
+		if slices.Contains(agg.InputNodeIDs, st.Advisory.NodeID) {
+			inputs[st.Advisory.NodeID] = st.Advisory.DetectorState.Tier
+		}
+	}
+	s.Timeline.Aggregations = append(s.Timeline.Aggregations, SimAggregation{At: s.now, Trigger: trigger, Aggregation: agg, Inputs: inputs})
+}
+
+// Listen subscribes the aggregator and the desk to the transport.
+func (s *Sim) Listen(ctx context.Context) error {
+	if _, err := s.Aggregator.Listen(ctx); err != nil {
+		return err
+	}
+	if s.Desk != nil {
+		if _, err := s.Desk.Listen(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run runs every cycle of the simulation: each live node reports, the
+// aggregator ticks, the desk sweeps, and Step is called.
+func (s *Sim) Run(ctx context.Context) error {
+	if err := s.Listen(ctx); err != nil {
+		return err
+	}
+	for s.now.Sub(s.cfg.Start) < s.cfg.Duration {
+		if err := s.Cycle(ctx); err != nil {
+			return err
+		}
+		if s.cfg.Step != nil {
+			if err := s.cfg.Step(ctx, s); err != nil {
+				return err
+			}
+		}
+		s.now = s.now.Add(s.cfg.Period)
+	}
+	return nil
+}
+
+// Cycle runs one polling cycle at the current simulated time.
+func (s *Sim) Cycle(ctx context.Context) error {
+	s.Timeline.Times = append(s.Timeline.Times, s.now)
+	for i, n := range s.Nodes {
+		tier := ""
+		if s.World.Alive(i, s.now) {
+			adv, _, err := n.Cycle(ctx)
+			if err != nil {
+				return fmt.Errorf("node %s: %w", n.ID(), err)
+			}
+			tier = string(adv.DetectorState.Tier)
+		}
+		s.Timeline.Tiers[n.ID()] = append(s.Timeline.Tiers[n.ID()], tier)
+	}
+	if _, err := s.Aggregator.Tick(ctx); err != nil {
+		return err
+	}
+	if s.Desk != nil {
+		if _, err := s.Desk.Sweep(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package mesh
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Deps are what a System needs from the core.
+type Deps struct {
+	Validator Validator
+	Ledger    Recorder
+	Approvals Approvals
+	// Dial opens the NATS transport when the mesh is joined over NATS;
+	// nil runs a simulated mesh on a loopback.
+	Dial     func(ctx context.Context) (Transport, error)
+	Subjects Subjects
+	// Simulation settings (loopback only): scenario, nodes, speedup.
+	Scenario string
+	Nodes    int
+	Speedup  float64
+	Period   time.Duration
+	// Now is the wall clock; time.Now when nil.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// System is the mesh as custody serve runs it: a desk for the console's
+// approvals, a view of every node for the live map, and either a
+// simulated mesh on a loopback or the real one joined over NATS.
+type System struct {
+	deps Deps
+	mu   sync.Mutex
+	view *Aggregator
+	desk *Desk
+	// source says where the nodes come from: "simulation ..." or "nats".
+	source string
+}
+
+// New returns a System; Run starts it.
+func New(deps Deps) *System {
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Scenario == "" {
+		deps.Scenario = ScenarioRidgeFire
+	}
+	if deps.Nodes <= 0 {
+		deps.Nodes = 12
+	}
+	if deps.Speedup <= 0 {
+		deps.Speedup = 10
+	}
+	if deps.Period <= 0 {
+		deps.Period = 30 * time.Second
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	return &System{deps: deps}
+}
+
+// Run runs the mesh until ctx ends: over NATS when Deps.Dial is set,
+// else a simulation on a loopback that starts again when it ends.
+func (s *System) Run(ctx context.Context) error {
+	if s.deps.Dial != nil {
+		return s.runNATS(ctx)
+	}
+	for ctx.Err() == nil {
+		if err := s.runSim(ctx); err != nil && ctx.Err() == nil {
+			s.deps.Logger.Warn("mesh simulation stopped", "err", err)
+			if !sleepCtx(ctx, 5*time.Second) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func (s *System) runNATS(ctx context.Context) error {
+	tr, err := s.deps.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	wire := func(actor string) *Wire {
+		return &Wire{Transport: tr, Validator: s.deps.Validator, Ledger: s.deps.Ledger, Actor: actor, Now: s.deps.Now}
+	}
+	view := NewAggregator(AggregatorConfig{Wire: &Wire{Transport: tr, Validator: s.deps.Validator, Now: s.deps.Now}, Subjects: s.deps.Subjects, Now: s.deps.Now, Passive: true})
+	desk := NewDesk(DeskConfig{Wire: wire("desk"), Subjects: s.deps.Subjects, Approvals: s.deps.Approvals, Now: s.deps.Now})
+	if _, err := view.Listen(ctx); err != nil {
+		return err
+	}
+	if _, err := desk.Listen(ctx); err != nil {
+		return err
+	}
+	s.set(view, desk, "nats")
+	return desk.Run(ctx, 2*time.Second)
+}
+
+// runSim runs one simulation, paced by the speedup.
+func (s *System) runSim(ctx context.Context) error {
+	pace := time.Duration(float64(s.deps.Period) / s.deps.Speedup)
+	sim, err := NewSim(SimConfig{
+		Scenario: s.deps.Scenario, Nodes: s.deps.Nodes, Duration: 30 * time.Minute, Period: s.deps.Period,
+		Start: s.deps.Now().UTC().Truncate(time.Second), Transport: NewLoopback(Faults{}), Validator: s.deps.Validator,
+		Ledger: s.deps.Ledger, Approvals: s.deps.Approvals, Subjects: s.deps.Subjects, DeskNow: s.deps.Now,
+		Step: func(ctx context.Context, _ *Sim) error {
+			if !sleepCtx(ctx, pace) {
+				return ctx.Err()
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	s.set(sim.Aggregator, sim.Desk, "simulation: "+s.deps.Scenario)
+	return sim.Run(ctx)
+}
+
+func (s *System) set(view *Aggregator, desk *Desk, source string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.view, s.desk, s.source = view, desk, source
+}
+
+func (s *System) current() (*Aggregator, *Desk, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.view, s.desk, s.source
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,206 @@
+package mesh
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/ledger"
+)
+
+// Kind is one of the three mesh message kinds.
+type Kind string
+
+// The mesh message kinds.
+const (
+	KindAdvisory    Kind = "advisory"
+	KindAggregation Kind = "aggregation"
+	KindBroadcast   Kind = "broadcast"
+)
+
+// Ref returns the contract ref of the kind's $defs schema.
+func (k Kind) Ref() string {
+	switch k {
+	case KindAdvisory:
+		return AdvisoryRef
+	case KindAggregation:
+		return AggregationRef
+	case KindBroadcast:
+		return BroadcastRef
+	}
+	return ""
+}
+
+// Ledger entry kinds written by package mesh.
+const (
+	EntrySent       = "mesh.message.sent"
+	EntryReceived   = "mesh.message.received"
+	EntryRefused    = "mesh.message.refused"
+	EntryNotAllowed = "mesh.broadcast.refused"
+)
+
+// RefApproval is the ledger ref that threads an aggregation, its decision
+// and its broadcast.
+const RefApproval = "approval_request_id"
+
+// Wire sends and admits mesh messages: every message is size-checked and
+// validated against its contract before it is sent and when it is
+// received, and every message sent, received or refused is recorded.
+type Wire struct {
+	Transport Transport
+	Validator Validator
+	Ledger    Recorder
+	// Actor names this participant on the ledger (a node id, "aggregator").
+	Actor string
+	Now   func() time.Time
+}
+
+func (w *Wire) now() time.Time {
+	if w.Now == nil {
+		return time.Now()
+	}
+	return w.Now()
+}
+
+// Check size-checks raw and validates it against the kind's contract. It
+// returns nil or an EINVALID *custody.Error.
+func (w *Wire) Check(kind Kind, raw []byte) error {
+	if len(raw) > MaxMessageBytes {
+		return custody.Errorf(custody.EINVALID, "%s is %d bytes, above the %d-byte limit", kind, len(raw), MaxMessageBytes)
+	}
+	if err := ledger.Check(raw); err != nil {
+		return &custody.Error{Kind: custody.EINVALID, Message: fmt.Sprintf("%s is not a canonical JSON document", kind), Err: err}
+	}
+	if w.Validator == nil {
+		return custody.Errorf(custody.EUNAVAILABLE, "no contract registry to validate the %s", kind)
+	}
+	if err := w.Validator.Validate(kind.Ref(), raw); err != nil {
+		e := custody.AsError(err)
+		if e.Kind == custody.EINTERNAL {
+			return &custody.Error{Kind: custody.EUNAVAILABLE, Message: "contract check failed", Err: err}
+		}
+		return e
+	}
+	return nil
+}
+
+// Send checks raw, records it as sent and publishes it on subject. A
+// message that fails its check is recorded as refused and not published.
+func (w *Wire) Send(ctx context.Context, kind Kind, subject string, raw []byte, refs map[string]string) error {
+	if err := w.Check(kind, raw); err != nil {
+		return w.Refuse(ctx, kind, "send", subject, raw, refs, err)
+	}
+	if err := w.record(ctx, EntrySent, kind, subject, raw, refs); err != nil {
+		return err
+	}
+	if err := w.Transport.Publish(ctx, subject, raw); err != nil {
+		return &custody.Error{Kind: custody.EUNAVAILABLE, Message: "publish " + string(kind), Err: err}
+	}
+	return nil
+}
+
+// Received records an admitted message as received.
+func (w *Wire) Received(ctx context.Context, kind Kind, subject string, raw []byte, refs map[string]string) error {
+	return w.record(ctx, EntryReceived, kind, subject, raw, refs)
+}
+
+// Refuse records that a message was refused (on "send" or "receive") and
+// returns cause as an *custody.Error carrying the receipt.
+func (w *Wire) Refuse(ctx context.Context, kind Kind, dir, subject string, raw []byte, refs map[string]string, cause error) error {
+	e := *custody.AsError(cause)
+	body, err := marshal(refusal{
+		Kind: kind, Direction: dir, Subject: subject, Reason: e.Message, Violations: e.Violations,
+		RawBytes: len(raw), RawSHA256: sha(raw), Raw: printable(raw),
+	})
+	if err != nil {
+		return err
+	}
+	entry, err := w.append(ctx, EntryRefused, subject, body, withKind(refs, kind))
+	if err != nil {
+		return err
+	}
+	e.Receipt = &custody.Receipt{Seq: entry.Seq, Hash: entry.Hash}
+	return &e
+}
+
+// refusal is the ledger body of a refused message.
+type refusal struct {
+	Kind       Kind                `json:"kind"`
+	Direction  string              `json:"direction"`
+	Subject    string              `json:"subject"`
+	Reason     string              `json:"reason"`
+	Violations []custody.Violation `json:"violations,omitempty"`
+	RawBytes   int                 `json:"raw_bytes"`
+	RawSHA256  string              `json:"raw_sha256"`
+	Raw        string              `json:"raw,omitempty"`
+}
+
+// printable returns raw as text when it is short UTF-8, else "".
+func printable(raw []byte) string {
+	if len(raw) > 2*MaxMessageBytes || !utf8.Valid(raw) {
+		return ""
+	}
+	return string(raw)
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func (w *Wire) record(ctx context.Context, entryKind string, kind Kind, subject string, raw []byte, refs map[string]string) error {
+	_, err := w.append(ctx, entryKind, subject, raw, withKind(refs, kind))
+	return err
+}
+
+func withKind(refs map[string]string, kind Kind) map[string]string {
+	out := make(map[string]string, len(refs)+1)
+	for k, v := range refs {
+		out[k] = v
+	}
+	out["mesh_kind"] = string(kind)
+	return out
+}
+
+func (w *Wire) append(ctx context.Context, entryKind, subject string, body []byte, refs map[string]string) (custody.Entry, error) {
+	if w.Ledger == nil {
+		return custody.Entry{}, nil
+	}
+	if refs == nil {
+		refs = map[string]string{}
+	}
+	e := custody.Entry{
+		At: custody.FormatTime(w.now()), Kind: entryKind, Trace: traceOf(subject, refs), Actor: w.actor(),
+		Refs: refs, Body: json.RawMessage(body), BodySHA256: sha(body),
+	}
+	out, err := w.Ledger.Append(ctx, e)
+	if err != nil {
+		return custody.Entry{}, &custody.Error{Kind: custody.EUNAVAILABLE, Message: "record mesh evidence", Err: fmt.Errorf("append %s: %w", entryKind, err)}
+	}
+	return out, nil
+}
+
+func (w *Wire) actor() string {
+	if w.Actor == "" {
+		return "mesh"
+	}
+	return w.Actor
+}
+
+// traceOf threads entries: by approval id when there is one, else by the
+// subject's last token (the node, sector or audience).
+func traceOf(subject string, refs map[string]string) string {
+	if id := refs[RefApproval]; id != "" {
+		return "mesh-" + id
+	}
+	return "mesh-" + lastToken(subject)
+}
+
+// Trace returns the ledger trace of the chain of custody of one approval
+// request id.
+func Trace(approvalID string) string { return "mesh-" + approvalID }
