@@ -80,6 +80,7 @@ func (s *System) serveBroadcast(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	f.OperatorID = s.operator(r, f.OperatorID)
 	_, desk, _ := s.current()
 	if desk == nil {
 		writeError(w, custody.Errorf(custody.EUNAVAILABLE, "the mesh is not running"))
@@ -108,7 +109,7 @@ func (s *System) serveDecline(w http.ResponseWriter, r *http.Request) {
 		writeError(w, custody.Errorf(custody.EUNAVAILABLE, "the mesh is not running"))
 		return
 	}
-	if err := desk.Decline(r.Context(), d.ID, d.Operator, d.Note); err != nil {
+	if err := desk.Decline(r.Context(), d.ID, s.operator(r, d.Operator), d.Note); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -164,4 +165,15 @@ func writeError(w http.ResponseWriter, err error) {
 		msg = "internal error"
 	}
 	writeJSON(w, statusOf(e.Kind), map[string]any{"error": map[string]any{"kind": e.Kind, "message": msg, "violations": e.Violations}})
+}
+
+// operator returns the authenticated operator's id when the server knows
+// it, else the id the form gave.
+func (s *System) operator(r *http.Request, given string) string {
+	if s.deps.OperatorOf != nil {
+		if id := s.deps.OperatorOf(r); id != "" {
+			return id
+		}
+	}
+	return given
 }

@@ -3,6 +3,7 @@ package mesh
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -24,6 +25,9 @@ type Deps struct {
 	// Now is the wall clock; time.Now when nil.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// OperatorOf names the authenticated operator of a console request;
+	// when it names one, that id is recorded, not the one in the form.
+	OperatorOf func(*http.Request) string
 }
 
 // System is the mesh as custody serve runs it: a desk for the console's

@@ -162,8 +162,7 @@ func (s *System) brief(ctx context.Context, trace string, sig Signature, sigRaw 
 	cmps := s.comparisons(sig.Severity, given)
 	action := fmt.Sprintf("Post %q on sign %s for %d minutes.", msg, billboard, dur/60)
 	tmpl := templateBrief(sig, cmps, action)
-	ctx, traceID, spanID, end := s.span(ctx, "peas."+ToolBrief)
-	defer end()
+	traceID, spanID := hopIDs(ctx)
 	composed := s.composeText(ctx, sig, sigRaw, cmps, tmpl)
 	b := Brief{
 		BriefOutput: BriefOutput{
@@ -260,16 +259,4 @@ func (s *System) recordBreach(ctx context.Context, trace, briefID string, c llm.
 	if err != nil {
 		s.d.Logger.Error("record brief guard breach", "brief_id", briefID, "err", err)
 	}
-}
-
-// span starts a span for a hop when tracing is on; the ids are nil when off.
-func (s *System) span(ctx context.Context, name string) (context.Context, *string, *string, func()) {
-	if s.d.Tracer == nil {
-		return ctx, nil, nil, func() {}
-	}
-	ctx, tid, sid, end := s.d.Tracer.Start(ctx, name)
-	if len(tid) != 32 || len(sid) != 16 {
-		return ctx, nil, nil, end
-	}
-	return ctx, &tid, &sid, end
 }

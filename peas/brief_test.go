@@ -22,9 +22,11 @@ func (w writer) Chat(context.Context, llm.Request) (llm.Response, error) {
 // fakeTracer hands out fixed span ids.
 type fakeTracer struct{}
 
-func (fakeTracer) Start(ctx context.Context, _ string) (context.Context, string, string, func()) {
+func (fakeTracer) Start(ctx context.Context, _, _ string) (context.Context, string, string, func()) {
 	return ctx, strings.Repeat("ab", 16), strings.Repeat("cd", 8), func() {}
 }
+
+func (fakeTracer) End(string) {}
 
 func TestBriefComposer(t *testing.T) {
 	good := "Critical pile-up signature at I-94:MM88-EB: visibility 150 ft in snow with wind, crashes rising. " +

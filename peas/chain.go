@@ -98,14 +98,17 @@ func (s *System) Continue(ctx context.Context, gw agent.Gateway, ch *Chain) erro
 	case custody.ApprovalPending:
 		if !s.now().Before(a.ExpiresAt) {
 			ch.Stage = StageExpired
+			s.endTrace(ch)
 			return s.saveCorridor(ctx, ch)
 		}
 		return nil
 	case custody.ApprovalDeclined:
 		ch.Stage = StageDeclined
+		s.endTrace(ch)
 		return s.saveCorridor(ctx, ch)
 	case custody.ApprovalExpired:
 		ch.Stage = StageExpired
+		s.endTrace(ch)
 		return s.saveCorridor(ctx, ch)
 	}
 	msg, err := s.resumeMessage(ctx, a)
@@ -154,6 +157,9 @@ func (s *System) advance(ctx context.Context, gw agent.Gateway, ch *Chain) error
 	ch.read()
 	if err != nil {
 		ch.Stage = StageStopped
+	}
+	s.endTrace(ch)
+	if err != nil {
 		_ = s.saveCorridor(ctx, ch)
 		return err
 	}

@@ -98,6 +98,11 @@ func (s *System) serveVoice(w http.ResponseWriter, r *http.Request) {
 		writeError(w, custody.Errorf(custody.EINVALID, "body must be {approval_request_id, tts_voice_style, operator_id}: %v", err))
 		return
 	}
+	if s.d.OperatorOf != nil {
+		if id := s.d.OperatorOf(r); id != "" {
+			in.Operator = id
+		}
+	}
 	if err := s.ChooseVoice(r.Context(), in.ID, in.Voice, in.Operator); err != nil {
 		writeError(w, err)
 		return

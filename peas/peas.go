@@ -17,6 +17,7 @@ package peas
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -65,11 +66,18 @@ type Validator interface {
 	Validate(ref string, raw []byte) error
 }
 
-// Tracer starts a span for one hop. It returns the hex trace and span ids
-// (32 and 16 digits) and a function that ends the span. A nil Tracer means
-// tracing is off and the brief's prediction ids are null.
+// Tracer makes each hop of a chain a span under one prediction root span
+// per chain. A nil Tracer means tracing is off and the brief's prediction
+// ids are null.
 type Tracer interface {
-	Start(ctx context.Context, name string) (ctx2 context.Context, traceID, spanID string, end func())
+	// Start starts the span of hop name in the chain keyed by chain (the
+	// gateway trace the chain's calls join), under the chain's root span,
+	// which it starts with the chain's first hop. It returns ctx carrying
+	// the hop's span, the hex trace id (32 digits) and the hop's hex span
+	// id (16 digits), and a function that ends the hop's span.
+	Start(ctx context.Context, chain, name string) (ctx2 context.Context, traceID, spanID string, end func())
+	// End ends the root span of chain: the chain is over.
+	End(chain string)
 }
 
 // Deps are what the system needs. Approvals and State are required.
@@ -86,6 +94,9 @@ type Deps struct {
 	LLM llm.Router
 	// Tracer makes each hop a span; nil leaves tracing off.
 	Tracer Tracer
+	// OperatorOf names the authenticated operator of a console request;
+	// when it names one, that id is recorded, not the one in the body.
+	OperatorOf func(*http.Request) string
 	// Corridors are the monitored corridors; DefaultCorridors when nil.
 	Corridors []Corridor
 	// Comparisons are cited by briefs of severity warn and above in
@@ -143,14 +154,15 @@ func (s *System) Attach(approvals *approval.Service, state custody.StateStore, l
 func (s *System) now() time.Time { return s.d.Now().UTC() }
 
 // Tools returns the five tools with their specs: contracts, policy and
-// the custody links that make the chain unskippable.
+// the custody links that make the chain unskippable. With a Tracer each
+// call a tool serves is a span of its chain.
 func (s *System) Tools() []gate.Tool {
 	return []gate.Tool{
-		{Spec: detectSpec(), Handler: s.detect},
-		{Spec: briefSpec(), Handler: s.composeBrief},
-		{Spec: approvalSpec(), Handler: s.requestApproval},
-		{Spec: vmsSpec(), Handler: s.issueVMS, Editable: []string{"message"}},
-		{Spec: notifySpec(), Handler: s.notifyDriver},
+		{Spec: detectSpec(), Handler: s.traced(ToolDetect, s.detect)},
+		{Spec: briefSpec(), Handler: s.traced(ToolBrief, s.composeBrief)},
+		{Spec: approvalSpec(), Handler: s.traced(ToolApprove, s.requestApproval)},
+		{Spec: vmsSpec(), Handler: s.traced(ToolVMS, s.issueVMS), Editable: []string{"message"}},
+		{Spec: notifySpec(), Handler: s.traced(ToolNotify, s.notifyDriver)},
 	}
 }
 

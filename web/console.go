@@ -123,7 +123,14 @@ func (s *Server) mountApps(mux *http.ServeMux) error {
 		seen[a.Name] = true
 		prefix := "/apps/" + a.Name
 		h := http.StripPrefix(prefix, a.Handler)
-		mux.Handle(prefix+"/", s.require(h.ServeHTTP, readers()...))
+		read, write := s.require(h.ServeHTTP, readers()...), s.require(h.ServeHTTP, RoleOperator)
+		mux.HandleFunc(prefix+"/", func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				read(w, r)
+				return
+			}
+			write(w, r) // a change of state is an operator's act
+		})
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ type serveConfig struct {
 // serveSettings are serve's settings after flags, environment and file.
 type serveSettings struct {
 	addr, data, contracts, nats string
-	cfg                   serveConfig
+	cfg                         serveConfig
 }
 
 // systems is where the domain systems plug into serve: their tools join

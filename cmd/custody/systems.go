@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/http"
 
 	"github.com/custody-dev/custody/llm"
 	"github.com/custody-dev/custody/mesh"
@@ -19,7 +20,7 @@ func (m *Main) serveSystems(_ context.Context, set serveSettings) (systems, erro
 		return systems{}, err
 	}
 	logger := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	pileup := peas.New(peas.Deps{LLM: router, Logger: logger})
+	pileup := peas.New(peas.Deps{LLM: router, Logger: logger, OperatorOf: operatorOf})
 	var wildfire *mesh.System
 	return systems{
 		Tools: pileup.Tools(),
@@ -41,11 +42,20 @@ func (m *Main) serveSystems(_ context.Context, set serveSettings) (systems, erro
 // meshDeps wires the mesh to the stack: a simulated ridge on a loopback,
 // or the real mesh over NATS when a URL is given.
 func (m *Main) meshDeps(st *stack, natsURL string, logger *slog.Logger) mesh.Deps {
-	d := mesh.Deps{Validator: st.reg, Ledger: st.db, Approvals: st.approvals, Logger: logger}
+	d := mesh.Deps{Validator: st.reg, Ledger: st.db, Approvals: st.approvals, Logger: logger, OperatorOf: operatorOf}
 	if natsURL != "" {
 		d.Dial = func(ctx context.Context) (mesh.Transport, error) {
 			return meshNATS(ctx, natsURL, "", "custody-serve")
 		}
 	}
 	return d
+}
+
+// operatorOf names the operator behind a console request to a seed
+// system's page: web mounts those pages behind operator authentication.
+func operatorOf(r *http.Request) string {
+	if p, ok := web.PrincipalFrom(r.Context()); ok && p.Role == web.RoleOperator {
+		return p.ID
+	}
+	return ""
 }
