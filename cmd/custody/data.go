@@ -1,0 +1,19 @@
+package main
+
+import (
+	"flag"
+
+	"github.com/custody-dev/custody/sqlite"
+)
+
+// dataFlag adds --data to fs: the data directory holding the store,
+// $CUSTODY_DATA or ./custody-data by default.
+func (m *Main) dataFlag(fs *flag.FlagSet) *string {
+	return fs.String("data", m.env("CUSTODY_DATA", "./custody-data"),
+		"data `DIR` holding the ledger, approvals and signing key (env CUSTODY_DATA)")
+}
+
+// openData opens the store in dir, creating it on first use.
+func (m *Main) openData(dir string) (*sqlite.DB, error) {
+	return sqlite.Open(dir, sqlite.Options{})
+}

@@ -1,0 +1,363 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/sqlite"
+)
+
+// ledgerCommands are the subcommands of `custody ledger`.
+func ledgerCommands() map[string]command {
+	return map[string]command{
+		"append": {"append an entry (for scripts) and print its receipt", (*Main).runLedgerAppend},
+		"export": {"write the ledger and its checkpoints as JSONL", (*Main).runLedgerExport},
+		"show":   {"print entries, one line each", (*Main).runLedgerShow},
+		"verify": {"verify the chain and signed checkpoints of a store or an export", (*Main).runLedgerVerify},
+	}
+}
+
+// runLedger dispatches `custody ledger SUBCOMMAND`.
+func (m *Main) runLedger(ctx context.Context, args []string) int {
+	cmds := ledgerCommands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		m.ledgerUsage(cmds)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(m.Stderr, "custody ledger: unknown subcommand %q\n\n", args[0])
+		m.ledgerUsage(cmds)
+		return exitUsage
+	}
+	return c.run(m, ctx, args[1:])
+}
+
+func (m *Main) ledgerUsage(cmds map[string]command) {
+	fmt.Fprintln(m.Stderr, "usage: custody ledger SUBCOMMAND [flags]\n\nsubcommands:")
+	for _, name := range slices.Sorted(maps.Keys(cmds)) {
+		fmt.Fprintf(m.Stderr, "  %-8s %s\n", name, cmds[name].summary)
+	}
+}
+
+// runLedgerVerify verifies a store (--data) or a JSONL export (--jsonl,
+// with --pubkey to check the checkpoint signatures). It exits 0 with a
+// one-line summary when the ledger is intact, 1 naming the first bad seq
+// and the reason when it is not, 2 on a usage error or an unreadable input.
+func (m *Main) runLedgerVerify(ctx context.Context, args []string) int {
+	fs := m.flags("ledger verify", "(--data DIR | --jsonl FILE) [--pubkey FILE]")
+	data := m.dataFlag(fs)
+	jsonl := fs.String("jsonl", "", "verify this JSONL export `FILE` (- for stdin) instead of a store")
+	pubFile := fs.String("pubkey", "", "check checkpoint signatures against this PEM public key `FILE`")
+	if ok, code := m.parse(fs, args); !ok {
+		return code
+	}
+	if *jsonl != "" && isSet(fs, "data") {
+		return m.flagError(fs, "give --data or --jsonl, not both")
+	}
+	var pub ed25519.PublicKey
+	if *pubFile != "" {
+		var err error
+		if pub, err = readPublicKey(*pubFile); err != nil {
+			fmt.Fprintf(m.Stderr, "custody ledger verify: %v\n", err)
+			return exitUsage
+		}
+	}
+	if *jsonl != "" {
+		return m.verifyJSONL(*jsonl, pub)
+	}
+	return m.verifyStore(ctx, *data, pub, *pubFile != "")
+}
+
+func (m *Main) verifyJSONL(file string, pub ed25519.PublicKey) int {
+	var r io.Reader = m.Stdin
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "custody ledger verify: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		r = f
+	}
+	report, err := ledger.VerifyJSONL(r, pub)
+	return m.verified("custody ledger verify: "+file, report, err)
+}
+
+func (m *Main) verifyStore(ctx context.Context, dir string, pub ed25519.PublicKey, withKey bool) int {
+	db, code := m.openExisting(dir)
+	if db == nil {
+		return code
+	}
+	defer db.Close()
+	if !withKey {
+		pub = db.PublicKey()
+	}
+	report, err := db.VerifyWith(ctx, pub)
+	return m.verified("custody ledger verify: "+dir, report, err)
+}
+
+// verified prints the outcome of a verification and returns its exit code.
+func (m *Main) verified(what string, report ledger.Report, err error) int {
+	if err == nil {
+		fmt.Fprintln(m.Stdout, report.String())
+		return exitOK
+	}
+	var ve *ledger.VerifyError
+	var le *ledger.LineError
+	switch {
+	case errors.As(err, &ve):
+		where := ""
+		if errors.As(err, &le) {
+			where = fmt.Sprintf(" (line %d)", le.Line)
+		}
+		fmt.Fprintf(m.Stderr, "%s: FAILED at seq %d%s: %s\n", what, ve.Seq, where, ve.Reason)
+		return exitFailed
+	case errors.As(err, &le):
+		fmt.Fprintf(m.Stderr, "%s: FAILED: not a valid ledger export: %v\n", what, le)
+		return exitFailed
+	default:
+		return m.fail(err)
+	}
+}
+
+// runLedgerExport writes the store's ledger as JSONL to --out (stdout by
+// default) and says where the public key that verifies it is.
+func (m *Main) runLedgerExport(ctx context.Context, args []string) int {
+	fs := m.flags("ledger export", "[--data DIR] [--out FILE] [--pubkey-out FILE]")
+	data := m.dataFlag(fs)
+	out := fs.String("out", "-", "write the JSONL export to `FILE` (- for stdout)")
+	pubOut := fs.String("pubkey-out", "", "also copy the PEM public key to `FILE`")
+	if ok, code := m.parse(fs, args); !ok {
+		return code
+	}
+	db, code := m.openExisting(*data)
+	if db == nil {
+		return code
+	}
+	defer db.Close()
+	if err := m.export(ctx, db, *out); err != nil {
+		return m.fail(err)
+	}
+	pubPath := db.PublicKeyFile()
+	if *pubOut != "" {
+		if err := os.WriteFile(*pubOut, ledger.MarshalPublicKey(db.PublicKey()), 0o644); err != nil {
+			fmt.Fprintf(m.Stderr, "custody ledger export: %v\n", err)
+			return exitUsage
+		}
+		pubPath = *pubOut
+	}
+	fmt.Fprintf(m.Stderr, "exported %d entries; verify with: custody ledger verify --jsonl %s --pubkey %s\n",
+		db.Size(), *out, pubPath)
+	return exitOK
+}
+
+func (m *Main) export(ctx context.Context, db *sqlite.DB, out string) error {
+	if out == "-" {
+		return db.ExportJSONL(ctx, m.Stdout)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return custody.Errorf(custody.EINVALID, "export: %v", err)
+	}
+	err = db.ExportJSONL(ctx, f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = custody.Errorf(custody.EUNAVAILABLE, "export: %v", cerr)
+	}
+	return err
+}
+
+// runLedgerShow prints the entries selected by the flags, one line each,
+// or as JSONL with --json.
+func (m *Main) runLedgerShow(ctx context.Context, args []string) int {
+	fs := m.flags("ledger show", "[--data DIR] [--trace ID] [--kind K] [--ref KEY=VALUE] [--after N] [--limit N] [--json]")
+	data := m.dataFlag(fs)
+	var q custody.Query
+	fs.StringVar(&q.Trace, "trace", "", "only entries of trace `ID`")
+	fs.StringVar(&q.Kind, "kind", "", "only entries of kind `K`")
+	fs.Int64Var(&q.After, "after", 0, "only entries with seq greater than `N`")
+	fs.IntVar(&q.Limit, "limit", 0, "at most `N` entries (0: the store default, 1000)")
+	refs := refsFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSONL, as export does")
+	if ok, code := m.parse(fs, args); !ok {
+		return code
+	}
+	q.Refs = *refs
+	db, code := m.openExisting(*data)
+	if db == nil {
+		return code
+	}
+	defer db.Close()
+	entries, err := db.Entries(ctx, q)
+	if err != nil {
+		return m.fail(err)
+	}
+	if *asJSON {
+		var line []byte
+		for i := range entries {
+			line = ledger.AppendEntryLine(line[:0], &entries[i])
+			m.Stdout.Write(line)
+		}
+		return exitOK
+	}
+	m.printEntries(entries)
+	return exitOK
+}
+
+func (m *Main) printEntries(entries []custody.Entry) {
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tAT\tKIND\tTRACE\tACTOR\tREFS\tHASH")
+	for _, e := range entries {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			e.Seq, e.At, orDash(e.Kind), orDash(e.Trace), orDash(e.Actor), formatRefs(e.Refs), e.Hash[:min(12, len(e.Hash))])
+	}
+	tw.Flush()
+}
+
+func formatRefs(refs map[string]string) string {
+	if len(refs) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(refs))
+	for _, k := range slices.Sorted(maps.Keys(refs)) {
+		parts = append(parts, k+"="+refs[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// runLedgerAppend appends one entry whose body is read from --body and
+// prints its receipt as JSON. Meant for scripts; the gateway appends its
+// own evidence.
+func (m *Main) runLedgerAppend(ctx context.Context, args []string) int {
+	fs := m.flags("ledger append", "--kind K --body FILE [--trace T] [--actor A] [--ref KEY=VALUE ...] [--data DIR]")
+	data := m.dataFlag(fs)
+	var e custody.Entry
+	fs.StringVar(&e.Kind, "kind", "", "entry kind (required)")
+	body := fs.String("body", "", "read the JSON body from `FILE` (- for stdin; required)")
+	fs.StringVar(&e.Trace, "trace", "", "trace `ID`")
+	fs.StringVar(&e.Actor, "actor", "cli", "who appends")
+	refs := refsFlag(fs)
+	if ok, code := m.parse(fs, args); !ok {
+		return code
+	}
+	if e.Kind == "" || *body == "" {
+		return m.flagError(fs, "--kind and --body are required")
+	}
+	e.Refs = *refs
+	raw, err := m.readBody(*body)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "custody ledger append: %v\n", err)
+		return exitUsage
+	}
+	e.Body = raw
+	db, err := m.openData(*data)
+	if err != nil {
+		return m.fail(err)
+	}
+	defer db.Close()
+	sealed, err := db.Append(ctx, e)
+	if err != nil {
+		return m.fail(err)
+	}
+	out, _ := json.Marshal(custody.Receipt{Seq: sealed.Seq, Hash: sealed.Hash})
+	fmt.Fprintf(m.Stdout, "%s\n", out)
+	return exitOK
+}
+
+func (m *Main) readBody(file string) ([]byte, error) {
+	if file == "-" {
+		return io.ReadAll(m.Stdin)
+	}
+	return os.ReadFile(file)
+}
+
+// openExisting opens the store in dir for reading, refusing to create one
+// where there is none: a typo in --data must not verify an empty ledger.
+// On failure it returns a nil store and the exit code.
+func (m *Main) openExisting(dir string) (*sqlite.DB, int) {
+	if _, err := os.Stat(filepath.Join(dir, sqlite.DatabaseFile)); err != nil {
+		fmt.Fprintf(m.Stderr, "custody ledger: no store in %s (set --data or CUSTODY_DATA)\n", dir)
+		return nil, exitUsage
+	}
+	db, err := m.openData(dir)
+	if err != nil {
+		return nil, m.fail(err)
+	}
+	return db, exitOK
+}
+
+func readPublicKey(file string) (ed25519.PublicKey, error) {
+	text, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := ledger.ParsePublicKey(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return pub, nil
+}
+
+// flagError prints msg and the usage of fs and returns the usage exit code.
+func (m *Main) flagError(fs *flag.FlagSet, msg string) int {
+	fmt.Fprintf(m.Stderr, "%s: %s\n", fs.Name(), msg)
+	fs.Usage()
+	return exitUsage
+}
+
+// isSet reports whether the flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// refsMap is a repeatable KEY=VALUE flag.
+type refsMap map[string]string
+
+func refsFlag(fs *flag.FlagSet) *map[string]string {
+	refs := map[string]string{}
+	fs.Var((*refsMap)(&refs), "ref", "a ref `KEY=VALUE` (repeatable)")
+	return &refs
+}
+
+// String implements flag.Value.
+func (r *refsMap) String() string {
+	if r == nil {
+		return ""
+	}
+	return formatRefs(*r)
+}
+
+// Set implements flag.Value.
+func (r *refsMap) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", v)
+	}
+	(*r)[k] = val
+	return nil
+}

@@ -1,0 +1,152 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/custody-dev/custody"
+)
+
+// baselineFile is the scratch database of RawGroupCommitBaseline.
+const baselineFile = "raw-baseline.db"
+
+// RawGroupCommitBaseline measures what the database alone can do: writers
+// goroutines insert rows shaped like ledger entries for d, through the same
+// schema, settings (WAL, synchronous=FULL), prepared statements and
+// group-commit batching as DB.Append, but with no validation, sealing or
+// hashing. It returns acknowledged inserts per second: the bar an append
+// path is measured against. The scratch database in dir is removed
+// afterwards.
+func RawGroupCommitBaseline(ctx context.Context, dir string, writers int, d time.Duration) (insertsPerSec float64, err error) {
+	if writers < 1 || d <= 0 {
+		return 0, custody.Errorf(custody.EINVALID, "baseline: want at least one writer and a positive duration")
+	}
+	path := filepath.Join(dir, baselineFile)
+	defer removeDatabase(path)
+	removeDatabase(path)
+	conn, err := openWriteDB(ctx, path, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	stmts, err := prepareInserts(ctx, conn)
+	if err != nil {
+		return 0, err
+	}
+	defer stmts.close()
+
+	reqs := make(chan *rawInsert, queueSize)
+	var loop sync.WaitGroup
+	loop.Go(func() { rawWriter(ctx, conn, stmts, reqs) })
+	n, err := rawLoad(ctx, reqs, writers, d)
+	close(reqs)
+	loop.Wait()
+	if err != nil {
+		return 0, err
+	}
+	return float64(n) / d.Seconds(), nil
+}
+
+// rawInsert is one row waiting for the raw writer.
+type rawInsert struct {
+	e    custody.Entry
+	err  error
+	done chan struct{}
+}
+
+// rawLoad runs writers goroutines that insert until d has passed and
+// returns how many inserts were acknowledged.
+func rawLoad(ctx context.Context, reqs chan<- *rawInsert, writers int, d time.Duration) (int64, error) {
+	var n atomic.Int64
+	var first error
+	var once sync.Once
+	stop := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(stop) && ctx.Err() == nil; i++ {
+				r := &rawInsert{e: SampleEntry(w, i), done: make(chan struct{})}
+				reqs <- r
+				<-r.done
+				if r.err != nil {
+					once.Do(func() { first = r.err })
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return n.Load(), errors.Join(first, ctx.Err())
+}
+
+// rawWriter is the writer loop of DB without the ledger: drain, insert,
+// commit, acknowledge.
+func rawWriter(ctx context.Context, conn *sql.DB, stmts *insertStmts, reqs <-chan *rawInsert) {
+	var seq int64
+	var lastCommit time.Duration
+	fill := strings.Repeat("0", 64)
+	batch := make([]*rawInsert, 0, maxBatch)
+	entries := make([]*custody.Entry, 0, maxBatch)
+	for r := range reqs {
+		batch = gather(append(batch[:0], r), reqs, lastCommit)
+		entries = entries[:0]
+		for _, r := range batch {
+			seq++
+			r.e.Seq, r.e.Prev, r.e.Hash, r.e.BodySHA256 = seq, fill, fill, fill
+			entries = append(entries, &r.e)
+		}
+		start := time.Now()
+		err := rawCommit(ctx, conn, stmts, entries)
+		lastCommit = time.Since(start)
+		for _, r := range batch {
+			r.err = err
+			close(r.done)
+		}
+	}
+}
+
+func rawCommit(ctx context.Context, conn *sql.DB, stmts *insertStmts, entries []*custody.Entry) error {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("baseline: %w", err)
+	}
+	if err := stmts.insert(ctx, tx, entries); err != nil {
+		tx.Rollback()
+		return fmt.Errorf("baseline: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("baseline: %w", err)
+	}
+	return nil
+}
+
+// SampleEntry returns the entry the benchmarks append for writer w's i-th
+// call: the size and shape of a typical call.succeeded record, with one
+// ref. The same entry feeds RawGroupCommitBaseline, so that both sides of
+// a comparison write the same bytes.
+func SampleEntry(w, i int) custody.Entry {
+	return custody.Entry{
+		At:    "2026-01-02T03:04:05.000000Z",
+		Kind:  custody.KindCallSucceeded,
+		Trace: fmt.Sprintf("trace-%d", w),
+		Actor: "agent-1",
+		Refs:  map[string]string{"approval_request_id": fmt.Sprintf("ap-%d-%d", w, i)},
+		Body: fmt.Appendf(nil, `{"tool":"vms.update","arguments":{"sign_id":"A1-%d","message":"SLOW DOWN - CRASH AHEAD",`+
+			`"speed_kph":60},"output":{"vms_update_id":"u-%d-%d","status":"displayed"},"elapsed_ms":%d}`, w, w, i, i%997),
+	}
+}
+
+func removeDatabase(path string) {
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(path + suffix)
+	}
+}

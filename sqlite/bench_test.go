@@ -1,0 +1,59 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkAppend measures durable appends from 1, 8 and 64 concurrent
+// writers. Right after each measurement it runs RawGroupCommitBaseline
+// with as many writers for as long, so that both see the same machine,
+// and reports appends/s, baseline_inserts/s and their ratio.
+func BenchmarkAppend(b *testing.B) {
+	for _, writers := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			elapsed := benchAppend(b, writers)
+			rate := float64(b.N) / elapsed.Seconds()
+			d := min(max(elapsed, 200*time.Millisecond), 5*time.Second)
+			baseline, err := RawGroupCommitBaseline(context.Background(), b.TempDir(), writers, d)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(rate, "appends/s")
+			b.ReportMetric(baseline, "baseline_inserts/s")
+			b.ReportMetric(rate/baseline, "ratio")
+		})
+	}
+}
+
+// benchAppend spreads b.N appends over writers goroutines and returns how
+// long they took.
+func benchAppend(b *testing.B, writers int) time.Duration {
+	db := openTest(b, Options{})
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := range writers {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				if _, err := db.Append(context.Background(), SampleEntry(w, int(i))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	return elapsed
+}

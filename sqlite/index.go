@@ -1,0 +1,524 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/custody-dev/custody"
+)
+
+// IndexFile is the name of the lookup index inside the data directory.
+//
+// The index answers "which entries belong to trace T, have kind K, carry
+// ref K=V". It is derived from the entries table and is not evidence, so
+// it lives in its own database, is written by its own goroutine while the
+// writer commits the next batch, and its commits are not synced to disk:
+// the random-key pages it dirties stay out of the ledger's group commit,
+// which then only writes the pages the appended rows fill. After a crash
+// the index may lag the ledger; it catches up from the entries when
+// opened, and is rebuilt from scratch when it is missing or unreadable.
+const IndexFile = "index.db"
+
+// indexVersion is the schema version of the index, kept in its
+// user_version; an index of another version is rebuilt.
+const indexVersion = 1
+
+// indexSchema keeps one posting per entry and looked-up field: its trace,
+// its kind and each of its refs. A posting is keyed by a 64-bit hash of the
+// field and value (see postingKey): integer keys make the index several
+// times cheaper to write than text ones, and the rare hash collision is
+// filtered out by checking the entries found.
+const indexSchema = `
+CREATE TABLE index_meta (
+	id   INTEGER PRIMARY KEY CHECK (id = 1),
+	upto INTEGER NOT NULL -- every entry with seq <= upto is indexed
+);
+INSERT INTO index_meta (id, upto) VALUES (1, 0);
+CREATE TABLE postings (
+	key INTEGER NOT NULL,
+	seq INTEGER NOT NULL,
+	PRIMARY KEY (key, seq)
+) WITHOUT ROWID;
+PRAGMA user_version = 1;
+`
+
+// Posting fields.
+const (
+	fieldTrace = "t"
+	fieldKind  = "k"
+	fieldRef   = "r:" // followed by the ref's key
+)
+
+// postingKey returns the key of the posting for field and value: the first
+// eight bytes of SHA-256(field NUL value). A cryptographic hash keeps
+// anyone choosing trace ids or refs from making collisions on purpose.
+func postingKey(field, value string) int64 {
+	h := sha256.New()
+	h.Write([]byte(field))
+	h.Write([]byte{0})
+	h.Write([]byte(value))
+	var sum [sha256.Size]byte
+	return int64(binary.BigEndian.Uint64(h.Sum(sum[:0])))
+}
+
+const (
+	// catchUpChunk is how many entries one catch-up transaction indexes.
+	catchUpChunk = 4096
+	// indexBatch is how many waiting rows make the indexer commit.
+	indexBatch = 2048
+	// indexDelay is the longest a row waits to be indexed when no reader
+	// asks for it.
+	indexDelay = 50 * time.Millisecond
+	// indexRetry is how often a failed index retries on its own.
+	indexRetry = time.Second
+)
+
+// indexRow is what the index keeps of an entry, copied out of it so that
+// the caller of Append owns its entry again once acknowledged.
+type indexRow struct {
+	seq         int64
+	trace, kind string
+	refs        []string // key, value, key, value, ...
+}
+
+func rowOf(e *custody.Entry) indexRow {
+	r := indexRow{seq: e.Seq, trace: e.Trace, kind: e.Kind, refs: make([]string, 0, 2*len(e.Refs))}
+	for k, v := range e.Refs {
+		r.refs = append(r.refs, k, v)
+	}
+	return r
+}
+
+// lookups is the index database: a write connection owned by the indexer
+// goroutine (and by Open before it starts) and a read pool.
+type lookups struct {
+	wdb, rdb *sql.DB
+	insert   *multiInsert
+	getUpto  *sql.Stmt
+	setUpto  *sql.Stmt
+	args     []any // reused by every update
+	// feed carries the rows of each committed batch to the indexer.
+	feed chan []indexRow
+	// poke asks the indexer to commit what it holds: a reader waits.
+	poke    chan struct{}
+	stopped chan struct{}
+
+	mu      sync.Mutex
+	upto    int64         // every entry up to upto is indexed
+	err     error         // the last update failed with err
+	changed chan struct{} // closed and replaced when upto or err change
+}
+
+// openLookups opens the index in dir and brings it up to the entries of
+// main, rebuilding it when it cannot be used as it is.
+func openLookups(ctx context.Context, dir string, main *sql.DB) (*lookups, error) {
+	path := filepath.Join(dir, IndexFile)
+	lk, err := tryOpenLookups(ctx, path, main)
+	if err != nil {
+		removeDatabase(path)
+		if lk, err = tryOpenLookups(ctx, path, main); err != nil {
+			return nil, fmt.Errorf("rebuild index: %w", err)
+		}
+	}
+	return lk, nil
+}
+
+func indexDSN(path string, extra url.Values) string {
+	q := url.Values{
+		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
+		"_journal_mode": {"WAL"},
+		// NORMAL in WAL mode: commits are not synced, checkpoints are,
+		// so a crash can lose recent index updates but not corrupt it.
+		"_synchronous": {"NORMAL"},
+	}
+	maps.Copy(q, extra)
+	return "file:" + filepath.ToSlash(path) + "?" + q.Encode()
+}
+
+func tryOpenLookups(ctx context.Context, path string, main *sql.DB) (*lookups, error) {
+	wdb, err := sql.Open("sqlite", indexDSN(path, url.Values{"_txlock": {"immediate"}}))
+	if err != nil {
+		return nil, err
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetConnMaxLifetime(0)
+	lk := &lookups{wdb: wdb, feed: make(chan []indexRow, queueSize), poke: make(chan struct{}, 1), stopped: make(chan struct{}), changed: make(chan struct{})}
+	if err := lk.init(ctx); err != nil {
+		lk.close()
+		return nil, err
+	}
+	if lk.rdb, err = sql.Open("sqlite", indexDSN(path, url.Values{"_query_only": {"1"}})); err != nil {
+		lk.close()
+		return nil, err
+	}
+	if err := lk.update(ctx, main, nil); err != nil {
+		lk.close()
+		return nil, err
+	}
+	return lk, nil
+}
+
+// init creates the schema of a new index, refuses one of another version
+// and prepares the statements.
+func (lk *lookups) init(ctx context.Context) error {
+	var v int
+	if err := lk.wdb.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return fmt.Errorf("read index version: %w", err)
+	}
+	switch v {
+	case 0:
+		if _, err := lk.wdb.ExecContext(ctx, "BEGIN IMMEDIATE;"+indexSchema+"COMMIT;"); err != nil {
+			return fmt.Errorf("create index: %w", err)
+		}
+	case indexVersion:
+	default:
+		return fmt.Errorf("index version %d, want %d", v, indexVersion)
+	}
+	var err error
+	// OR IGNORE: a statement that cannot abort half-way needs no statement
+	// journal, which would otherwise copy every page it touches; and
+	// indexing an entry twice is harmless.
+	if lk.insert, err = prepareMultiInsert(ctx, lk.wdb, "OR IGNORE INTO postings", "key", "seq"); err != nil {
+		return err
+	}
+	if lk.getUpto, err = lk.wdb.PrepareContext(ctx, `SELECT upto FROM index_meta`); err != nil {
+		return fmt.Errorf("prepare index: %w", err)
+	}
+	if lk.setUpto, err = lk.wdb.PrepareContext(ctx, `UPDATE index_meta SET upto = ?`); err != nil {
+		return fmt.Errorf("prepare index: %w", err)
+	}
+	return nil
+}
+
+// run indexes the batches fed to it until feed is closed; main is read
+// to catch up on entries the feed did not carry. Rows are committed in
+// bulk, when indexBatch of them wait, when one has waited indexDelay, or
+// at once when a reader needs them: one transaction over many batches
+// dirties each page of a busy trace once rather than once per batch.
+func (lk *lookups) run(main *sql.DB) {
+	defer close(lk.stopped)
+	ctx := context.Background()
+	retry := time.NewTicker(indexRetry)
+	defer retry.Stop()
+	delay := time.NewTimer(indexDelay)
+	delay.Stop()
+	var pending []indexRow
+	flush := func() {
+		for _, b := range drain(nil, lk.feed, queueSize) {
+			pending = append(pending, b...)
+		}
+		if len(pending) > 0 {
+			lk.update(ctx, main, pending)
+			clear(pending)
+			pending = pending[:0]
+		}
+	}
+	for {
+		select {
+		case batch, ok := <-lk.feed:
+			if !ok {
+				flush()
+				return
+			}
+			if len(pending) == 0 {
+				delay.Reset(indexDelay)
+			}
+			if pending = append(pending, batch...); len(pending) >= indexBatch {
+				flush()
+			}
+		case <-lk.poke:
+			flush()
+			lk.update(ctx, main, nil) // another process may have appended
+		case <-delay.C:
+			flush()
+		case <-retry.C:
+			if lk.failed() {
+				lk.update(ctx, main, nil)
+			}
+		}
+	}
+}
+
+// update indexes rows, the entries just committed (nil to only catch up),
+// adding from main any entry the index misses before or between them
+// (another process's appends, a failed update), and publishes the outcome
+// to waiting readers.
+func (lk *lookups) update(ctx context.Context, main *sql.DB, rows []indexRow) error {
+	var upto int64
+	var err error
+	if rows == nil {
+		upto, err = lk.catchUp(ctx, main)
+	} else {
+		upto, err = lk.inTx(ctx, func(tx *sql.Tx, upto int64) (int64, error) {
+			all, err := withMissing(ctx, main, upto, rows)
+			if err != nil {
+				return upto, err
+			}
+			return lk.addRows(ctx, tx, upto, all)
+		})
+	}
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if err == nil {
+		lk.upto = upto
+	}
+	lk.err = err
+	close(lk.changed)
+	lk.changed = make(chan struct{})
+	return err
+}
+
+func (lk *lookups) failed() bool {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return lk.err != nil
+}
+
+// withMissing returns the rows beyond upto, in seq order, with the rows of
+// any entries missing before or between them read from main.
+func withMissing(ctx context.Context, main *sql.DB, upto int64, rows []indexRow) ([]indexRow, error) {
+	var out []indexRow
+	for _, r := range rows {
+		if r.seq <= upto {
+			continue
+		}
+		for upto < r.seq-1 {
+			missing, err := readRows(ctx, main, upto, r.seq-1)
+			if err != nil || len(missing) == 0 {
+				return nil, errors.Join(err, fmt.Errorf("entries %d-%d are missing", upto+1, r.seq-1))
+			}
+			out = append(out, missing...)
+			upto = missing[len(missing)-1].seq
+		}
+		out = append(out, r)
+		upto = r.seq
+	}
+	return out, nil
+}
+
+// catchUp indexes every entry of main the index misses, one chunk a
+// transaction, and returns the new upto.
+func (lk *lookups) catchUp(ctx context.Context, main *sql.DB) (int64, error) {
+	for {
+		n := 0
+		upto, err := lk.inTx(ctx, func(tx *sql.Tx, upto int64) (int64, error) {
+			rows, err := readRows(ctx, main, upto, math.MaxInt64)
+			if err != nil {
+				return upto, err
+			}
+			n = len(rows)
+			return lk.addRows(ctx, tx, upto, rows)
+		})
+		if err != nil || n < catchUpChunk {
+			return upto, err
+		}
+	}
+}
+
+// inTx runs fn in an index transaction with the stored upto, stores the
+// upto fn returns and returns it once committed. When fn fails nothing is
+// stored.
+func (lk *lookups) inTx(ctx context.Context, fn func(tx *sql.Tx, upto int64) (int64, error)) (int64, error) {
+	tx, err := lk.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("index: %w", err)
+	}
+	defer tx.Rollback()
+	var upto int64
+	if err := tx.StmtContext(ctx, lk.getUpto).QueryRowContext(ctx).Scan(&upto); err != nil {
+		return 0, fmt.Errorf("index: %w", err)
+	}
+	next, err := fn(tx, upto)
+	if err != nil {
+		return upto, fmt.Errorf("index: %w", err)
+	}
+	if next != upto {
+		if _, err := tx.StmtContext(ctx, lk.setUpto).ExecContext(ctx, next); err != nil {
+			return upto, fmt.Errorf("index: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return upto, fmt.Errorf("index: %w", err)
+	}
+	return next, nil
+}
+
+// readRows reads the index rows of the entries of main with after < seq <=
+// until, at most catchUpChunk of them.
+func readRows(ctx context.Context, main *sql.DB, after, until int64) ([]indexRow, error) {
+	const sel = `SELECT seq, trace, kind, refs FROM entries WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`
+	rows, err := main.QueryContext(ctx, sel, after, until, catchUpChunk)
+	if err != nil {
+		return nil, fmt.Errorf("read entries: %w", err)
+	}
+	defer rows.Close()
+	var out []indexRow
+	for rows.Next() {
+		var e custody.Entry
+		var refs []byte
+		if err := rows.Scan(&e.Seq, &e.Trace, &e.Kind, &refs); err != nil {
+			return nil, fmt.Errorf("read entries: %w", err)
+		}
+		if err := json.Unmarshal(refs, &e.Refs); err != nil {
+			return nil, fmt.Errorf("entry %d: refs: %w", e.Seq, err)
+		}
+		out = append(out, rowOf(&e))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read entries: %w", err)
+	}
+	return out, nil
+}
+
+// addRows indexes the rows beyond upto and returns the new upto.
+func (lk *lookups) addRows(ctx context.Context, tx *sql.Tx, upto int64, rows []indexRow) (int64, error) {
+	args := lk.args[:0]
+	next := upto
+	for _, r := range rows {
+		if r.seq <= upto {
+			continue
+		}
+		args = append(args, postingKey(fieldTrace, r.trace), r.seq, postingKey(fieldKind, r.kind), r.seq)
+		for i := 0; i+1 < len(r.refs); i += 2 {
+			args = append(args, postingKey(fieldRef+r.refs[i], r.refs[i+1]), r.seq)
+		}
+		next = r.seq
+	}
+	err := lk.insert.exec(ctx, tx, args)
+	clear(args)
+	lk.args = args[:0]
+	if err != nil {
+		return upto, fmt.Errorf("add postings: %w", err)
+	}
+	return next, nil
+}
+
+// waitFor waits until every entry up to seq is indexed. It fails at once
+// while the index is failing: lookups are refused rather than missing
+// entries.
+func (lk *lookups) waitFor(ctx context.Context, seq int64) error {
+	for {
+		lk.mu.Lock()
+		upto, err, changed := lk.upto, lk.err, lk.changed
+		lk.mu.Unlock()
+		switch {
+		case upto >= seq:
+			return nil
+		case err != nil:
+			return err
+		}
+		select {
+		case lk.poke <- struct{}{}:
+		default: // already asked
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// seqs returns the seqs of the entries matching q's filters, in order,
+// after q.After and at most q.Limit of them.
+func (lk *lookups) seqs(ctx context.Context, q custody.Query) ([]int64, error) {
+	text, args := lookupQuery(q)
+	rows, err := lk.rdb.QueryContext(ctx, text, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, err
+		}
+		out = append(out, seq)
+	}
+	return out, rows.Err()
+}
+
+// lookupQuery builds the SELECT of seqs for q. The most selective filter
+// (a ref, then the trace, then the kind) drives the scan; the others are
+// point lookups for each candidate.
+func lookupQuery(q custody.Query) (string, []any) {
+	var keys []any
+	for _, k := range slices.Sorted(maps.Keys(q.Refs)) {
+		keys = append(keys, postingKey(fieldRef+k, q.Refs[k]))
+	}
+	if q.Trace != "" {
+		keys = append(keys, postingKey(fieldTrace, q.Trace))
+	}
+	if q.Kind != "" {
+		keys = append(keys, postingKey(fieldKind, q.Kind))
+	}
+	var b strings.Builder
+	b.WriteString(`SELECT p.seq FROM postings p WHERE p.key = ? AND p.seq > ?`)
+	args := []any{keys[0], max(q.After, 0)}
+	for _, k := range keys[1:] {
+		b.WriteString(` AND EXISTS (SELECT 1 FROM postings o WHERE o.key = ? AND o.seq = p.seq)`)
+		args = append(args, k)
+	}
+	b.WriteString(` ORDER BY p.seq LIMIT ?`)
+	return b.String(), append(args, q.Limit)
+}
+
+// matches reports whether e is selected by q's filters: the index is keyed
+// by hashes, so what it finds is checked.
+func matches(e *custody.Entry, q custody.Query) bool {
+	if (q.Trace != "" && e.Trace != q.Trace) || (q.Kind != "" && e.Kind != q.Kind) {
+		return false
+	}
+	for k, v := range q.Refs {
+		if got, ok := e.Refs[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// seqList renders seqs as a JSON array, for json_each.
+func seqList(seqs []int64) string {
+	b := make([]byte, 0, 8*len(seqs)+2)
+	b = append(b, '[')
+	for i, s := range seqs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, s, 10)
+	}
+	return string(append(b, ']'))
+}
+
+func (lk *lookups) close() error {
+	var errs []error
+	if lk.insert != nil {
+		errs = append(errs, lk.insert.close())
+	}
+	for _, st := range []*sql.Stmt{lk.getUpto, lk.setUpto} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	for _, db := range []*sql.DB{lk.rdb, lk.wdb} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,159 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody"
+)
+
+// appendTraced appends n entries to trace, each with ref n=<i>.
+func appendTraced(t *testing.T, db *DB, trace string, n int) []custody.Entry {
+	t.Helper()
+	var out []custody.Entry
+	for i := range n {
+		out = append(out, mustAppend(t, db, entry("k", trace, map[string]string{"n": fmt.Sprint(i)}, i)))
+	}
+	return out
+}
+
+// seqsOf returns the seqs Entries finds for q.
+func seqsOf(t *testing.T, db *DB, q custody.Query) string {
+	t.Helper()
+	es, err := db.Entries(context.Background(), q)
+	if err != nil {
+		t.Fatalf("Entries(%+v): %v", q, err)
+	}
+	var seqs []int64
+	for _, e := range es {
+		seqs = append(seqs, e.Seq)
+	}
+	return fmt.Sprint(seqs)
+}
+
+func rawIndex(t *testing.T, dir string, stmts ...string) {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, IndexFile)+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, s := range stmts {
+		if _, err := raw.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func TestIndexRecovers(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+	}{
+		{"Missing", func(t *testing.T, dir string) { removeDatabase(filepath.Join(dir, IndexFile)) }},
+		{"Garbage", func(t *testing.T, dir string) {
+			removeDatabase(filepath.Join(dir, IndexFile))
+			if err := os.WriteFile(filepath.Join(dir, IndexFile), []byte("not a database, not at all"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"OtherVersion", func(t *testing.T, dir string) { rawIndex(t, dir, `PRAGMA user_version = 99`) }},
+		{"Behind", func(t *testing.T, dir string) {
+			rawIndex(t, dir, `DELETE FROM postings WHERE seq > 2`, `UPDATE index_meta SET upto = 2`)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := openDir(t, dir, Options{})
+			appendTraced(t, db, "a", 3)
+			appendTraced(t, db, "b", 2)
+			db.Close()
+			tt.damage(t, dir)
+			db = openDir(t, dir, Options{})
+			if got := seqsOf(t, db, custody.Query{Trace: "a"}); got != "[1 2 3]" {
+				t.Errorf("trace a: %s, want [1 2 3]", got)
+			}
+			if got := seqsOf(t, db, custody.Query{Refs: map[string]string{"n": "1"}}); got != "[2 5]" {
+				t.Errorf("ref n=1: %s, want [2 5]", got)
+			}
+		})
+	}
+}
+
+// TestTwoWriters opens the same directory twice, as two processes would:
+// each continues the chain where the other left it, and each finds the
+// other's entries.
+func TestTwoWriters(t *testing.T) {
+	dir := t.TempDir()
+	a := openDir(t, dir, Options{})
+	b := openDir(t, dir, Options{})
+	appendTraced(t, a, "a", 2)
+	fromB := appendTraced(t, b, "b", 2)
+	if fromB[0].Seq != 3 {
+		t.Fatalf("second writer appended at seq %d, want 3", fromB[0].Seq)
+	}
+	appendTraced(t, a, "a", 1)
+	if got := seqsOf(t, a, custody.Query{Trace: "b"}); got != "[3 4]" {
+		t.Errorf("first writer finds trace b at %s, want [3 4]", got)
+	}
+	// The other process appends last: a lookup still finds it.
+	appendTraced(t, b, "c", 1)
+	if got := seqsOf(t, a, custody.Query{Trace: "c"}); got != "[6]" {
+		t.Errorf("first writer finds trace c, appended last by the other, at %s, want [6]", got)
+	}
+	if _, err := a.Verify(context.Background()); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+}
+
+// TestIndexCollisionFiltered plants a posting that claims entry 1 has
+// trace x, as a hash collision would: the lookup checks and drops it.
+func TestIndexCollisionFiltered(t *testing.T) {
+	dir := t.TempDir()
+	db := openDir(t, dir, Options{})
+	appendTraced(t, db, "y", 2)
+	mustAppend(t, db, entry("k", "x", nil, 3))
+	rawIndex(t, dir, fmt.Sprintf(`INSERT INTO postings (key, seq) VALUES (%d, 1)`, postingKey(fieldTrace, "x")))
+	if got := seqsOf(t, db, custody.Query{Trace: "x"}); got != "[3]" {
+		t.Errorf("trace x: %s, want [3]", got)
+	}
+	if got := seqsOf(t, db, custody.Query{Trace: "x", Limit: 1}); got != "[3]" {
+		t.Errorf("trace x, limit 1: %s, want [3]: a false hit must not use up the limit", got)
+	}
+}
+
+// TestIndexFailureRefusesLookups breaks the index while the store runs:
+// appends still succeed, lookups are refused rather than incomplete, and
+// the index catches up once it works again.
+func TestIndexFailureRefusesLookups(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := openDir(t, dir, Options{})
+	appendTraced(t, db, "a", 1)
+	rawIndex(t, dir, `CREATE TRIGGER boom BEFORE INSERT ON postings BEGIN SELECT RAISE(ABORT, 'boom'); END`)
+	mustAppend(t, db, entry("k", "a", nil, 2))
+	if _, err := db.Entries(ctx, custody.Query{Trace: "a"}); kindOf(err) != custody.EUNAVAILABLE {
+		t.Fatalf("lookup with a failing index: err = %v, want EUNAVAILABLE", err)
+	}
+	if got, err := db.Entries(ctx, custody.Query{}); err != nil || len(got) != 2 {
+		t.Fatalf("unfiltered Entries = %d entries, %v; want 2", len(got), err)
+	}
+	rawIndex(t, dir, `DROP TRIGGER boom`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := db.Entries(ctx, custody.Query{Trace: "a"})
+		if err == nil && len(got) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("index did not catch up: %d entries, %v", len(got), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,304 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/ledger"
+)
+
+// Append seals e onto the chain (setting Seq, Prev, BodySHA256, Hash, and At
+// when empty) and returns the sealed entry. It returns only once the entry
+// and the chain head are durable. A body that canonical JSON refuses
+// (invalid JSON or UTF-8, duplicate keys, integers beyond ±2^53) or an entry
+// without a kind is refused with EINVALID and nothing is written; a storage
+// failure is EUNAVAILABLE and nothing is written either.
+//
+// Once e is queued Append waits for the outcome even if ctx ends, so that
+// an error always means the entry is not on the ledger.
+func (db *DB) Append(ctx context.Context, e custody.Entry) (custody.Entry, error) {
+	if err := checkEntry(&e); err != nil {
+		return custody.Entry{}, err
+	}
+	resp, err := db.do(ctx, &request{what: "append evidence", entry: &e})
+	if err != nil {
+		return custody.Entry{}, err
+	}
+	return resp.entry, nil
+}
+
+// checkEntry refuses, in the caller's goroutine, what the writer would
+// refuse: the canonical check of the body is the costly part of sealing and
+// runs here in parallel rather than in the single writer.
+func checkEntry(e *custody.Entry) error {
+	if e.Kind == "" {
+		return custody.Errorf(custody.EINVALID, "entry: kind is empty")
+	}
+	if err := ledger.Check(e.Body); err != nil {
+		return &custody.Error{Kind: custody.EINVALID, Message: "entry body: " + err.Error(), Err: err}
+	}
+	return nil
+}
+
+// do hands r to the writer and waits for its outcome.
+func (db *DB) do(ctx context.Context, r *request) (response, error) {
+	if err := ctx.Err(); err != nil {
+		return response{}, unavailable(r.what, err)
+	}
+	r.ctx, r.done = ctx, make(chan struct{})
+	if err := db.enqueue(ctx, r); err != nil {
+		return response{}, err
+	}
+	<-r.done
+	if r.resp.panicked != nil {
+		panic(r.resp.panicked)
+	}
+	return r.resp, r.resp.err
+}
+
+func (db *DB) enqueue(ctx context.Context, r *request) error {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed {
+		return errClosed(r.what)
+	}
+	select {
+	case db.reqs <- r:
+		return nil
+	case <-ctx.Done():
+		return unavailable(r.what, ctx.Err())
+	}
+}
+
+// Head returns the receipt of the last entry committed by this process (or
+// found on Open); Seq 0 and an empty hash when the ledger is empty.
+func (db *DB) Head(ctx context.Context) (custody.Receipt, error) {
+	return *db.head.Load(), nil
+}
+
+// Checkpoint signs and stores a checkpoint of the current head now, unless
+// the latest checkpoint already covers it, and returns the checkpoint that
+// covers the head. ENOTFOUND when the ledger is empty.
+func (db *DB) Checkpoint(ctx context.Context) (custody.Checkpoint, error) {
+	resp, err := db.do(ctx, &request{what: "write checkpoint", checkpoint: true})
+	if err != nil {
+		return custody.Checkpoint{}, err
+	}
+	return resp.cp, nil
+}
+
+// LatestCheckpoint returns the checkpoint of the largest size; ENOTFOUND
+// when none was written yet.
+func (db *DB) LatestCheckpoint(ctx context.Context) (custody.Checkpoint, error) {
+	return latestCheckpoint(ctx, db.rdb)
+}
+
+// Checkpoints returns every signed checkpoint in size order.
+func (db *DB) Checkpoints(ctx context.Context) ([]custody.Checkpoint, error) {
+	cps, err := readCheckpoints(ctx, db.rdb)
+	if err != nil {
+		return nil, unavailable("read checkpoints", err)
+	}
+	return cps, nil
+}
+
+// querier is what both a pool and a transaction offer.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+const selectHead = `SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1`
+
+func readHead(ctx context.Context, q querier) (custody.Receipt, error) {
+	return scanHead(q.QueryRowContext(ctx, selectHead))
+}
+
+func scanHead(row *sql.Row) (custody.Receipt, error) {
+	var r custody.Receipt
+	err := row.Scan(&r.Seq, &r.Hash)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("read head: %w", err)
+	}
+	return r, nil
+}
+
+func latestCheckpoint(ctx context.Context, q querier) (custody.Checkpoint, error) {
+	var cp custody.Checkpoint
+	const sel = `SELECT size, head, at, sig FROM checkpoints ORDER BY size DESC LIMIT 1`
+	err := q.QueryRowContext(ctx, sel).Scan(&cp.Size, &cp.Head, &cp.At, &cp.Sig)
+	if errors.Is(err, sql.ErrNoRows) {
+		return cp, custody.Errorf(custody.ENOTFOUND, "no checkpoint yet")
+	}
+	if err != nil {
+		return cp, unavailable("read checkpoint", err)
+	}
+	return cp, nil
+}
+
+func readCheckpoints(ctx context.Context, q querier) ([]custody.Checkpoint, error) {
+	rows, err := q.QueryContext(ctx, `SELECT size, head, at, sig FROM checkpoints ORDER BY size`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var cps []custody.Checkpoint
+	for rows.Next() {
+		var cp custody.Checkpoint
+		if err := rows.Scan(&cp.Size, &cp.Head, &cp.At, &cp.Sig); err != nil {
+			return nil, err
+		}
+		cps = append(cps, cp)
+	}
+	return cps, rows.Err()
+}
+
+// Entries returns the entries matching q in seq order, at most q.Limit of
+// them (DefaultLimit when 0). Filters by trace, kind or refs go through the
+// lookup index; while it is behind the ledger they fail with EUNAVAILABLE
+// rather than miss entries.
+func (db *DB) Entries(ctx context.Context, q custody.Query) ([]custody.Entry, error) {
+	if q.Limit < 0 {
+		return nil, custody.Errorf(custody.EINVALID, "query: limit %d is negative", q.Limit)
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultLimit
+	}
+	if q.Trace == "" && q.Kind == "" && len(q.Refs) == 0 {
+		const sel = `SELECT ` + entryColumns + ` FROM entries WHERE seq > ? ORDER BY seq LIMIT ?`
+		return db.queryEntries(ctx, sel, max(q.After, 0), q.Limit)
+	}
+	return db.lookup(ctx, q)
+}
+
+// lookup returns the entries matching a query with filters, through the
+// index. It first waits for the index to hold every committed entry, this
+// process's and any other's on the same directory, so that an
+// acknowledged append is always found.
+func (db *DB) lookup(ctx context.Context, q custody.Query) ([]custody.Entry, error) {
+	var last int64
+	if err := db.rdb.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM entries`).Scan(&last); err != nil {
+		return nil, unavailable("look up entries", err)
+	}
+	if err := db.lk.waitFor(ctx, max(last, db.Size())); err != nil {
+		return nil, unavailable("look up entries", err)
+	}
+	out := []custody.Entry{}
+	for limit := q.Limit; ; {
+		seqs, err := db.lk.seqs(ctx, q)
+		if err != nil {
+			return nil, unavailable("look up entries", err)
+		}
+		if len(seqs) == 0 {
+			return out, nil
+		}
+		const sel = `SELECT ` + entryColumns + ` FROM entries WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`
+		found, err := db.queryEntries(ctx, sel, seqList(seqs))
+		if err != nil {
+			return nil, err
+		}
+		for i := range found {
+			if matches(&found[i], q) {
+				out = append(out, found[i])
+			}
+		}
+		// A hash collision cost a slot: look further.
+		if len(out) == limit || len(seqs) < q.Limit {
+			return out, nil
+		}
+		q.After, q.Limit = seqs[len(seqs)-1], limit-len(out)
+	}
+}
+
+func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]custody.Entry, error) {
+	rows, err := db.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, unavailable("read entries", err)
+	}
+	defer rows.Close()
+	out := []custody.Entry{}
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return nil, unavailable("read entries", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, unavailable("read entries", err)
+	}
+	return out, nil
+}
+
+const entryColumns = `seq, at, kind, trace, actor, refs, body, body_sha256, prev, hash`
+
+// scanEntry reads one row of entryColumns. A refs column that is not a JSON
+// object of strings is reported, not papered over: it means the row was
+// changed outside custody.
+func scanEntry(rows *sql.Rows) (custody.Entry, error) {
+	var e custody.Entry
+	var refs []byte
+	err := rows.Scan(&e.Seq, &e.At, &e.Kind, &e.Trace, &e.Actor, &refs, &e.Body, &e.BodySHA256, &e.Prev, &e.Hash)
+	if err != nil {
+		return e, err
+	}
+	if err := json.Unmarshal(refs, &e.Refs); err != nil || e.Refs == nil {
+		return e, &ledger.VerifyError{Seq: e.Seq, Reason: fmt.Sprintf("stored refs are not a JSON object of strings: %q", refs)}
+	}
+	return e, nil
+}
+
+// insertStmts are the prepared statements of the append path.
+type insertStmts struct {
+	entries *multiInsert
+	head    *sql.Stmt
+	args    []any // reused by every batch
+}
+
+func prepareInserts(ctx context.Context, conn *sql.DB) (*insertStmts, error) {
+	// OR FAIL rather than the default ABORT: a failed insert fails the
+	// whole batch, which is rolled back anyway, so SQLite need not keep a
+	// statement journal (a copy of every page a statement touches) to
+	// undo just the statement.
+	m, err := prepareMultiInsert(ctx, conn, "OR FAIL INTO entries", strings.Split(entryColumns, ", ")...)
+	if err != nil {
+		return nil, err
+	}
+	head, err := conn.PrepareContext(ctx, selectHead)
+	if err != nil {
+		m.close()
+		return nil, fmt.Errorf("prepare head: %w", err)
+	}
+	return &insertStmts{entries: m, head: head}, nil
+}
+
+// readHead returns the last entry's receipt as tx sees it.
+func (s *insertStmts) readHead(ctx context.Context, tx *sql.Tx) (custody.Receipt, error) {
+	return scanHead(tx.StmtContext(ctx, s.head).QueryRowContext(ctx))
+}
+
+// insert writes sealed entries.
+func (s *insertStmts) insert(ctx context.Context, tx *sql.Tx, entries []*custody.Entry) error {
+	args := s.args[:0]
+	for _, e := range entries {
+		refs, err := json.Marshal(e.Refs)
+		if err != nil {
+			return fmt.Errorf("insert entry %d: %w", e.Seq, err)
+		}
+		args = append(args, e.Seq, e.At, e.Kind, e.Trace, e.Actor, string(refs), []byte(e.Body), e.BodySHA256, e.Prev, e.Hash)
+	}
+	err := s.entries.exec(ctx, tx, args)
+	clear(args)
+	s.args = args[:0]
+	if err != nil {
+		return fmt.Errorf("insert entries %d-%d: %w", entries[0].Seq, entries[len(entries)-1].Seq, err)
+	}
+	return nil
+}
+
+func (s *insertStmts) close() error { return errors.Join(s.entries.close(), s.head.Close()) }

@@ -1,0 +1,369 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/ledger"
+)
+
+const (
+	// queueSize bounds the writes waiting for the writer; a caller beyond it
+	// waits to enqueue.
+	queueSize = 4096
+	// maxBatch bounds how many requests share one transaction.
+	maxBatch = 1024
+	// maxGather bounds how long a batch waits for more requests.
+	maxGather = time.Millisecond
+)
+
+// request is one write waiting for the writer: an append, an operation on
+// the approvals or state tables, or a checkpoint.
+type request struct {
+	ctx  context.Context
+	what string // names the write in errors: "append evidence", ...
+	// Exactly one of entry, op and checkpoint is set.
+	entry      *custody.Entry
+	op         func(ctx context.Context, tx *sql.Tx) error
+	checkpoint bool
+
+	resp response
+	done chan struct{} // closed once resp is final
+}
+
+type response struct {
+	entry    custody.Entry
+	cp       custody.Checkpoint
+	err      error
+	panicked any // a panic in op, re-raised in the caller
+}
+
+// writer owns the write connection. Only its goroutine touches it.
+type writer struct {
+	conn  *sql.DB
+	stmts *insertStmts
+	lk    *lookups
+	priv  ed25519.PrivateKey
+	opts  Options
+	// publish makes a committed head visible to readers.
+	publish func(custody.Receipt)
+
+	head custody.Receipt    // the committed head
+	last custody.Checkpoint // the latest checkpoint; Size 0 when none
+	// pendingSince is when the oldest entry not covered by a checkpoint
+	// was committed; zero when every entry is covered.
+	pendingSince time.Time
+
+	// appended says whether this process appended anything: only then
+	// does Close sign a final checkpoint, so that a store opened only to
+	// read is not written to.
+	appended bool
+	// lastCommit is how long the last batch took.
+	lastCommit time.Duration
+
+	// batches counts committed transactions, so that tests can see the
+	// group commit at work.
+	batches atomic.Int64
+}
+
+// batch is the state of one transaction: what it will make true if it
+// commits.
+type batch struct {
+	head    custody.Receipt
+	entries []*custody.Entry // sealed, in seq order
+	cp      *custody.Checkpoint
+}
+
+func newWriter(ctx context.Context, db *DB, conn *sql.DB) (*writer, error) {
+	w := &writer{conn: conn, lk: db.lk, priv: db.priv, opts: db.opts, publish: func(r custody.Receipt) { db.head.Store(&r) }}
+	var err error
+	if w.stmts, err = prepareInserts(ctx, conn); err != nil {
+		return nil, err
+	}
+	if w.head, err = readHead(ctx, conn); err != nil {
+		w.stmts.close()
+		return nil, err
+	}
+	if w.last, err = latestCheckpoint(ctx, conn); err != nil && custody.ErrorKind(err) != custody.ENOTFOUND {
+		w.stmts.close()
+		return nil, err
+	}
+	if w.head.Seq > w.last.Size {
+		w.pendingSince = w.opts.Now()
+	}
+	return w, nil
+}
+
+// run serves requests until reqs is closed, then writes the final
+// checkpoint.
+func (db *DB) run() {
+	defer close(db.stopped)
+	w := db.w
+	defer close(w.lk.feed)
+	tick := time.NewTicker(max(w.opts.CheckpointInterval/2, time.Millisecond))
+	defer tick.Stop()
+	buf := make([]*request, 0, maxBatch)
+	for {
+		select {
+		case r, ok := <-db.reqs:
+			if !ok {
+				if w.appended {
+					w.checkpointIfPending(true)
+				}
+				return
+			}
+			buf = gather(append(buf[:0], r), db.reqs, w.lastCommit)
+			start := time.Now()
+			w.commit(buf)
+			w.lastCommit = time.Since(start)
+			clear(buf) // let the requests be collected
+		case <-tick.C:
+			w.checkpointIfPending(false)
+		}
+	}
+}
+
+// drain adds to b what is already waiting on ch, up to limit: everything
+// that queued while the previous batch was committing joins this one.
+func drain[T any](b []T, ch <-chan T, limit int) []T {
+	for len(b) < limit {
+		select {
+		case r, ok := <-ch:
+			if !ok {
+				return b
+			}
+			b = append(b, r)
+		default:
+			return b
+		}
+	}
+	return b
+}
+
+// gather drains what is waiting on reqs into b and, when several writers
+// are active, waits a quarter of the last commit's duration (at most
+// maxGather) for more: the callers acknowledged by the last batch are
+// usually about to write again, and one bigger batch costs less than two
+// smaller fsyncs. A lone writer never waits.
+func gather[T any](b []T, reqs <-chan T, lastCommit time.Duration) []T {
+	b = drain(b, reqs, maxBatch)
+	wait := min(lastCommit/4, maxGather)
+	if len(b) < 2 || wait <= 0 {
+		return b
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for len(b) < maxBatch {
+		select {
+		case r, ok := <-reqs:
+			if !ok {
+				return b
+			}
+			b = drain(append(b, r), reqs, maxBatch)
+		case <-timer.C:
+			return b
+		}
+	}
+	return b
+}
+
+// checkpointIfPending writes a checkpoint when entries have waited for one
+// for CheckpointInterval, or at once when now is set.
+func (w *writer) checkpointIfPending(now bool) {
+	if w.pendingSince.IsZero() {
+		return
+	}
+	if !now && w.opts.Now().Sub(w.pendingSince) < w.opts.CheckpointInterval {
+		return
+	}
+	// A failure leaves pendingSince set: the next tick or batch retries.
+	w.commit([]*request{{ctx: context.Background(), what: "write checkpoint", checkpoint: true, done: make(chan struct{})}})
+}
+
+// commit runs one batch in one transaction and answers its requests.
+func (w *writer) commit(reqs []*request) {
+	ctx := context.Background()
+	b := &batch{}
+	err := w.inTx(ctx, func(tx *sql.Tx) error { return w.apply(ctx, tx, b, reqs) })
+	if err != nil {
+		for _, r := range reqs {
+			r.resp.entry, r.resp.cp = custody.Entry{}, custody.Checkpoint{}
+			if r.resp.err == nil {
+				r.resp.err = unavailable(r.what, err)
+			}
+		}
+	} else {
+		// Fed before the head is published: a reader who sees the new
+		// head and waits for the index finds the rows on their way.
+		w.feedIndex(b.entries)
+		w.committed(b)
+	}
+	for _, r := range reqs {
+		close(r.done)
+	}
+}
+
+// feedIndex hands the committed entries to the indexer, which indexes
+// them while the next batch commits.
+func (w *writer) feedIndex(entries []*custody.Entry) {
+	if len(entries) == 0 {
+		return
+	}
+	rows := make([]indexRow, len(entries))
+	for i, e := range entries {
+		rows[i] = rowOf(e)
+	}
+	w.lk.feed <- rows
+}
+
+// committed makes the batch's outcome the writer's state.
+func (w *writer) committed(b *batch) {
+	w.batches.Add(1)
+	w.appended = w.appended || len(b.entries) > 0
+	if b.head.Seq != w.head.Seq {
+		w.head = b.head
+		w.publish(b.head)
+		if w.pendingSince.IsZero() {
+			w.pendingSince = w.opts.Now()
+		}
+	}
+	if b.cp != nil {
+		w.last = *b.cp
+		if b.cp.Size == w.head.Seq {
+			w.pendingSince = time.Time{}
+		}
+	}
+}
+
+func (w *writer) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := w.conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		return errors.Join(err, ignoreDone(tx.Rollback()))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// ignoreDone drops the error of rolling back a transaction SQLite already
+// rolled back.
+func ignoreDone(err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
+}
+
+// apply seals the appends in order, runs the operations, inserts the
+// entries and writes a checkpoint when one is due. An error fails the whole
+// batch; a refused entry or a failed operation only its own request.
+func (w *writer) apply(ctx context.Context, tx *sql.Tx, b *batch, reqs []*request) error {
+	head, err := w.stmts.readHead(ctx, tx)
+	if err != nil {
+		return err
+	}
+	// The database, not memory, says where the chain ends: another
+	// process may have appended since this one last did.
+	b.head = head
+	now := w.opts.Now()
+	wantCP := false
+	for _, r := range reqs {
+		if err := r.ctx.Err(); err != nil {
+			r.resp.err = unavailable(r.what, err)
+			continue
+		}
+		switch {
+		case r.entry != nil:
+			w.seal(b, r, now)
+		case r.op != nil:
+			runOp(ctx, tx, r)
+		case r.checkpoint:
+			wantCP = true
+		}
+	}
+	if err := w.stmts.insert(ctx, tx, b.entries); err != nil {
+		return err
+	}
+	return w.checkpoint(ctx, tx, b, reqs, now, wantCP)
+}
+
+// seal puts r's entry on the chain after b.head; an entry that cannot be
+// sealed is refused alone and the chain goes on without it.
+func (w *writer) seal(b *batch, r *request, now time.Time) {
+	e := *r.entry
+	e.Seq = b.head.Seq + 1
+	if e.At == "" {
+		e.At = custody.FormatTime(now)
+	}
+	if err := ledger.Seal(b.head.Hash, &e); err != nil {
+		r.resp.err = &custody.Error{Kind: custody.EINVALID, Message: "entry: " + err.Error(), Err: err}
+		return
+	}
+	r.resp.entry = e
+	b.head = custody.Receipt{Seq: e.Seq, Hash: e.Hash}
+	b.entries = append(b.entries, &r.resp.entry)
+}
+
+// runOp runs an approval or state operation; a panic is handed back to the
+// caller instead of killing the writer.
+func runOp(ctx context.Context, tx *sql.Tx, r *request) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.resp.panicked = v
+			r.resp.err = fmt.Errorf("%s: panic: %v", r.what, v)
+		}
+	}()
+	r.resp.err = r.op(ctx, tx)
+}
+
+// checkpoint signs and stores a checkpoint of b.head when one is due, and
+// answers the checkpoint requests of the batch.
+func (w *writer) checkpoint(ctx context.Context, tx *sql.Tx, b *batch, reqs []*request, now time.Time, requested bool) error {
+	fresh := b.head.Seq - w.last.Size
+	due := requested ||
+		fresh >= int64(w.opts.CheckpointEvery) ||
+		(!w.pendingSince.IsZero() && now.Sub(w.pendingSince) >= w.opts.CheckpointInterval)
+	cp := w.last
+	if due && fresh > 0 {
+		cp = ledger.SignCheckpoint(w.priv, b.head.Seq, b.head.Hash, custody.FormatTime(now))
+		if err := insertCheckpoint(ctx, tx, cp); err != nil {
+			return err
+		}
+		b.cp = &cp
+	}
+	for _, r := range reqs {
+		if !r.checkpoint || r.resp.err != nil {
+			continue
+		}
+		if cp.Size == 0 {
+			r.resp.err = custody.Errorf(custody.ENOTFOUND, "the ledger is empty: nothing to checkpoint")
+			continue
+		}
+		r.resp.cp = cp
+	}
+	return nil
+}
+
+func insertCheckpoint(ctx context.Context, tx *sql.Tx, cp custody.Checkpoint) error {
+	// Another process may have signed the same size already.
+	const q = `INSERT OR IGNORE INTO checkpoints (size, head, at, sig) VALUES (?, ?, ?, ?)`
+	if _, err := tx.ExecContext(ctx, q, cp.Size, cp.Head, cp.At, cp.Sig); err != nil {
+		return fmt.Errorf("insert checkpoint: %w", err)
+	}
+	return nil
+}
+
+// close releases the write connection; the writer goroutine has stopped.
+func (w *writer) close() error {
+	return errors.Join(w.stmts.close(), w.conn.Close())
+}
