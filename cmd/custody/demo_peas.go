@@ -8,11 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/llm"
 	"github.com/custody-dev/custody/peas"
+	"github.com/custody-dev/custody/peas/otelspan"
 )
 
 // demoOperator is the scripted operator of the demo.
@@ -21,15 +23,22 @@ const demoOperator = "demo-operator"
 // demoMessage is the sign message the scripted operator edits in.
 const demoMessage = "WHITEOUT. PILE-UP AHEAD. SLOW DOWN NOW"
 
+// flushTimeout bounds flushing the chain's spans when the demo ends.
+const flushTimeout = 5 * time.Second
+
 // runDemoPeas runs the pile-up chain in-process on the whiteout
 // reconstruction with a scripted operator and prints its chain of custody
 // and the ledger verification. It exits 0 only when every link holds, a
-// replayed approval is refused and the ledger verifies.
+// replayed approval is refused and the ledger verifies. With an OTLP
+// endpoint (--otlp, or the OTEL_EXPORTER_OTLP_* variables) each hop is a
+// span exported there and the brief carries the prediction's ids.
 func (m *Main) runDemoPeas(ctx context.Context, args []string) int {
-	fs := m.flags("demo peas", "[--data DIR] [--llm URL] [--llm-edge URL]")
+	fs := m.flags("demo peas", "[--data DIR] [--llm URL] [--llm-edge URL] [--otlp URL]")
 	data := fs.String("data", "", "data `DIR` (default: a temporary directory, removed afterwards)")
 	llmURL := fs.String("llm", m.env("CUSTODY_LLM", "template"), "tool-calling backend `URL`: template, ollama://HOST:PORT/MODEL, openai://HOST:PORT/v1/MODEL")
 	edgeURL := fs.String("llm-edge", m.env("CUSTODY_LLM_EDGE", ""), "edge text backend `URL` for language hops")
+	otlpURL := fs.String("otlp", "", "OTLP/HTTP `URL` to export the chain's spans to, e.g. http://localhost:4318 (default: "+
+		otelspan.EnvTracesEndpoint+" or "+otelspan.EnvEndpoint+"; none: tracing off)")
 	contracts := m.contractsFlag(fs)
 	if ok, code := m.parse(fs, args); !ok {
 		return code
@@ -43,7 +52,12 @@ func (m *Main) runDemoPeas(ctx context.Context, args []string) int {
 		return m.fail(err)
 	}
 	defer cleanup()
-	st, sys, err := m.openPeasStack(ctx, dir, *contracts, router)
+	tracer, shutdown, err := otelspan.NewTracer(ctx, *otlpURL, otelspan.WithGetenv(m.Getenv))
+	if err != nil {
+		return m.fail(&custody.Error{Kind: custody.EINVALID, Message: "--otlp: " + err.Error(), Err: err})
+	}
+	defer m.flushSpans(shutdown)
+	st, sys, err := m.openPeasStack(ctx, dir, *contracts, router, tracer)
 	if err != nil {
 		return m.fail(err)
 	}
@@ -67,11 +81,22 @@ func demoDir(data string) (string, func(), error) {
 	return dir, func() { os.RemoveAll(dir) }, nil
 }
 
+// flushSpans flushes the chain's spans to the OTLP endpoint. A collector
+// that cannot be reached is reported, not fatal: the chain of custody is
+// on the ledger either way.
+func (m *Main) flushSpans(shutdown func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		fmt.Fprintf(m.Stderr, "custody: warning: %v\n", err)
+	}
+}
+
 // openPeasStack opens the core stack with the pile-up tools and attaches
-// the system to its stores.
-func (m *Main) openPeasStack(ctx context.Context, dir, contracts string, router llm.Router) (*stack, *peas.System, error) {
+// the system to its stores. A nil tracer leaves tracing off.
+func (m *Main) openPeasStack(ctx context.Context, dir, contracts string, router llm.Router, tracer peas.Tracer) (*stack, *peas.System, error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sys := peas.New(peas.Deps{LLM: router, Logger: quiet})
+	sys := peas.New(peas.Deps{LLM: router, Logger: quiet, Tracer: tracer})
 	st, err := m.openStack(ctx, dir, contracts, sys.Tools()...)
 	if err != nil {
 		return nil, nil, err
@@ -95,6 +120,9 @@ func (m *Main) demoChain(ctx context.Context, st *stack, sys *peas.System) error
 	}
 	fmt.Fprintf(m.Stdout, "signature  %s  severity %s\nbrief      %s\napproval   %s  pending for %s\n",
 		ch.SignatureID, ch.Severity, ch.BriefID, ch.ApprovalID, peas.DefaultOperator)
+	if tid, sid := predictionIDs(ch); tid != "" {
+		fmt.Fprintf(m.Stdout, "otel       trace %s  brief span %s\n", tid, sid)
+	}
 	if err := m.demoOperator(ctx, st, sys, ch.ApprovalID); err != nil {
 		return err
 	}
@@ -119,6 +147,21 @@ func (m *Main) demoChain(ctx context.Context, st *stack, sys *peas.System) error
 		return err
 	}
 	return m.demoVerify(ctx, st, ch)
+}
+
+// predictionIDs returns the OpenTelemetry ids compose_ops_brief reported,
+// "" when tracing is off.
+func predictionIDs(ch *peas.Chain) (traceID, spanID string) {
+	for _, o := range ch.Transcript.Outcomes {
+		if o.Call.Name != peas.ToolBrief || o.Err != nil {
+			continue
+		}
+		var b peas.BriefOutput
+		if json.Unmarshal(o.Output, &b) == nil && b.TraceID != nil && b.SpanID != nil {
+			return *b.TraceID, *b.SpanID
+		}
+	}
+	return "", ""
 }
 
 // signMessage returns what a sign of the registry shows.

@@ -4,23 +4,31 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/custody-dev/custody/llm"
 	"github.com/custody-dev/custody/mesh"
 	"github.com/custody-dev/custody/peas"
+	"github.com/custody-dev/custody/peas/otelspan"
 	"github.com/custody-dev/custody/web"
 )
 
 // serveSystems returns the seed systems served next to the core: their
 // tools join the envelope, their pages the console, their feeds run
 // beside the server.
-func (m *Main) serveSystems(_ context.Context, set serveSettings) (systems, error) {
+func (m *Main) serveSystems(ctx context.Context, set serveSettings) (systems, error) {
 	router, err := llm.NewRouter(m.env("CUSTODY_LLM", "template"), m.env("CUSTODY_LLM_EDGE", ""))
 	if err != nil {
 		return systems{}, err
 	}
+	// Each pile-up hop is a span when an OTLP endpoint is configured
+	// (OTEL_EXPORTER_OTLP_ENDPOINT); tracing is off otherwise.
+	tracer, flush, err := otelspan.NewTracer(ctx, "", otelspan.WithGetenv(m.Getenv))
+	if err != nil {
+		return systems{}, err
+	}
 	logger := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	pileup := peas.New(peas.Deps{LLM: router, Logger: logger, OperatorOf: operatorOf})
+	pileup := peas.New(peas.Deps{LLM: router, Logger: logger, OperatorOf: operatorOf, Tracer: tracer})
 	var wildfire *mesh.System
 	return systems{
 		Tools: pileup.Tools(),
@@ -35,6 +43,12 @@ func (m *Main) serveSystems(_ context.Context, set serveSettings) (systems, erro
 		Runners: []func(ctx context.Context, st *stack) error{
 			func(ctx context.Context, st *stack) error { return pileup.Run(ctx, st.gw) },
 			func(ctx context.Context, st *stack) error { return wildfire.Run(ctx) },
+			func(ctx context.Context, _ *stack) error {
+				<-ctx.Done()
+				done, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				return flush(done)
+			},
 		},
 	}, nil
 }
