@@ -17,7 +17,7 @@ import (
 // tools join the envelope, their pages the console, their feeds run
 // beside the server.
 func (m *Main) serveSystems(ctx context.Context, set serveSettings) (systems, error) {
-	router, err := llm.NewRouter(m.env("CUSTODY_LLM", "template"), m.env("CUSTODY_LLM_EDGE", ""))
+	router, err := llm.NewRouter(set.llm, set.llmEdge)
 	if err != nil {
 		return systems{}, err
 	}

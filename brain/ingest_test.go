@@ -1,0 +1,198 @@
+package brain
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/custody-dev/custody"
+)
+
+func suggestion(i int, summary string, c *float64, ups ...GraphUpdate) Suggestion {
+	return Suggestion{SuggestionIndex: &i, Summary: summary, Confidence: c, GraphUpdatesProposed: ups}
+}
+
+func TestIngestMakesProposalsOnly(t *testing.T) {
+	r := exampleRoom(t)
+	ctx := context.Background()
+	resp := Response{JobID: "rank_assumptions", Suggestions: []Suggestion{
+		suggestion(0, "Test assume-card-rate first.", nil,
+			GraphUpdate{Source: "brain_insight:rank_assumptions:0", Target: "assume-card-rate", Type: "INFORMS"},
+			GraphUpdate{Source: "brain_insight:rank_assumptions:0", Target: "", Type: "INFORMS"},
+			GraphUpdate{Source: "brain_insight:rank_assumptions:0", Target: "no-such-node", Type: "INFORMS"},
+			GraphUpdate{Source: "claim-core", Target: "assume-card-rate", Type: "REPLACES"},
+			GraphUpdate{Source: "claim-core", Target: "assume-card-rate", Type: "confirmed"}),
+		suggestion(1, "Then assume-owner-buys.", conf(0.8)),
+	}}
+	rep, err := r.Ingest(ctx, "rank_assumptions", "claim-core", resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Nodes) != 2 || rep.Edges != 1 || len(rep.Skipped) != 2 || len(rep.Rejected) != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	n0, err := r.Node(ctx, "brain_insight:rank_assumptions:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n0.ReviewStatus != StatusProposed || n0.CreatedBy != CreatedByBrain || *n0.Confidence != 0.5 || n0.ConfirmedBy != "" {
+		t.Errorf("insight 0 = %+v", n0)
+	}
+	if n1, _ := r.Node(ctx, "brain_insight:rank_assumptions:1"); *n1.Confidence != 0.8 {
+		t.Errorf("insight 1 confidence %v", *n1.Confidence)
+	}
+	if evs, _ := r.EventsOfType(ctx, EventSuggestionReceived); len(evs) != 1 || evs[0].TargetNodeID != "claim-core" {
+		t.Errorf("suggestion events %+v", evs)
+	}
+
+	// A user confirms insight 0; the Brain says it again with new words.
+	if _, err := r.Confirm(ctx, "brain_insight:rank_assumptions:0", "maya"); err != nil {
+		t.Fatal(err)
+	}
+	resp.Suggestions[0].Summary = "Test assume-card-rate first, with a survey."
+	if _, err := r.Ingest(ctx, "rank_assumptions", "claim-core", resp); err != nil {
+		t.Fatal(err)
+	}
+	n0, _ = r.Node(ctx, "brain_insight:rank_assumptions:0")
+	if n0.ReviewStatus != StatusConfirmed || n0.ConfirmedBy != "maya" || !strings.Contains(string(n0.Properties), "with a survey") {
+		t.Errorf("re-ingest did not update in place keeping status: %+v %s", n0, n0.Properties)
+	}
+	if evs, _ := r.EventsOfType(ctx, EventSuggestionReceived); len(evs) != 2 {
+		t.Errorf("%d suggestion events after two calls", len(evs))
+	}
+}
+
+func TestIngestRollsBackTheWholeBatch(t *testing.T) {
+	tests := []struct {
+		name string
+		resp Response
+		kind string
+	}{
+		{"ErrOverwritesUserNode", Response{Suggestions: []Suggestion{
+			suggestion(0, "fine", nil), suggestion(7, "collides", nil)}}, custody.ECONFLICT},
+		{"ErrConfidenceOutOfRange", Response{Suggestions: []Suggestion{
+			suggestion(0, "fine", nil), suggestion(1, "too sure", conf(1.5))}}, custody.EINVALID},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := exampleRoom(t)
+			ctx := context.Background()
+			importFile(t, r, RoomFile{Nodes: []Node{{ID: "brain_insight:suggest_next_move:7", Type: "note"}}})
+			before, _, events, _ := r.Counts(ctx)
+			_, err := r.Ingest(ctx, "suggest_next_move", "claim-core", tt.resp)
+			if kindOf(err) != tt.kind {
+				t.Fatalf("err = %v, want %s", err, tt.kind)
+			}
+			after, _, events2, _ := r.Counts(ctx)
+			if after != before || events2 != events {
+				t.Errorf("failed batch left nodes %d->%d events %d->%d", before, after, events, events2)
+			}
+		})
+	}
+}
+
+func TestReviewNeedsAUser(t *testing.T) {
+	r := exampleRoom(t)
+	ctx := context.Background()
+	id := "brain_insight:suggest_next_move:0"
+	if _, err := r.Ingest(ctx, "suggest_next_move", "claim-core", Response{Suggestions: []Suggestion{suggestion(0, "x", nil)}}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, id, user, kind string
+		reject               bool
+	}{
+		{"ErrNoUser", id, "", custody.EINVALID, false},
+		{"ErrBrainIsNoUser", id, "brain", custody.EINVALID, false},
+		{"ErrUnknownNode", "nope", "maya", custody.ENOTFOUND, false},
+		{"ErrNotProposed", "claim-core", "maya", custody.ECONFLICT, false},
+		{"OK", id, "maya", "", false},
+		{"ErrAlreadyConfirmed", id, "maya", custody.ECONFLICT, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			review := r.Confirm
+			if tt.reject {
+				review = r.Reject
+			}
+			if _, err := review(ctx, tt.id, tt.user); kindOf(err) != tt.kind {
+				t.Fatalf("err = %v, want %q", err, tt.kind)
+			}
+		})
+	}
+	// The database itself refuses a Brain node confirmed without a user.
+	_, err := r.db.ExecContext(ctx, `UPDATE nodes SET review_status = 'confirmed', confirmed_by = ''
+		WHERE created_by = 'brain'`)
+	if err == nil {
+		t.Fatal("the room accepted a Brain proposal confirmed by nobody")
+	}
+	if p, _ := r.Proposals(ctx); len(p) != 6 { // the example room's six; the insight is confirmed
+		t.Errorf("%d proposals, want 6", len(p))
+	}
+}
+
+func TestCheckSchema(t *testing.T) {
+	doc, err := registry(t).Document(SchemaID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(fn func(m map[string]any)) []byte {
+		var m map[string]any
+		if err := json.Unmarshal(doc, &m); err != nil {
+			t.Fatal(err)
+		}
+		fn(m)
+		return marshal(t, m)
+	}
+	defs := func(m map[string]any) map[string]any { return m["$defs"].(map[string]any) }
+	tests := []struct {
+		name string
+		doc  []byte
+		want []string
+	}{
+		{"OK", doc, nil},
+		{"ErrJobConst", edit(func(m map[string]any) {
+			obj(defs(m)["opportunity_rank"], "in", "properties", "job")["const"] = "opportunity_react"
+		}), []string{"$defs/opportunity_rank/in/properties/job: const"}},
+		{"ErrMissingOut", edit(func(m map[string]any) { delete(obj(defs(m)["strengthen_minto"]), "out") }),
+			[]string{"$defs/strengthen_minto/out: missing"}},
+		{"ErrMissingJob", edit(func(m map[string]any) { delete(defs(m), "rank_assumptions") }),
+			[]string{"$defs/rank_assumptions: job missing"}},
+		{"ErrStrayDef", edit(func(m map[string]any) { defs(m)["RawTranscript"] = map[string]any{"type": "string"} }),
+			[]string{"$defs/RawTranscript: neither"}},
+		{"ErrOpenObject", edit(func(m map[string]any) { delete(obj(defs(m)["FocusNode"]), "additionalProperties") }),
+			[]string{"/$defs/FocusNode: object with properties lacks additionalProperties"}},
+		{"ErrOpenNestedObject", edit(func(m map[string]any) {
+			obj(defs(m)["BankedOpportunities"], "properties", "items", "items")["additionalProperties"] = true
+		}), []string{"/$defs/BankedOpportunities/properties/items/items: object"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			problems, err := CheckSchema(tt.doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(problems) != len(tt.want) {
+				t.Fatalf("problems = %q, want %d", problems, len(tt.want))
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(problems[i], w) {
+					t.Errorf("problem %q, want prefix %q", problems[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestExampleRoomFileIsStrict(t *testing.T) {
+	raw, err := os.ReadFile("testdata/example_room.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(raw), `"nodes"`, `"notes": [], "nodes"`, 1)
+	if _, err := DecodeRoomFile(strings.NewReader(bad)); kindOf(err) != custody.EINVALID {
+		t.Fatalf("unknown field accepted: %v", err)
+	}
+}
