@@ -5,6 +5,7 @@ func (m *Main) commands() map[string]command {
 	return map[string]command{
 		// one line per subcommand, kept sorted
 		"approvals": {"list, approve, decline and expire approval requests", (*Main).runApprovals},
+		"assure":    {"clinical action envelopes: lint, run a target, verify and retest evidence packs", (*Main).runAssure},
 		"bench":     {"measure the gateway against the raw SQLite baseline", (*Main).runBench},
 		"brain":     {"local knowledge room, context packets and the Brain over MCP", (*Main).runBrain},
 		"call":      {"call a tool through the gateway and print the result", (*Main).runCall},

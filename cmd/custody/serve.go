@@ -64,7 +64,7 @@ type serveConfig struct {
 // serveSettings are serve's settings after flags, environment and file.
 type serveSettings struct {
 	addr, data, contracts, nats string
-	llm, llmEdge                string
+	llm, llmEdge, room          string
 	cfg                         serveConfig
 }
 
@@ -101,6 +101,7 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	contracts := m.contractsFlag(fset)
 	llmURL := fset.String("llm", "", "LLM `URL` for the agent and composer hops: template, ollama://HOST:PORT/MODEL, openai://HOST:PORT/v1/MODEL (env CUSTODY_LLM)")
 	edgeURL := fset.String("llm-edge", "", "edge text backend `URL` for language hops (env CUSTODY_LLM_EDGE; default: the main backend)")
+	room := fset.String("room", "", "a Brain room `FILE` (room.db) whose review queue the console shows (env CUSTODY_BRAIN_ROOM)")
 	natsURL := fset.String("nats", "", "join the wildfire mesh over NATS at `URL` (env CUSTODY_NATS; default: a simulated mesh)")
 	config := fset.String("config", m.env("CUSTODY_CONFIG", ""), "JSON config `FILE` (env CUSTODY_CONFIG)")
 	if ok, code := m.parse(fset, args); !ok {
@@ -123,6 +124,7 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	set.data = m.setting(given["data"], *data, "CUSTODY_DATA", set.cfg.Data, *data)
 	set.contracts = m.setting(given["contracts"], *contracts, "CUSTODY_CONTRACTS", set.cfg.Contracts, "")
 	set.nats = m.setting(given["nats"], *natsURL, "CUSTODY_NATS", "", "")
+	set.room = m.setting(given["room"], *room, "CUSTODY_BRAIN_ROOM", "", "")
 	set.llm = m.setting(given["llm"], *llmURL, "CUSTODY_LLM", "", "template")
 	set.llmEdge = m.setting(given["llm-edge"], *edgeURL, "CUSTODY_LLM_EDGE", "", "")
 	return set, 0, true

@@ -193,3 +193,57 @@ func post(t *testing.T, url, token, body string, want int) string {
 	}
 	return string(b)
 }
+
+// TestServeSystems checks that serve runs the seed systems: their pages
+// are mounted for operators, their tools join the envelope, a state change
+// on a page needs an operator, and a Brain room is shown when given.
+func TestServeSystems(t *testing.T) {
+	dir := t.TempDir()
+	data, room := filepath.Join(dir, "data"), filepath.Join(dir, "room.db")
+	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
+	if code := m.Run(context.Background(), []string{"brain", "import", "--room", room, filepath.Join("..", "..", "brain", "testdata", "example_room.json")}); code != exitOK {
+		t.Fatalf("brain import: exit %d", code)
+	}
+	env := map[string]string{"CUSTODY_AUDITOR_TOKENS": "aud:auditor-secret-0000001"}
+	base, _, stop := startServe(t, env, "--data", data, "--room", room)
+	defer stop()
+	operator := readToken(t, filepath.Join(data, operatorTokenFile))
+	for _, app := range []string{"peas", "mesh", "brain"} {
+		if code := getStatus(t, base+"/apps/"+app+"/", operator); code != 200 {
+			t.Errorf("/apps/%s/: %d, want 200", app, code)
+		}
+	}
+	agent := readToken(t, filepath.Join(data, agentTokenFile))
+	body := getBody(t, base+"/v1/tools", agent)
+	for _, tool := range []string{"detect_pileup_signature", "issue_vms_update", "notify_driver", "post_announcement"} {
+		if !strings.Contains(body, `"`+tool+`"`) {
+			t.Errorf("/v1/tools lacks %s", tool)
+		}
+	}
+	post(t, base+"/apps/peas/api/voice", "auditor-secret-0000001", `{}`, 403)
+}
+
+func getStatus(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+func getBody(t *testing.T, url, token string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}

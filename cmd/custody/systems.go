@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/custody-dev/custody/brain"
 	"github.com/custody-dev/custody/llm"
 	"github.com/custody-dev/custody/mesh"
 	"github.com/custody-dev/custody/peas"
@@ -30,15 +31,24 @@ func (m *Main) serveSystems(ctx context.Context, set serveSettings) (systems, er
 	logger := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	pileup := peas.New(peas.Deps{LLM: router, Logger: logger, OperatorOf: operatorOf, Tracer: tracer})
 	var wildfire *mesh.System
+	var room *brain.Room
 	return systems{
 		Tools: pileup.Tools(),
 		Apps: func(st *stack) ([]web.App, error) {
 			pileup.Attach(st.approvals, st.db, st.db, st.reg)
 			wildfire = mesh.New(m.meshDeps(st, set.nats, logger))
-			return []web.App{
+			apps := []web.App{
 				{Name: "peas", Title: "Pile-up alert", Handler: pileup.Handler()},
 				{Name: "mesh", Title: "Wildfire mesh", Handler: wildfire.Handler()},
-			}, nil
+			}
+			if set.room != "" {
+				var err error
+				if room, err = brain.OpenRoom(ctx, set.room, brain.RoomOptions{}); err != nil {
+					return nil, err
+				}
+				apps = append(apps, web.App{Name: "brain", Title: "Brain room", Handler: brain.Handler(room)})
+			}
+			return apps, nil
 		},
 		Runners: []func(ctx context.Context, st *stack) error{
 			func(ctx context.Context, st *stack) error { return pileup.Run(ctx, st.gw) },
@@ -47,6 +57,9 @@ func (m *Main) serveSystems(ctx context.Context, set serveSettings) (systems, er
 				<-ctx.Done()
 				done, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
+				if room != nil {
+					room.Close()
+				}
 				return flush(done)
 			},
 		},
