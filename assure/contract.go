@@ -1,0 +1,41 @@
+package assure
+
+import (
+	_ "embed"
+
+	"github.com/custody-dev/custody/contract"
+)
+
+// ContractID is the $id of the ward round tools contract.
+const ContractID = "https://custody.dev/schemas/assure/ward-round/v1"
+
+// contractFile is the name the tools contract is loaded under.
+const contractFile = "ward-round-tools.json"
+
+//go:embed contracts/ward-round-tools.json
+var contractJSON []byte
+
+//go:embed envelopes/ward-round.json
+var wardRoundJSON []byte
+
+// Contract returns the ward round tools contract and the file name to load
+// it under, for contract.Options.Extra.
+func Contract() (name string, raw []byte) {
+	return contractFile, append([]byte(nil), contractJSON...)
+}
+
+// WardRoundEnvelope returns the example envelope DF-SYN-WF-WARD-ROUND.
+func WardRoundEnvelope() []byte { return append([]byte(nil), wardRoundJSON...) }
+
+// LoadRegistry loads the embedded contracts, the ward round tools contract
+// and any extra contracts.
+func LoadRegistry(extra map[string][]byte) (*contract.Registry, error) {
+	all := map[string][]byte{contractFile: contractJSON}
+	for k, v := range extra {
+		all[k] = v
+	}
+	return contract.Load(contract.Options{Extra: all})
+}
+
+// schemaRef returns the ref of a tool's input or output schema.
+func schemaRef(tool, io string) string { return ContractID + "#/$defs/" + tool + "_" + io }
