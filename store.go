@@ -12,7 +12,8 @@ type Ledger interface {
 	// empty) and returns its receipt. Append MUST NOT return until the entry
 	// and the chain head are durable. On error nothing was appended and the
 	// chain is unchanged. Bodies that are not valid JSON, hold duplicate
-	// keys or integers beyond ±2^53 are refused with EINVALID.
+	// keys or integers beyond ±2^53 (see package ledger) are refused with
+	// EINVALID.
 	Append(ctx context.Context, e Entry) (Entry, error)
 	// Head returns the receipt of the last entry; Seq 0 when empty.
 	Head(ctx context.Context) (Receipt, error)

@@ -17,9 +17,13 @@ var benchCases = []struct {
 	{"VMSUpdate", "peas:issue_vms_update/input", "vms_update.json"},
 }
 
-// BenchmarkValidate compares the registry (resolve, size cap, strict
-// decode, validate, refusal mapping) with the library alone (its own
-// UnmarshalJSON, then Validate) on the same compiled schema and bytes.
+// BenchmarkValidate compares the registry (resolve, size cap, fast path;
+// strict decode, validate and refusal mapping when the fast path does not
+// accept) with the registry's slow path alone (strict decode, then the
+// library, as every document went before the fast path) and with the
+// library alone (its own UnmarshalJSON, then Validate), on the same
+// compiled schema and bytes. Refused measures a document the fast path
+// refuses, which pays for both paths.
 func BenchmarkValidate(b *testing.B) {
 	r := mustLoad(b, Options{})
 	for _, bc := range benchCases {
@@ -40,13 +44,34 @@ func BenchmarkValidate(b *testing.B) {
 				}
 			}
 		})
+		b.Run(bc.name+"/SlowPath", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				v, err := decode(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := sch.lib.Validate(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(bc.name+"/Library", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				benchLibrary(b, sch, raw)
+				benchLibrary(b, sch.lib, raw)
 			}
 		})
 	}
+	refused := bytes.Replace(readTestdata(b, "vms_update.json"), []byte("900"), []byte("900.5"), 1)
+	b.Run("VMSUpdate/Refused", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := r.Validate("peas:issue_vms_update/input", refused); err == nil {
+				b.Fatal("refused document accepted")
+			}
+		}
+	})
 }
 
 func benchLibrary(b *testing.B, sch *jsonschema.Schema, raw []byte) {
@@ -59,9 +84,10 @@ func benchLibrary(b *testing.B, sch *jsonschema.Schema, raw []byte) {
 	}
 }
 
-// BenchmarkOverhead runs the registry and the library alternately in one
-// loop and reports both times and their ratio, so that load from other
-// processes on a shared machine hits both sides alike.
+// BenchmarkOverhead runs the registry (with its fast path) and the
+// library alternately in one loop and reports both times and their ratio,
+// registry over library, so that load from other processes on a shared
+// machine hits both sides alike.
 func BenchmarkOverhead(b *testing.B) {
 	r := mustLoad(b, Options{})
 	for _, bc := range benchCases {
@@ -82,7 +108,7 @@ func BenchmarkOverhead(b *testing.B) {
 			}
 			library := func() {
 				start := time.Now()
-				benchLibrary(b, sch, raw)
+				benchLibrary(b, sch.lib, raw)
 				lib += time.Since(start)
 			}
 			for i := 0; b.Loop(); i++ {

@@ -9,6 +9,12 @@
 // "brain:JOB/out" for the Brain packet jobs; "cae:envelope" for the
 // Clinical Action Envelope. A user contract FILE.json names its root
 // "FILE" and each $defs entry "FILE:DEF".
+//
+// Each schema is also compiled, when it uses only the keywords typical
+// contracts do, into a fast path that checks the raw bytes in one pass
+// without allocating (fastpath.go). It may only accept: a document it
+// does not accept is decoded and validated by the library as before, so
+// refusals and their violations are the library's.
 package contract
 
 import (
@@ -73,13 +79,21 @@ type Registry struct {
 	docs     []*document
 	byID     map[string]*document
 	named    []Named
-	byName   map[string]string             // short name -> canonical URI
-	compiled map[string]*jsonschema.Schema // canonical URI -> schema; fixed after Load
+	byName   map[string]string  // short name -> canonical URI
+	compiled map[string]*schema // canonical URI -> schema; fixed after Load
 	printer  *message.Printer
+	scans    sync.Pool // *fastScan, reused across fast-path validations
 
 	mu       sync.Mutex // serializes compiles after Load
 	compiler *jsonschema.Compiler
-	lazy     sync.Map // canonical URI -> *jsonschema.Schema compiled after Load
+	lazy     sync.Map // canonical URI -> *schema compiled after Load
+}
+
+// schema is one compiled schema: the library's, and the fast path's when
+// the schema uses only what the fast path implements (else nil).
+type schema struct {
+	lib  *jsonschema.Schema
+	fast *fastNode
 }
 
 // document is one contract: its exact bytes and their decoded tree.
@@ -87,6 +101,7 @@ type document struct {
 	Contract
 	raw  []byte
 	tree any
+	fast *fastCompiler // under Registry.mu after Load
 }
 
 // Contracts lists the loaded contracts: the embedded seeds first, then

@@ -213,28 +213,39 @@ func (d *decoder) array(depth int) (any, error) {
 // str reads the string at d.pos (which is '"'). A string without escapes
 // is copied once, straight from the input.
 func (d *decoder) str() (string, error) {
+	b, err := d.strBytes()
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// strBytes reads the string at d.pos (which is '"') and returns its
+// content: a slice of the input when it has no escapes, else d.buf, which
+// the next string read overwrites.
+func (d *decoder) strBytes() ([]byte, error) {
 	d.pos++
 	start := d.pos
 	for d.pos < len(d.in) {
 		b := d.in[d.pos]
 		switch {
 		case b == '"':
-			s := string(d.in[start:d.pos])
+			s := d.in[start:d.pos]
 			d.pos++
 			return s, nil
 		case b == '\\':
 			return d.escaped(start)
 		case b < 0x20:
-			return "", d.fail("control character 0x%02x in string", b)
+			return nil, d.fail("control character 0x%02x in string", b)
 		case b < utf8.RuneSelf:
 			d.pos++
 		default:
 			if err := d.utf8Rune(); err != nil {
-				return "", err
+				return nil, err
 			}
 		}
 	}
-	return "", d.fail("unterminated string")
+	return nil, d.fail("unterminated string")
 }
 
 // utf8Rune steps over one multi-byte UTF-8 sequence at d.pos.
@@ -249,7 +260,7 @@ func (d *decoder) utf8Rune() error {
 
 // escaped finishes a string that holds escapes; start is where its
 // content began.
-func (d *decoder) escaped(start int) (string, error) {
+func (d *decoder) escaped(start int) ([]byte, error) {
 	buf := append(d.buf[:0], d.in[start:d.pos]...)
 	for d.pos < len(d.in) {
 		b := d.in[d.pos]
@@ -257,26 +268,26 @@ func (d *decoder) escaped(start int) (string, error) {
 		case b == '"':
 			d.pos++
 			d.buf = buf
-			return string(buf), nil
+			return buf, nil
 		case b == '\\':
 			var err error
 			if buf, err = d.escape(buf); err != nil {
-				return "", err
+				return nil, err
 			}
 		case b < 0x20:
-			return "", d.fail("control character 0x%02x in string", b)
+			return nil, d.fail("control character 0x%02x in string", b)
 		case b < utf8.RuneSelf:
 			buf = append(buf, b)
 			d.pos++
 		default:
 			at := d.pos
 			if err := d.utf8Rune(); err != nil {
-				return "", err
+				return nil, err
 			}
 			buf = append(buf, d.in[at:d.pos]...)
 		}
 	}
-	return "", d.fail("unterminated string")
+	return nil, d.fail("unterminated string")
 }
 
 func (d *decoder) escape(buf []byte) ([]byte, error) {
@@ -347,6 +358,16 @@ func (d *decoder) hex4() (rune, error) {
 // number reads a number literal and keeps its exact text: json.Number
 // preserves the precision of large integers and long fractions.
 func (d *decoder) number() (any, error) {
+	lit, err := d.numberBytes()
+	if err != nil {
+		return nil, err
+	}
+	return json.Number(lit), nil
+}
+
+// numberBytes reads a number literal at d.pos and returns it, a slice of
+// the input.
+func (d *decoder) numberBytes() ([]byte, error) {
 	start := d.pos
 	if d.in[d.pos] == '-' {
 		d.pos++
@@ -372,7 +393,7 @@ func (d *decoder) number() (any, error) {
 			return nil, d.fail("invalid number: digit expected in exponent")
 		}
 	}
-	return json.Number(d.in[start:d.pos]), nil
+	return d.in[start:d.pos], nil
 }
 
 func (d *decoder) digits() bool {

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/custody-dev/custody"
-	"github.com/pb33f/jsonschema/v6"
 )
 
 // nameRef is a short name and the JSON pointer it stands for.
@@ -111,10 +110,11 @@ func Load(opts Options) (*Registry, error) {
 		maxBytes: opts.MaxBytes,
 		byID:     map[string]*document{},
 		byName:   map[string]string{},
-		compiled: map[string]*jsonschema.Schema{},
+		compiled: map[string]*schema{},
 		printer:  newPrinter(),
 		compiler: newCompiler(nil, true),
 	}
+	r.scans.New = func() any { return new(fastScan) }
 	if r.maxBytes <= 0 {
 		r.maxBytes = DefaultMaxBytes
 	}
@@ -219,7 +219,7 @@ func (r *Registry) add(file, defaultID string, raw []byte, names func(any) []nam
 		return contractError(file, "repeats the $id %s of %s", id, prev.File)
 	}
 	title, _ := member(tree, "title").(string)
-	d := &document{Contract: Contract{ID: id, Title: title, File: file}, raw: raw, tree: tree}
+	d := &document{Contract: Contract{ID: id, Title: title, File: file}, raw: raw, tree: tree, fast: newFastCompiler(tree, id)}
 	if err := r.compiler.AddResource(id, tree); err != nil {
 		return contractError(file, "cannot be added: %v", err)
 	}
@@ -285,8 +285,23 @@ func (r *Registry) compileInto(file, uri string) error {
 	if err != nil {
 		return contractError(file, "does not compile: %v", err)
 	}
-	r.compiled[uri] = s
+	r.compiled[uri] = &schema{lib: s, fast: r.compileFast(uri)}
 	return nil
+}
+
+// compileFast compiles the fast path for the canonical reference uri, or
+// returns nil when the schema is beyond it.
+func (r *Registry) compileFast(uri string) *fastNode {
+	id, ptr, _ := strings.Cut(uri, "#")
+	d, ok := r.byID[id]
+	if !ok {
+		return nil
+	}
+	n, err := d.fast.compile(ptr)
+	if err != nil {
+		return nil
+	}
+	return n
 }
 
 func contractError(file, format string, args ...any) *custody.Error {

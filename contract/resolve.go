@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/custody-dev/custody"
-	"github.com/pb33f/jsonschema/v6"
 )
 
 // Resolve returns the canonical reference ("$id#pointer") of ref, which is
@@ -81,22 +80,23 @@ func locate(tree any, ptr string) (any, bool) {
 // schema returns the compiled schema for a canonical reference. Named
 // schemas were compiled by Load; any other pointer is compiled on first
 // use and kept.
-func (r *Registry) schema(uri string) (*jsonschema.Schema, error) {
+func (r *Registry) schema(uri string) (*schema, error) {
 	if s, ok := r.compiled[uri]; ok {
 		return s, nil
 	}
 	if s, ok := r.lazy.Load(uri); ok {
-		return s.(*jsonschema.Schema), nil
+		return s.(*schema), nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s, ok := r.lazy.Load(uri); ok {
-		return s.(*jsonschema.Schema), nil
+		return s.(*schema), nil
 	}
-	s, err := r.compiler.Compile(uri)
+	lib, err := r.compiler.Compile(uri)
 	if err != nil {
 		return nil, &custody.Error{Kind: custody.EINVALID, Message: fmt.Sprintf("schema %s does not compile", uri), Err: err}
 	}
+	s := &schema{lib: lib, fast: r.compileFast(uri)}
 	r.lazy.Store(uri, s)
 	return s, nil
 }

@@ -32,14 +32,26 @@ func (r *Registry) Validate(ref string, raw []byte) error {
 		msg := fmt.Sprintf("document is %d bytes, over the limit of %d", len(raw), r.maxBytes)
 		return &custody.Error{Kind: custody.EINVALID, Message: msg, Violations: []custody.Violation{{Message: msg}}}
 	}
+	if sch.fast != nil && r.fastAccepts(sch.fast, raw) {
+		return nil
+	}
 	v, err := decode(raw)
 	if err != nil {
 		return decodeRefusal(err)
 	}
-	if err := sch.Validate(v); err != nil {
+	if err := sch.lib.Validate(v); err != nil {
 		return r.refusal(uri, err)
 	}
 	return nil
+}
+
+// fastAccepts runs the fast path: true means raw is strict JSON and
+// valid, and the library would accept it; false decides nothing.
+func (r *Registry) fastAccepts(n *fastNode, raw []byte) bool {
+	s := r.scans.Get().(*fastScan)
+	ok := n.accepts(s, raw)
+	r.scans.Put(s)
+	return ok
 }
 
 // decodeRefusal reports a document that is not strict JSON.

@@ -3,6 +3,7 @@ package ledger
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,133 +12,195 @@ import (
 	"github.com/custody-dev/custody"
 )
 
-// ZeroHash is the prev of the first entry: 32 zero bytes, hex encoded.
-var zeroHash [32]byte
+// genesisPrev is the prev of the first entry: 32 zero bytes in hex.
+const genesisPrev = "0000000000000000000000000000000000000000000000000000000000000000"
 
-// GenesisPrev returns the hex prev of the first entry.
-func GenesisPrev() string { return hex.EncodeToString(zeroHash[:]) }
+// GenesisPrev returns the hex prev of the first entry: 64 zeros.
+func GenesisPrev() string { return genesisPrev }
 
 // Seal completes e as the entry following prev (hex; "" means genesis):
 // it sets Prev, BodySHA256 (of the exact body bytes), an empty Refs when
 // nil, and Hash. Seq and At must already be set. The body must be a
-// document Canonicalize accepts.
+// document Canonicalize accepts; it is kept byte for byte, whitespace and
+// newlines included (see the package documentation for how JSONL carries
+// it).
 func Seal(prev string, e *custody.Entry) error {
 	if prev == "" {
-		prev = GenesisPrev()
+		prev = genesisPrev
 	}
 	if e.Refs == nil {
 		e.Refs = map[string]string{}
 	}
-	sum := sha256.Sum256(e.Body)
-	e.BodySHA256 = hex.EncodeToString(sum[:])
+	e.BodySHA256 = bodySHA256(e.Body)
 	e.Prev = prev
 	h, err := EntryHash(e)
 	if err != nil {
-		return err
+		return fmt.Errorf("seal entry %d: %w", e.Seq, err)
 	}
 	e.Hash = h
 	return nil
 }
 
+func bodySHA256(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
 // EntryHash computes hash = SHA-256(prev_hash_bytes ‖ JCS(entry without
-// "hash")) for e as it stands, hex encoded.
+// "hash")) for e as it stands, hex encoded. Prev must be 64 lowercase hex
+// digits.
 func EntryHash(e *custody.Entry) (string, error) {
-	var buf [64]byte
-	prev, err := decodeHash(e.Prev, buf[:32])
-	if err != nil {
-		return "", fmt.Errorf("prev: %w", err)
-	}
-	canon, err := AppendEntryCanonical(make([]byte, 0, 256+len(e.Body)), e)
+	var h hasher
+	sum, err := h.entryHash(e, nil)
 	if err != nil {
 		return "", err
 	}
-	h := sha256.New()
-	h.Write(prev)
-	h.Write(canon)
-	return hex.EncodeToString(h.Sum(buf[32:32])), nil
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// hasher computes entry hashes, keeping its buffers between entries.
+type hasher struct {
+	c   canon
+	buf []byte
+}
+
+// entryHash computes the hash of e. prev holds the bytes e.Prev spells
+// when the caller knows them already, or is nil.
+func (h *hasher) entryHash(e *custody.Entry, prev []byte) ([32]byte, error) {
+	if prev == nil && !isHashHex(e.Prev) {
+		return [32]byte{}, fmt.Errorf("prev %q is not 64 lowercase hex digits", e.Prev)
+	}
+	// Hash prev's bytes and the canonical entry as one buffer: one call
+	// into SHA-256, no hash.Hash to allocate.
+	buf := h.buf[:0]
+	if cap(buf) < 32+256+len(e.Body) {
+		buf = make([]byte, 0, 2*(32+256+len(e.Body)))
+	}
+	if prev != nil {
+		buf = append(buf, prev...)
+	} else {
+		buf = appendHexBytes(buf, e.Prev)
+	}
+	buf, err := h.appendEntry(buf, e)
+	h.buf = buf
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(buf), nil
+}
+
+// appendHexBytes appends the bytes spelt by s, which isHashHex accepts.
+func appendHexBytes(dst []byte, s string) []byte {
+	for i := 0; i+1 < len(s); i += 2 {
+		dst = append(dst, unhex(s[i])<<4|unhex(s[i+1]))
+	}
+	return dst
+}
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
 }
 
 // AppendEntryCanonical appends JCS(e without "hash") to dst. The members are
 // written in RFC 8785 order directly, so only the body needs parsing.
 func AppendEntryCanonical(dst []byte, e *custody.Entry) ([]byte, error) {
-	for _, f := range [...]struct{ name, v string }{
-		{"actor", e.Actor}, {"at", e.At}, {"body_sha256", e.BodySHA256},
-		{"kind", e.Kind}, {"prev", e.Prev}, {"trace", e.Trace},
-	} {
-		if !utf8.ValidString(f.v) {
-			return dst, fmt.Errorf("%s is not valid UTF-8", f.name)
-		}
-	}
-	dst = append(dst, `{"actor":`...)
-	dst = appendString(dst, []byte(e.Actor))
-	dst = append(dst, `,"at":`...)
-	dst = appendString(dst, []byte(e.At))
-	dst = append(dst, `,"body":`...)
-	var err error
-	if dst, err = AppendCanonical(dst, e.Body); err != nil {
-		return dst, fmt.Errorf("body %w", err)
-	}
-	dst = append(dst, `,"body_sha256":`...)
-	dst = appendString(dst, []byte(e.BodySHA256))
-	dst = append(dst, `,"kind":`...)
-	dst = appendString(dst, []byte(e.Kind))
-	dst = append(dst, `,"prev":`...)
-	dst = appendString(dst, []byte(e.Prev))
-	dst = append(dst, `,"refs":`...)
-	if dst, err = appendRefs(dst, e.Refs); err != nil {
-		return dst, err
-	}
-	dst = append(dst, `,"seq":`...)
-	dst = strconv.AppendInt(dst, e.Seq, 10)
-	dst = append(dst, `,"trace":`...)
-	dst = appendString(dst, []byte(e.Trace))
-	return append(dst, '}'), nil
+	var h hasher
+	return h.appendEntry(dst, e)
 }
 
-func appendRefs(dst []byte, refs map[string]string) ([]byte, error) {
-	keys := make([][]byte, 0, len(refs))
-	for k, v := range refs {
-		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return dst, fmt.Errorf("ref %q is not valid UTF-8", k)
-		}
-		keys = append(keys, []byte(k))
+func (h *hasher) appendEntry(dst []byte, e *custody.Entry) ([]byte, error) {
+	mark := len(dst)
+	w := entryWriter{dst: dst}
+	w.field(`{"actor":`, e.Actor, "actor")
+	w.field(`,"at":`, e.At, "at")
+	w.dst = append(w.dst, `,"body":`...)
+	var err error
+	if w.dst, err = h.c.appendDoc(w.dst, e.Body); err != nil {
+		return dst[:mark], fmt.Errorf("body %w", err)
 	}
-	slices.SortFunc(keys, compareUTF16)
+	w.field(`,"body_sha256":`, e.BodySHA256, "body_sha256")
+	w.field(`,"kind":`, e.Kind, "kind")
+	w.field(`,"prev":`, e.Prev, "prev")
+	w.dst = append(w.dst, `,"refs":`...)
+	w.refs(e.Refs)
+	w.dst = append(w.dst, `,"seq":`...)
+	w.dst = strconv.AppendInt(w.dst, e.Seq, 10)
+	w.field(`,"trace":`, e.Trace, "trace")
+	if w.bad != "" {
+		return dst[:mark], fmt.Errorf("%s is not valid UTF-8", w.bad)
+	}
+	return append(w.dst, '}'), nil
+}
+
+// entryWriter appends the members of a canonical entry, noting the first
+// field that JSON cannot carry unchanged.
+type entryWriter struct {
+	dst []byte
+	bad string // the name of the first field that is not valid UTF-8
+}
+
+// field appends sep and v as a string literal.
+func (w *entryWriter) field(sep, v, name string) {
+	w.dst = append(w.dst, sep...)
+	var ok bool
+	if w.dst, ok = appendValidString(w.dst, v); !ok && w.bad == "" {
+		w.bad = name
+	}
+}
+
+// refs appends refs as a canonical JSON object.
+func (w *entryWriter) refs(refs map[string]string) {
+	var stack [8]ref
+	sorted := stack[:0]
+	for k, v := range refs {
+		sorted = append(sorted, ref{k, v})
+	}
+	slices.SortFunc(sorted, func(a, b ref) int { return compareUTF16(a.k, b.k) })
+	sep := "{"
+	for _, r := range sorted {
+		w.field(sep, r.k, "refs")
+		w.field(":", r.v, "refs")
+		sep = ","
+	}
+	if len(sorted) == 0 {
+		w.dst = append(w.dst, '{')
+	}
+	w.dst = append(w.dst, '}')
+}
+
+// ref is one member of an entry's refs.
+type ref struct{ k, v string }
+
+// appendSortedRefs appends refs, in order, as a JSON object.
+func appendSortedRefs(dst []byte, refs []ref) []byte {
 	dst = append(dst, '{')
-	for i, k := range keys {
+	for i, r := range refs {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, k)
+		dst = appendString(dst, r.k)
 		dst = append(dst, ':')
-		dst = appendString(dst, []byte(refs[string(k)]))
+		dst = appendString(dst, r.v)
 	}
-	return append(dst, '}'), nil
-}
-
-func decodeHash(s string, dst []byte) ([]byte, error) {
-	if len(s) != 64 {
-		return nil, fmt.Errorf("hash %q is not 64 hex digits", s)
-	}
-	if _, err := hex.Decode(dst[:32], []byte(s)); err != nil {
-		return nil, fmt.Errorf("hash %q: %w", s, err)
-	}
-	return dst[:32], nil
+	return append(dst, '}')
 }
 
 // ActionDigest returns hex SHA-256 of JCS({"tool":tool,"arguments":args}):
 // the digest an approval is bound to.
 func ActionDigest(tool string, args []byte) (string, error) {
 	if !utf8.ValidString(tool) {
-		return "", fmt.Errorf("tool name is not valid UTF-8")
+		return "", errors.New("action digest: tool name is not valid UTF-8")
 	}
 	dst := append(make([]byte, 0, 64+len(args)), `{"arguments":`...)
 	dst, err := AppendCanonical(dst, args)
 	if err != nil {
-		return "", fmt.Errorf("arguments %w", err)
+		return "", fmt.Errorf("action digest: arguments %w", err)
 	}
 	dst = append(dst, `,"tool":`...)
-	dst = appendString(dst, []byte(tool))
+	dst = appendString(dst, tool)
 	dst = append(dst, '}')
 	sum := sha256.Sum256(dst)
 	return hex.EncodeToString(sum[:]), nil

@@ -1,0 +1,243 @@
+package contract
+
+// The fast path validates the raw bytes of a document in one pass
+// against a schema compiled into the small nodes below. It handles only
+// the keywords it is written for and answers in three ways: pass (the
+// document is strict JSON and valid: the library would accept it too),
+// fail (it is not valid) and unsure. Only pass is acted on; on fail or
+// unsure the registry decodes the document and runs the library as it
+// always did, so every refusal and its violations come from the library.
+
+// verdict is the fast path's answer for one value.
+type verdict uint8
+
+const (
+	pass   verdict = iota // valid for certain
+	fail                  // invalid for certain
+	unsure                // cannot tell (not strict JSON, a number too long, ...)
+)
+
+func verdictOf(ok bool) verdict {
+	if ok {
+		return pass
+	}
+	return fail
+}
+
+// maxEvalDepth bounds nested node evaluations, so that a cycle of
+// references that never moves into the instance ends as unsure rather
+// than exhausting the stack; the library reports such a cycle as an error.
+const maxEvalDepth = 16 * maxDepth
+
+// fastNode is one compiled schema. The zero value accepts any JSON value.
+type fastNode struct {
+	never bool    // the false schema
+	types typeSet // "type"; 0 allows every type
+	enums []*enumSet
+	str   *stringRules
+	num   *numberRules
+	obj   *objectRules
+	arr   *arrayRules
+
+	// In-place applicators: each applies to the same value.
+	all   []*fastNode   // allOf and $ref
+	anyOf [][]*fastNode // one entry per anyOf keyword
+	oneOf [][]*fastNode
+	not   []*fastNode
+
+	// delegate is the $ref target of a schema that has nothing else.
+	delegate *fastNode
+}
+
+// hasLocal reports whether n asserts anything of its own, beyond its
+// in-place applicators.
+func (n *fastNode) hasLocal() bool {
+	return n.never || n.types != 0 || n.enums != nil || n.str != nil || n.num != nil || n.obj != nil || n.arr != nil
+}
+
+// hasApplicators reports whether n applies other schemas to the same
+// value.
+func (n *fastNode) hasApplicators() bool {
+	return len(n.all) > 0 || len(n.anyOf) > 0 || len(n.oneOf) > 0 || len(n.not) > 0
+}
+
+// typeSet is a set of JSON Schema types.
+type typeSet uint8
+
+const (
+	typeNull typeSet = 1 << iota
+	typeBoolean
+	typeObject
+	typeArray
+	typeNumber
+	typeString
+	typeInteger
+)
+
+// typeNamed returns the type a "type" keyword names, or 0.
+func typeNamed(name string) typeSet {
+	for i, n := range []string{"null", "boolean", "object", "array", "number", "string", "integer"} {
+		if n == name {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+// allows reports whether a value of type t passes "type" (integers
+// aside, which need their value).
+func (s typeSet) allows(t typeSet) bool { return s == 0 || s&t != 0 }
+
+// stringRules are the keywords that apply to strings.
+type stringRules struct {
+	minLength, maxLength int // -1 when absent
+	pattern              *stringPattern
+	format               formatKind
+}
+
+// formatKind is a "format" the fast path asserts, with the checker the
+// registry registers for it. Calling the checkers directly, not through a
+// function value, lets a short string be checked without a copy on the
+// heap.
+type formatKind uint8
+
+const (
+	noFormat formatKind = iota
+	formatDateTime
+	formatURI
+	formatURIReference
+)
+
+// formatNamed returns the format named v, or noFormat.
+func formatNamed(v any) formatKind {
+	switch v {
+	case "date-time":
+		return formatDateTime
+	case "uri":
+		return formatURI
+	case "uri-reference":
+		return formatURIReference
+	}
+	return noFormat
+}
+
+// check reports whether the string s is valid for the format.
+func (f formatKind) check(s []byte) bool {
+	switch f {
+	case formatDateTime:
+		return checkDateTime(string(s)) == nil
+	case formatURI:
+		return checkURI(string(s)) == nil
+	case formatURIReference:
+		return checkURIReference(string(s)) == nil
+	}
+	return true
+}
+
+// numberRules are the keywords that apply to numbers.
+type numberRules struct {
+	bounds     []bound
+	multipleOf []*multiple
+}
+
+// objectRules are the keywords that apply to objects. A document names
+// the first 64 properties with a bit each, so that finding duplicates and
+// required members among them takes no search.
+type objectRules struct {
+	index      map[string]int // property name -> position in props
+	props      []*fastNode
+	patterns   []patternNode
+	additional *fastNode // nil when absent
+	required   []string  // as written
+	minProps   int       // -1 when absent
+	maxProps   int
+
+	requiredBits  uint64   // the required properties that have a bit
+	requiredNames []string // the others
+}
+
+// bitProps is how many properties have a bit.
+const bitProps = 64
+
+// lookup returns the position of the property name, or -1.
+func (o *objectRules) lookup(name []byte) int {
+	if o == nil {
+		return -1
+	}
+	if i, ok := o.index[string(name)]; ok {
+		return i
+	}
+	return -1
+}
+
+// finish splits required into properties with a bit and the others, once
+// every keyword of the schema is compiled.
+func (o *objectRules) finish() {
+	for _, name := range o.required {
+		if i := o.lookup([]byte(name)); i >= 0 && i < bitProps {
+			o.requiredBits |= 1 << i
+		} else {
+			o.requiredNames = append(o.requiredNames, name)
+		}
+	}
+}
+
+// patternNode is one patternProperties entry.
+type patternNode struct {
+	pattern *stringPattern
+	node    *fastNode
+}
+
+// arrayRules are the keywords that apply to arrays.
+type arrayRules struct {
+	prefix             []*fastNode
+	items              *fastNode // nil when absent
+	minItems, maxItems int       // -1 when absent
+	unique             bool
+}
+
+// enumSet is an enum or a const: the values a value must equal one of.
+type enumSet struct {
+	strs   map[string]struct{} // the string members
+	others []any               // the other members, as decoded
+}
+
+func newEnumSet(values []any) *enumSet {
+	e := &enumSet{strs: map[string]struct{}{}}
+	for _, v := range values {
+		if s, ok := v.(string); ok {
+			e.strs[s] = struct{}{}
+		} else {
+			e.others = append(e.others, v)
+		}
+	}
+	return e
+}
+
+// hasString reports whether the string s is a member.
+func (e *enumSet) hasString(s []byte) verdict {
+	_, ok := e.strs[string(s)]
+	return verdictOf(ok)
+}
+
+// hasValue reports whether the non-string JSON text raw, already read as
+// strict JSON, equals a member.
+func (e *enumSet) hasValue(raw []byte) verdict {
+	if len(e.others) == 0 {
+		return fail // a string member never equals another type
+	}
+	v, err := decode(raw)
+	if err != nil {
+		return unsure
+	}
+	out := fail
+	for _, m := range e.others {
+		switch equalValues(v, m) {
+		case pass:
+			return pass
+		case unsure:
+			out = unsure
+		}
+	}
+	return out
+}

@@ -1,0 +1,59 @@
+// Package ledger holds the pure logic of the evidence chain: RFC 8785
+// canonical JSON, the link hash, signed checkpoints, verification and the
+// JSONL export format. It does no I/O of its own; stores and the command
+// line call it.
+//
+// # The chain
+//
+// Every entry is linked to the one before it:
+//
+//	hash = SHA-256(prev_hash_bytes ‖ JCS(entry without "hash"))
+//
+// where the first entry's prev is 32 zero bytes (64 zeros in hex) and JCS
+// is the RFC 8785 canonical form. Hashes are written as lowercase hex. The
+// body is bound twice over: body_sha256 is the SHA-256 of its exact bytes,
+// and the canonical entry holds the canonical form of the body, so the hash
+// covers both what was received and what it means.
+//
+// # Canonical JSON
+//
+// Canonicalize implements RFC 8785 and refuses what it cannot hash
+// faithfully: invalid JSON or UTF-8, lone surrogates, duplicate keys,
+// numbers beyond the range of a double, nesting deeper than 512, and
+// integer literals that a double would round. The last rule is stricter
+// than RFC 8785: a literal such as 9007199254740993 names an exact integer
+// to most parsers but would hash as 9007199254740992, so one approval
+// could authorise two different actions. Beyond ±2^53 an integer literal
+// is accepted only when it already is the canonical spelling of its double
+// (100000000000000000000), so no two accepted integer literals hash alike
+// and every canonical form canonicalizes to itself. A literal with a
+// fraction or an exponent (1E30, 2.5) is a double by its own spelling and
+// is accepted anywhere in range.
+//
+// # Bodies and JSONL
+//
+// A body is kept exactly as received, so body_sha256 can be checked by
+// anyone holding the bytes: pretty-printed JSON with newlines included.
+// Refusing such bodies at Seal would mean refusing what agents actually
+// send, or recording something other than what they sent. Instead the
+// JSONL export carries a body in one of two ways. When the bytes are a
+// single-line canonicalizable document with no whitespace around it, the
+// common case, the line holds them as they are under "body", and the
+// export reads as plain JSON. Otherwise the line holds them as a JSON
+// string under "body_raw", whose decoded bytes are the body. A Decoder
+// returns the exact bytes either way, and a line never holds both.
+//
+// # Checkpoints
+//
+// A checkpoint states the ledger's size and head hash, signed with
+// ed25519 over the bytes
+//
+//	"custody-checkpoint/v1\n" <size> "\n" <head> "\n" <at> "\n"
+//
+// (see CheckpointMessage). Keys are exchanged as PEM: "PUBLIC KEY" (PKIX)
+// and "PRIVATE KEY" (PKCS #8). A Verifier checks every entry in order and
+// every checkpoint against the entries: rewriting any entry breaks the
+// chain at that entry, rewriting the whole chain breaks every checkpoint
+// signed before, and cutting off the tail leaves a checkpoint whose size
+// exceeds the entries that remain.
+package ledger

@@ -1,0 +1,126 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"io"
+	"slices"
+	"strconv"
+
+	"github.com/custody-dev/custody"
+)
+
+// AppendEntryLine appends e as one JSONL line, '\n' included:
+//
+//	{"seq":1,"at":"…","kind":"…","trace":"…","actor":"…","refs":{…},"body":{…},"body_sha256":"…","prev":"…","hash":"…"}
+//
+// The body is written as its exact bytes when they fit on the line
+// unchanged: a document Canonicalize accepts, with no '\n' or '\r' and no
+// whitespace before or after it. Any other body, a pretty-printed one say,
+// is written instead as "body_raw": a JSON string holding the exact bytes.
+// Either way a Decoder returns the body byte for byte. The string fields
+// of e must be valid UTF-8, as they are in any sealed entry.
+func AppendEntryLine(dst []byte, e *custody.Entry) []byte {
+	// Room for the line and for bodyInline's scratch, so that a caller
+	// reusing dst stops allocating.
+	dst = slices.Grow(dst, 2*len(e.Body)+512)
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendInt(dst, e.Seq, 10)
+	dst = appendField(dst, "at", e.At)
+	dst = appendField(dst, "kind", e.Kind)
+	dst = appendField(dst, "trace", e.Trace)
+	dst = appendField(dst, "actor", e.Actor)
+	dst = append(dst, `,"refs":`...)
+	dst = appendLineRefs(dst, e.Refs)
+	if bodyInline(dst, e.Body) {
+		dst = append(dst, `,"body":`...)
+		dst = append(dst, e.Body...)
+	} else {
+		dst = append(dst, `,"body_raw":`...)
+		dst = appendString(dst, e.Body)
+	}
+	dst = appendField(dst, "body_sha256", e.BodySHA256)
+	dst = appendField(dst, "prev", e.Prev)
+	dst = appendField(dst, "hash", e.Hash)
+	return append(dst, "}\n"...)
+}
+
+// appendLineRefs appends refs sorted by key, whatever their encoding.
+func appendLineRefs(dst []byte, refs map[string]string) []byte {
+	var stack [8]ref
+	sorted := stack[:0]
+	for k, v := range refs {
+		sorted = append(sorted, ref{k, v})
+	}
+	slices.SortFunc(sorted, func(a, b ref) int { return compareUTF16(a.k, b.k) })
+	return appendSortedRefs(dst, sorted)
+}
+
+func appendField(dst []byte, name, v string) []byte {
+	dst = append(dst, ',', '"')
+	dst = append(dst, name...)
+	dst = append(dst, '"', ':')
+	return appendString(dst, v)
+}
+
+// bodyInline reports whether body can be written on a JSONL line as its
+// exact bytes. It canonicalizes into the spare capacity of dst, which it
+// leaves as it was.
+func bodyInline(dst, body []byte) bool {
+	if len(body) == 0 || isSpace(body[0]) || isSpace(body[len(body)-1]) {
+		return false
+	}
+	if bytes.IndexByte(body, '\n') >= 0 || bytes.IndexByte(body, '\r') >= 0 {
+		return false
+	}
+	_, err := AppendCanonical(dst[len(dst):], body)
+	return err == nil
+}
+
+func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
+
+// AppendCheckpointLine appends cp as one JSONL line, '\n' included:
+//
+//	{"checkpoint":{"size":1000,"head":"…","at":"…","sig":"…"}}
+func AppendCheckpointLine(dst []byte, cp custody.Checkpoint) []byte {
+	dst = append(dst, `{"checkpoint":{"size":`...)
+	dst = strconv.AppendInt(dst, cp.Size, 10)
+	dst = appendField(dst, "head", cp.Head)
+	dst = appendField(dst, "at", cp.At)
+	dst = appendField(dst, "sig", cp.Sig)
+	return append(dst, "}}\n"...)
+}
+
+// Line is one decoded JSONL line: exactly one of Entry and Checkpoint is
+// set.
+type Line struct {
+	Entry      *custody.Entry
+	Checkpoint *custody.Checkpoint
+}
+
+// VerifyJSONL decodes and verifies a whole JSONL export against pub (nil
+// checks only that checkpoints match the entries). The error is a
+// *LineError naming the line at fault, wrapping a *VerifyError when the
+// line is well formed but the ledger is not; a cut-off tail is reported by
+// a bare *VerifyError, as no line is at fault.
+func VerifyJSONL(r io.Reader, pub ed25519.PublicKey) (Report, error) {
+	d := NewDecoder(r)
+	v := NewVerifier(pub)
+	for {
+		l, err := d.Next()
+		if err == io.EOF {
+			return v.Finish()
+		}
+		if err != nil {
+			return Report{}, err
+		}
+		if l.Entry != nil {
+			err = v.Entry(l.Entry)
+		} else {
+			err = v.Checkpoint(*l.Checkpoint)
+		}
+		if err != nil {
+			return Report{}, &LineError{Line: d.line, Err: err}
+		}
+	}
+}
