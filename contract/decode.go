@@ -389,12 +389,23 @@ func (d *decoder) numberBytes() ([]byte, error) {
 		if d.pos < len(d.in) && (d.in[d.pos] == '+' || d.in[d.pos] == '-') {
 			d.pos++
 		}
+		expAt := d.pos
 		if !d.digits() {
 			return nil, d.fail("invalid number: digit expected in exponent")
+		}
+		// No document needs an exponent of five digits, and exact
+		// arithmetic on one would cost unbounded time and memory.
+		if d.pos-expAt > maxExponentDigits {
+			d.pos = start
+			return nil, d.fail("number exponent out of range: at most %d digits", maxExponentDigits)
 		}
 	}
 	return d.in[start:d.pos], nil
 }
+
+// maxExponentDigits bounds a number's exponent: 1e9999 is already far
+// beyond any double.
+const maxExponentDigits = 4
 
 func (d *decoder) digits() bool {
 	start := d.pos

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/custody-dev/custody"
 	"reflect"
 	"strings"
 	"testing"
@@ -152,5 +153,25 @@ func checkSameAsStdlib(t *testing.T, raw []byte, got any) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("decode(%q) = %#v, encoding/json reads %#v", raw, got, want)
+	}
+}
+
+// TestHugeExponentRefused feeds a number whose exponent the validator's
+// exact arithmetic cannot hold: it is refused with a clear message, and
+// validation neither panics nor lets it through.
+func TestHugeExponentRefused(t *testing.T) {
+	r := mustLoad(t, Options{})
+	for _, doc := range []string{
+		`{"tier":"info","rule_signature":"rule","wfigs_proximity_km":1e10000000}`,
+		`{"tier":"info","rule_signature":"rule","wfigs_proximity_km":-2.5E+99999}`,
+	} {
+		err := r.Validate("peas:mesh_detector_state", []byte(doc))
+		var ce *custody.Error
+		if !errors.As(err, &ce) || ce.Kind != custody.EINVALID || !strings.Contains(ce.Message, "exponent") {
+			t.Errorf("Validate(%s) = %v, want EINVALID naming the exponent", doc, err)
+		}
+	}
+	if err := r.Validate("peas:mesh_detector_state", []byte(`{"tier":"info","rule_signature":"rule","wfigs_proximity_km":1e3}`)); err != nil {
+		t.Errorf("a four-digit-or-less exponent is refused: %v", err)
 	}
 }

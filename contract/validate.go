@@ -39,10 +39,26 @@ func (r *Registry) Validate(ref string, raw []byte) error {
 	if err != nil {
 		return decodeRefusal(err)
 	}
-	if err := sch.lib.Validate(v); err != nil {
+	if err := libValidate(sch.lib, v); err != nil {
+		if ce, ok := err.(*custody.Error); ok {
+			return ce
+		}
 		return r.refusal(uri, err)
 	}
 	return nil
+}
+
+// libValidate runs the library, turning a panic inside it into an
+// error: a document that trips the library is refused, never let through
+// and never allowed to take the process down.
+func libValidate(s *jsonschema.Schema, v any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &custody.Error{Kind: custody.EINVALID, Message: "document could not be validated",
+				Violations: []custody.Violation{{Message: "document could not be validated"}}, Err: fmt.Errorf("validator panic: %v", p)}
+		}
+	}()
+	return s.Validate(v)
 }
 
 // fastAccepts runs the fast path: true means raw is strict JSON and
