@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"crypto/ed25519"
+	"errors"
 	"io"
 	"slices"
 	"strconv"
@@ -105,22 +106,68 @@ type Line struct {
 // a bare *VerifyError, as no line is at fault.
 func VerifyJSONL(r io.Reader, pub ed25519.PublicKey) (Report, error) {
 	d := NewDecoder(r)
-	v := NewVerifier(pub)
+	p := jsonlPage{v: NewVerifier(pub)}
 	for {
 		l, err := d.Next()
 		if err == io.EOF {
-			return v.Finish()
+			if err := p.flush(); err != nil {
+				return Report{}, err
+			}
+			return p.v.Finish()
 		}
 		if err != nil {
 			return Report{}, err
 		}
 		if l.Entry != nil {
-			err = v.Entry(l.Entry)
-		} else {
-			err = v.Checkpoint(*l.Checkpoint)
+			err = p.add(*l.Entry, d.line)
+		} else if err = p.flush(); err == nil {
+			if err = p.v.Checkpoint(*l.Checkpoint); err != nil {
+				err = &LineError{Line: d.line, Err: err}
+			}
 		}
 		if err != nil {
-			return Report{}, &LineError{Line: d.line, Err: err}
+			return Report{}, err
 		}
 	}
+}
+
+// jsonlPage gathers the entries of an export a page at a time, with the
+// line each came from, so that they are verified on every CPU at once and
+// a failure still names its line.
+type jsonlPage struct {
+	v       *Verifier
+	entries []custody.Entry
+	lines   []int64
+	done    int64 // entries verified before this page
+}
+
+// jsonlPageSize is how many entries a page holds.
+const jsonlPageSize = 1024
+
+func (p *jsonlPage) add(e custody.Entry, line int64) error {
+	p.entries, p.lines = append(p.entries, e), append(p.lines, line)
+	if len(p.entries) == jsonlPageSize {
+		return p.flush()
+	}
+	return nil
+}
+
+// flush verifies the page; a failure names the line of the entry at
+// fault.
+func (p *jsonlPage) flush() error {
+	err := p.v.Entries(p.entries)
+	if err != nil && len(p.lines) == 0 {
+		return err
+	}
+	if err != nil {
+		var ve *VerifyError
+		i := 0
+		if errors.As(err, &ve) {
+			i = int(min(max(ve.Seq-p.done-1, 0), int64(len(p.lines)-1)))
+		}
+		return &LineError{Line: p.lines[i], Err: err}
+	}
+	p.done += int64(len(p.entries))
+	p.entries, p.lines = p.entries[:0], p.lines[:0]
+	return nil
 }

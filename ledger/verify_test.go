@@ -100,6 +100,34 @@ func (s *stream) verify() (Report, error) {
 	return v.Finish()
 }
 
+// verifyBatched verifies like verify, handing runs of entries to
+// Verifier.Entries.
+func (s *stream) verifyBatched() (Report, error) {
+	v := NewVerifier(s.pub)
+	var batch []custody.Entry
+	flush := func() error {
+		err := v.Entries(batch)
+		batch = batch[:0]
+		return err
+	}
+	for _, l := range s.lines {
+		if l.Entry != nil {
+			batch = append(batch, *l.Entry)
+			continue
+		}
+		if err := flush(); err != nil {
+			return Report{}, err
+		}
+		if err := v.Checkpoint(*l.Checkpoint); err != nil {
+			return Report{}, err
+		}
+	}
+	if err := flush(); err != nil {
+		return Report{}, err
+	}
+	return v.Finish()
+}
+
 func TestVerifierTampering(t *testing.T) {
 	otherKey := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 	tests := []struct {
@@ -241,6 +269,9 @@ func TestVerifierTampering(t *testing.T) {
 			}
 			if ve.Seq != tt.seq || !strings.Contains(ve.Reason, tt.reason) {
 				t.Errorf("verify error = %q, want seq %d and %q", err, tt.seq, tt.reason)
+			}
+			if _, berr := s.verifyBatched(); berr == nil || berr.Error() != err.Error() {
+				t.Errorf("batched verify error = %v, want %v", berr, err)
 			}
 		})
 	}
