@@ -1,0 +1,271 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/contract"
+	"github.com/custody-dev/custody/example"
+	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/mcpserver"
+	"github.com/custody-dev/custody/sqlite"
+)
+
+// refusalContract declares the schemas of the refusal test tools.
+const refusalContract = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "https://custody.dev/schemas/mcptest/v1",
+  "$defs": {
+    "in": {
+      "type": "object", "additionalProperties": false, "required": ["n"],
+      "properties": {"n": {"type": "integer"}, "at": {"type": "string", "format": "date-time"}}
+    },
+    "out": {
+      "type": "object", "additionalProperties": false, "required": ["ok"],
+      "properties": {"ok": {"type": "boolean"}}
+    }
+  }
+}`
+
+// refusalEnv is the MCP front door over a real SQLite ledger that can be
+// made to fail, a settable clock, the example envelope and test tools.
+type refusalEnv struct {
+	db        *sqlite.DB
+	down      atomic.Bool // appends fail while set
+	approvals *approval.Service
+	url       string
+	runs      atomic.Int64 // handler runs of the test tools
+	mu        sync.Mutex
+	now       time.Time
+}
+
+func (e *refusalEnv) Now() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.now
+}
+
+func (e *refusalEnv) advance(d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.now = e.now.Add(d)
+}
+
+// Append makes the env a ledger that fails while down is set.
+func (e *refusalEnv) Append(ctx context.Context, en custody.Entry) (custody.Entry, error) {
+	if e.down.Load() {
+		return custody.Entry{}, errors.New("disk on fire")
+	}
+	return e.db.Append(ctx, en)
+}
+
+type failingLedger struct {
+	custody.Ledger
+	env *refusalEnv
+}
+
+func (l failingLedger) Append(ctx context.Context, en custody.Entry) (custody.Entry, error) {
+	return l.env.Append(ctx, en)
+}
+
+func newRefusalEnv(t *testing.T) *refusalEnv {
+	t.Helper()
+	e := &refusalEnv{now: time.Now().UTC()}
+	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	e.db = db
+	led := failingLedger{Ledger: db, env: e}
+	name, raw := example.Contract()
+	reg, err := contract.Load(contract.Options{Extra: map[string][]byte{name: raw, "mcptest.json": []byte(refusalContract)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.approvals, err = approval.New(approval.Config{Store: db, Ledger: led, Now: e.Now}); err != nil {
+		t.Fatal(err)
+	}
+	envelope := example.Envelope(db, e.Now)
+	envelope.Tools = append(envelope.Tools, e.tools()...)
+	gw, err := gate.New(gate.Config{Registry: reg, Ledger: led, Approvals: e.approvals, State: db, Now: e.Now,
+		Logger: slog.New(slog.DiscardHandler)}, envelope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mcpserver.New(gw, reg, mcpserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv.HTTPHandler(func(token string) (string, bool) { return "agent-9", token == agentToken }))
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	e.url = hs.URL
+	return e
+}
+
+func (e *refusalEnv) tools() []gate.Tool {
+	spec := func(name string, access custody.Access, budget int) custody.ToolSpec {
+		return custody.ToolSpec{
+			Name: name, Description: "test tool " + name,
+			Input: "https://custody.dev/schemas/mcptest/v1#/$defs/in", Output: "https://custody.dev/schemas/mcptest/v1#/$defs/out",
+			Access: access, Effect: custody.EffectReversible, Approval: custody.NotRequired, MaxCallsPerTrace: budget,
+		}
+	}
+	answer := func(out string) gate.Handler {
+		return func(context.Context, custody.Call) (json.RawMessage, error) {
+			e.runs.Add(1)
+			return json.RawMessage(out), nil
+		}
+	}
+	return []gate.Tool{
+		{Spec: spec("once", custody.Read, 1), Handler: answer(`{"ok":true}`)},
+		{Spec: spec("bad_output", custody.Read, 0), Handler: answer(`{"ok":"yes","secret":"s3cr3t"}`)},
+		{Spec: spec("count_write", custody.Write, 0), Handler: answer(`{"ok":true}`)},
+	}
+}
+
+// session opens a new MCP session: each session is its own trace.
+func (e *refusalEnv) session(t *testing.T) *mcp.ClientSession {
+	t.Helper()
+	cs, err := connectHTTP(t, e.url, agentToken)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// refused calls tool and returns its refusal, checking that it is the
+// one ledger entry at its receipt and that it holds the exact arguments.
+func (e *refusalEnv) refused(t *testing.T, cs *mcp.ClientSession, tool, args, kind string) errorDetail {
+	t.Helper()
+	d := toolError(t, call(t, cs, tool, json.RawMessage(args)))
+	if d.Kind != kind {
+		t.Fatalf("%s %s: kind %q (%s), want %q", tool, args, d.Kind, d.Message, kind)
+	}
+	if d.Receipt == nil {
+		t.Fatalf("%s: refusal without a receipt", tool)
+	}
+	es := entries(t, e.db, custody.Query{After: d.Receipt.Seq - 1, Limit: 1})
+	if len(es) != 1 || es[0].Hash != d.Receipt.Hash || es[0].Actor != "agent-9" {
+		t.Fatalf("ledger at the receipt: %+v", es)
+	}
+	if kind != custody.EPENDING && !bytes.Contains(es[0].Body, []byte(args)) {
+		t.Errorf("entry %s does not hold the exact arguments %s", es[0].Body, args)
+	}
+	return d
+}
+
+// TestMCPRefusals runs every refusal path of the gateway through a real
+// MCP client session, with the ledger checked after each.
+func TestMCPRefusals(t *testing.T) {
+	e := newRefusalEnv(t)
+	t.Run("ErrWrongType", func(t *testing.T) {
+		d := e.refused(t, e.session(t), "count_write", `{"n":"seven"}`, custody.EINVALID)
+		if len(d.Violations) == 0 || d.Violations[0].Instance != "/n" {
+			t.Errorf("violations %+v", d.Violations)
+		}
+	})
+	t.Run("ErrBadFormat", func(t *testing.T) {
+		d := e.refused(t, e.session(t), "count_write", `{"n":1,"at":"yesterday"}`, custody.EINVALID)
+		if len(d.Violations) == 0 || d.Violations[0].Instance != "/at" {
+			t.Errorf("violations %+v", d.Violations)
+		}
+	})
+	t.Run("ErrBudgetExhausted", func(t *testing.T) {
+		cs := e.session(t)
+		if res := call(t, cs, "once", json.RawMessage(`{"n":1}`)); res.IsError {
+			t.Fatalf("first call refused: %s", text(res))
+		}
+		e.refused(t, cs, "once", `{"n":2}`, custody.EDENIED)
+	})
+	t.Run("ErrOutputBreach", func(t *testing.T) {
+		res := call(t, e.session(t), "bad_output", json.RawMessage(`{"n":1}`))
+		d := toolError(t, res)
+		if d.Kind != custody.EINTERNAL {
+			t.Fatalf("kind %q", d.Kind)
+		}
+		if bytes.Contains([]byte(text(res)), []byte("s3cr3t")) {
+			t.Errorf("the breaching output reached the agent: %s", text(res))
+		}
+		if es := entries(t, e.db, custody.Query{Kind: custody.KindContractBreach}); len(es) == 0 {
+			t.Errorf("no contract.breach entry")
+		}
+	})
+	t.Run("ErrLedgerUnavailable", func(t *testing.T) {
+		cs := e.session(t)
+		before := e.runs.Load()
+		e.down.Store(true)
+		d := toolError(t, call(t, cs, "count_write", json.RawMessage(`{"n":1}`)))
+		e.down.Store(false)
+		if d.Kind != custody.EUNAVAILABLE || e.runs.Load() != before {
+			t.Fatalf("kind %q, handler ran %d times: want unavailable and no run", d.Kind, e.runs.Load()-before)
+		}
+	})
+	e.approvalRefusals(t)
+}
+
+// approvalRefusals covers a consequential tool whose approval is missing,
+// still pending, declined, expired, replayed or for other arguments.
+func (e *refusalEnv) approvalRefusals(t *testing.T) {
+	const args = `{"channel":"general","message":"SERVER MAINTENANCE TONIGHT"}`
+	decide := func(t *testing.T, id, decision string) {
+		t.Helper()
+		if _, err := e.approvals.Decide(t.Context(), id, approval.Decision{Decision: decision, Operator: "op-1"}); err != nil {
+			t.Fatalf("decide: %v", err)
+		}
+	}
+	t.Run("PendingThenStillPending", func(t *testing.T) {
+		cs := e.session(t)
+		first := e.refused(t, cs, "post_announcement", args, custody.EPENDING)
+		again := e.refused(t, cs, "post_announcement", args, custody.EPENDING)
+		if again.ApprovalRequestID != first.ApprovalRequestID {
+			t.Errorf("a second request %s was made for the same action (%s)", again.ApprovalRequestID, first.ApprovalRequestID)
+		}
+	})
+	t.Run("ErrDeclined", func(t *testing.T) {
+		cs := e.session(t)
+		d := e.refused(t, cs, "post_announcement", args, custody.EPENDING)
+		decide(t, d.ApprovalRequestID, approval.Decline)
+		e.refused(t, cs, "post_announcement", args, custody.EDENIED)
+	})
+	t.Run("ErrExpired", func(t *testing.T) {
+		cs := e.session(t)
+		e.refused(t, cs, "post_announcement", args, custody.EPENDING)
+		e.advance(time.Hour)
+		e.refused(t, cs, "post_announcement", args, custody.EEXPIRED)
+	})
+	t.Run("ErrReplayed", func(t *testing.T) {
+		cs := e.session(t)
+		d := e.refused(t, cs, "post_announcement", args, custody.EPENDING)
+		decide(t, d.ApprovalRequestID, approval.Approve)
+		if res := call(t, cs, "post_announcement", json.RawMessage(args)); res.IsError {
+			t.Fatalf("approved call refused: %s", text(res))
+		}
+		e.refused(t, cs, "post_announcement", args, custody.ECONFLICT)
+	})
+	t.Run("ErrOtherArguments", func(t *testing.T) {
+		cs := e.session(t)
+		d := e.refused(t, cs, "post_announcement", args, custody.EPENDING)
+		decide(t, d.ApprovalRequestID, approval.Approve)
+		other := e.refused(t, cs, "post_announcement", `{"channel":"general","message":"SOMETHING ELSE"}`, custody.EPENDING)
+		if other.ApprovalRequestID == d.ApprovalRequestID {
+			t.Errorf("the approval of one action authorised another")
+		}
+	})
+}
