@@ -56,17 +56,18 @@ func meshAdvisory(tier, text string) error {
 	if rank < 0 {
 		return meshBreach("advisory", "unknown tier %q", tier)
 	}
-	words := meshScanWords(text)
-	if !words[tier] {
+	var sc meshAdvisoryScan
+	sc.scan(text, rank == 0)
+	if sc.tiers&(1<<rank) == 0 {
 		return meshBreach("advisory", "text does not state its tier %q", tier)
 	}
-	if w := meshHigherTier(words, rank); w != "" {
-		return meshBreach("advisory", "text names tier %q above the detector tier %q", w, tier)
-	}
-	if rank == 0 {
-		if w := meshStemIn(words, meshHazardStems[:]); w != "" {
-			return meshBreach("advisory", "info advisory mentions %q", w)
+	for i := rank + 1; i < len(meshTierWords); i++ {
+		if sc.tiers&(1<<i) != 0 {
+			return meshBreach("advisory", "text names tier %q above the detector tier %q", meshTierWords[i], tier)
 		}
+	}
+	if rank == 0 && sc.hazard != "" {
+		return meshBreach("advisory", "info advisory mentions %q", sc.hazard)
 	}
 	return nil
 }
@@ -154,11 +155,31 @@ func meshBroadcast(text, aggregationText, tier string) error {
 	return nil
 }
 
-// meshScanWords returns the lowercase letter words of text, skipping node
-// ids: the fast path of the advisory check, which runs on every advisory
-// an aggregator receives.
-func meshScanWords(text string) map[string]bool {
-	out := make(map[string]bool, 16)
+// meshAdvisoryScan is what the advisory check needs of a text's words:
+// the tier words it holds and, when hazards are looked for, the least
+// (in byte order) of its words that starts with a hazard stem. The words
+// are the lowercased runs of letters of its tokens, skipping node ids. It
+// is the fast path of the advisory check, which runs on every advisory an
+// aggregator receives: it keeps no set of words and allocates only to
+// report a hazard word.
+type meshAdvisoryScan struct {
+	tiers  uint8 // bit i set: the text holds meshTierWords[i]
+	hazard string
+	// first has bit c-'a' set for each letter c that begins a tier word
+	// or, when hazards are looked for, a hazard stem: no other word can
+	// match either.
+	first uint32
+}
+
+func (sc *meshAdvisoryScan) scan(text string, hazards bool) {
+	for _, t := range meshTierWords {
+		sc.first |= 1 << (t[0] - 'a')
+	}
+	if hazards {
+		for _, s := range meshHazardStems {
+			sc.first |= 1 << (s[0] - 'a')
+		}
+	}
 	var buf [32]byte
 	for i := 0; i < len(text); {
 		j := i
@@ -170,29 +191,46 @@ func meshScanWords(text string) map[string]bool {
 			continue
 		}
 		if tok := text[i:j]; !strings.HasPrefix(tok, "forward-") {
-			meshLetterRuns(tok, buf[:0], out)
+			sc.letterRuns(tok, buf[:0], hazards)
 		}
 		i = j
 	}
-	return out
 }
 
 func meshTokenByte(b byte) bool {
 	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-'
 }
 
-// meshLetterRuns adds the lowercased runs of letters of tok to out.
-func meshLetterRuns(tok string, buf []byte, out map[string]bool) {
+// letterRuns visits the lowercased runs of letters of tok.
+func (sc *meshAdvisoryScan) letterRuns(tok string, buf []byte, hazards bool) {
 	for i := 0; i <= len(tok); i++ {
 		if i < len(tok) && (tok[i]|0x20 >= 'a' && tok[i]|0x20 <= 'z') {
 			buf = append(buf, tok[i]|0x20)
 			continue
 		}
 		if len(buf) > 0 {
-			if !out[string(buf)] {
-				out[string(buf)] = true
-			}
+			sc.word(buf, hazards)
 			buf = buf[:0]
+		}
+	}
+}
+
+func (sc *meshAdvisoryScan) word(w []byte, hazards bool) {
+	if sc.first&(1<<(w[0]-'a')) == 0 {
+		return
+	}
+	for i, t := range meshTierWords {
+		if string(w) == t {
+			sc.tiers |= 1 << i
+		}
+	}
+	if !hazards || sc.hazard != "" && string(w) >= sc.hazard {
+		return
+	}
+	for _, s := range meshHazardStems {
+		if len(w) >= len(s) && string(w[:len(s)]) == s {
+			sc.hazard = string(w)
+			return
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/custody-dev/custody"
@@ -91,5 +92,35 @@ func TestMeshBroadcast(t *testing.T) {
 				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
 			}
 		})
+	}
+}
+
+// TestMeshAdvisoryMessages pins which word each refusal names: the lowest
+// higher tier, and at info the least hazard word in byte order, with
+// letters lowercased and node ids skipped.
+func TestMeshAdvisoryMessages(t *testing.T) {
+	tests := []struct {
+		name, tier, text, want string
+	}{
+		{"LowestHigherTier", "info", "Tier info; emergency, critical and WARNING words.", `mesh advisory text refused: text names tier "warning" above the detector tier "info"`},
+		{"LeastHazardWord", "info", "Tier info. Smoke, EMBERS and burning seen.", `mesh advisory text refused: info advisory mentions "burning"`},
+		{"HazardInsideToken", "info", "Tier info at post-FIRE3 camp.", `mesh advisory text refused: info advisory mentions "fire"`},
+		{"CapitalisedNodePrefixIsText", "info", "Tier info at Forward-fire-1.", `mesh advisory text refused: info advisory mentions "fire"`},
+		{"LongWord", "info", "Tier info: " + strings.Repeat("z", 40) + "fire and firebreak" + strings.Repeat("a", 40) + ".", `mesh advisory text refused: info advisory mentions "firebreak` + strings.Repeat("a", 40) + `"`},
+		{"TierInsideLongerWordIsNotTier", "warning", "Tier warnings only.", `mesh advisory text refused: text does not state its tier "warning"`},
+		{"NonASCIISeparates", "info", "Tier info—fire\u00a0ahead.", `mesh advisory text refused: info advisory mentions "fire"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := MeshAdvisory(tt.tier)(tt.text)
+			if err == nil || custody.AsError(err).Message != tt.want {
+				t.Fatalf("err = %v, want %s", err, tt.want)
+			}
+		})
+	}
+	for _, text := range []string{"Tier info at forward-fire-1: clear.", "TIER INFO, conditions clear."} {
+		if err := MeshAdvisory("info")(text); err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package mesh
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -122,51 +121,65 @@ func (a *Aggregator) Listen(ctx context.Context) (Subscription, error) {
 
 // Receive admits one advisory off the wire, records it, and ingests it.
 // A message that fails admission is recorded as refused and dropped.
+// Admission runs outside the aggregator's lock, so advisories delivered
+// on several goroutines are checked in parallel.
 func (a *Aggregator) Receive(ctx context.Context, m Msg) ([]Aggregation, error) {
-	adv, err := a.admit(m)
+	adv, at, err := a.admit(m)
 	if err != nil {
 		a.count(func(s *AggregatorStats) { s.Refused++ })
 		return nil, a.cfg.Wire.Refuse(ctx, KindAdvisory, "receive", m.Subject, m.Data, nil, err)
 	}
 	if err := a.cfg.Wire.Received(ctx, KindAdvisory, m.Subject, m.Data, map[string]string{"node_id": adv.NodeID}); err != nil {
+		if custody.ErrorKind(err) == custody.EINVALID {
+			a.count(func(s *AggregatorStats) { s.Refused++ })
+		}
 		return nil, err
 	}
-	return a.Ingest(ctx, adv)
+	return a.ingest(ctx, adv, at)
 }
 
 // admit checks an advisory off the wire: size and contract, then that it
 // came on its node's subject, that its detector state is what the rule
 // gives for its own reading, that its text passes the guard, and that it
-// is not from the future.
-func (a *Aggregator) admit(m Msg) (Advisory, error) {
-	var adv Advisory
+// is not from the future. It returns the advisory and its observation
+// time.
+func (a *Aggregator) admit(m Msg) (Advisory, time.Time, error) {
 	if err := a.cfg.Wire.Check(KindAdvisory, m.Data); err != nil {
-		return adv, err
+		return Advisory{}, time.Time{}, err
 	}
-	if err := json.Unmarshal(m.Data, &adv); err != nil {
-		return adv, &custody.Error{Kind: custody.EINVALID, Message: "advisory does not decode", Err: err}
+	adv, err := decodeAdvisory(m.Data)
+	if err != nil {
+		return adv, time.Time{}, err
 	}
-	return adv, a.checkAdvisory(m.Subject, adv)
+	at, err := a.checkAdvisory(m.Subject, adv)
+	return adv, at, err
 }
 
-func (a *Aggregator) checkAdvisory(subject string, adv Advisory) error {
+func (a *Aggregator) checkAdvisory(subject string, adv Advisory) (time.Time, error) {
 	if subject != "" && lastToken(subject) != adv.NodeID {
-		return custody.Errorf(custody.EINVALID, "advisory of %s arrived on %s", adv.NodeID, subject)
+		return time.Time{}, custody.Errorf(custody.EINVALID, "advisory of %s arrived on %s", adv.NodeID, subject)
 	}
-	if want, ok := Reassess(adv); !ok {
-		return custody.Errorf(custody.EINVALID, "advisory of %s says %q but rule %s gives %q for its reading", adv.NodeID, adv.DetectorState.Tier, RuleSignature, want)
+	// As Reassess, running the rule once for the tier and the text check.
+	var want Tier
+	var as Assessment
+	if adv.DetectorState.RuleSignature == RuleSignature {
+		as = Assess(adv.SensorReading, conditionsOf(adv))
+		want = as.State.Tier
 	}
-	if err := advisoryCheck(Assess(adv.SensorReading, conditionsOf(adv)), MaxMessageBytes)(adv.AdvisoryText); err != nil {
-		return err
+	if want == "" || want != adv.DetectorState.Tier {
+		return time.Time{}, custody.Errorf(custody.EINVALID, "advisory of %s says %q but rule %s gives %q for its reading", adv.NodeID, adv.DetectorState.Tier, RuleSignature, want)
+	}
+	if err := advisoryCheck(as, MaxMessageBytes)(adv.AdvisoryText); err != nil {
+		return time.Time{}, err
 	}
 	at, err := time.Parse(time.RFC3339, adv.ObservationTS)
 	if err != nil {
-		return custody.Errorf(custody.EINVALID, "advisory of %s: observation_ts %q is not RFC 3339", adv.NodeID, adv.ObservationTS)
+		return time.Time{}, custody.Errorf(custody.EINVALID, "advisory of %s: observation_ts %q is not RFC 3339", adv.NodeID, adv.ObservationTS)
 	}
 	if at.After(a.cfg.Now().Add(5 * time.Minute)) {
-		return custody.Errorf(custody.EINVALID, "advisory of %s is from the future (%s)", adv.NodeID, adv.ObservationTS)
+		return time.Time{}, custody.Errorf(custody.EINVALID, "advisory of %s is from the future (%s)", adv.NodeID, adv.ObservationTS)
 	}
-	return nil
+	return at, nil
 }
 
 func conditionsOf(adv Advisory) Conditions {
@@ -191,6 +204,11 @@ func (a *Aggregator) Stats() AggregatorStats {
 // emergency, emits the aggregation of its group at once.
 func (a *Aggregator) Ingest(ctx context.Context, adv Advisory) ([]Aggregation, error) {
 	at, _ := time.Parse(time.RFC3339, adv.ObservationTS)
+	return a.ingest(ctx, adv, at)
+}
+
+// ingest is Ingest of an advisory observed at at.
+func (a *Aggregator) ingest(ctx context.Context, adv Advisory, at time.Time) ([]Aggregation, error) {
 	a.mu.Lock()
 	a.stats.Ingested++
 	_, trigger := a.store(adv, at)

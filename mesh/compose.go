@@ -62,6 +62,11 @@ func fitText(text string, minChars, maxChars, budget int) error {
 	if n < minChars || n > maxChars {
 		return fmt.Errorf("text is %d characters, outside %d..%d", n, minChars, maxChars)
 	}
+	// strconv.Quote writes at most 4 bytes per byte of text (\xff), so a
+	// text that short cannot need more than budget bytes.
+	if 4*len(text) <= budget {
+		return nil
+	}
 	if b := len(strconv.Quote(text)) - 2; b > budget {
 		return fmt.Errorf("text needs %d bytes, %d left under the message limit", b, budget)
 	}

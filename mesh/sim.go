@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/custody-dev/custody"
@@ -178,8 +179,10 @@ type Sim struct {
 	Nodes      []*Node
 	Aggregator *Aggregator
 	Desk       *Desk
-	now        time.Time
-	Timeline   Timeline
+	// now is the simulated clock in Unix nanoseconds: the desk reads it
+	// from its own goroutines while Run advances it.
+	now      atomic.Int64
+	Timeline Timeline
 }
 
 // Timeline is what a simulation saw: each node's tier at each cycle, and
@@ -212,7 +215,8 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sim{cfg: cfg, World: w, now: cfg.Start, Timeline: Timeline{Tiers: map[string][]string{}}}
+	s := &Sim{cfg: cfg, World: w, Timeline: Timeline{Tiers: map[string][]string{}}}
+	s.now.Store(cfg.Start.UnixNano())
 	wire := func(actor string) *Wire {
 		return &Wire{Transport: cfg.Transport, Validator: cfg.Validator, Ledger: cfg.Ledger, Actor: actor, Now: s.Now}
 	}
@@ -238,7 +242,7 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 }
 
 // Now is the simulation's clock.
-func (s *Sim) Now() time.Time { return s.now }
+func (s *Sim) Now() time.Time { return time.Unix(0, s.now.Load()).UTC() }
 
 func (s *Sim) sensor(i int) Sensor {
 	return SensorFunc(func(_ context.Context, t time.Time) (SensorReading, Conditions, error) {
@@ -254,7 +258,7 @@ func (s *Sim) observe(agg Aggregation, _ []byte, trigger string) {
 			inputs[st.Advisory.NodeID] = st.Advisory.DetectorState.Tier
 		}
 	}
-	s.Timeline.Aggregations = append(s.Timeline.Aggregations, SimAggregation{At: s.now, Trigger: trigger, Aggregation: agg, Inputs: inputs})
+	s.Timeline.Aggregations = append(s.Timeline.Aggregations, SimAggregation{At: s.Now(), Trigger: trigger, Aggregation: agg, Inputs: inputs})
 }
 
 // Listen subscribes the aggregator and the desk to the transport.
@@ -276,7 +280,7 @@ func (s *Sim) Run(ctx context.Context) error {
 	if err := s.Listen(ctx); err != nil {
 		return err
 	}
-	for s.now.Sub(s.cfg.Start) < s.cfg.Duration {
+	for s.Now().Sub(s.cfg.Start) < s.cfg.Duration {
 		if err := s.Cycle(ctx); err != nil {
 			return err
 		}
@@ -285,17 +289,18 @@ func (s *Sim) Run(ctx context.Context) error {
 				return err
 			}
 		}
-		s.now = s.now.Add(s.cfg.Period)
+		s.now.Add(int64(s.cfg.Period))
 	}
 	return nil
 }
 
 // Cycle runs one polling cycle at the current simulated time.
 func (s *Sim) Cycle(ctx context.Context) error {
-	s.Timeline.Times = append(s.Timeline.Times, s.now)
+	now := s.Now()
+	s.Timeline.Times = append(s.Timeline.Times, now)
 	for i, n := range s.Nodes {
 		tier := ""
-		if s.World.Alive(i, s.now) {
+		if s.World.Alive(i, now) {
 			adv, _, err := n.Cycle(ctx)
 			if err != nil {
 				return fmt.Errorf("node %s: %w", n.ID(), err)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -69,14 +70,22 @@ func (w *Wire) now() time.Time {
 
 // Check size-checks raw and validates it against the kind's contract. It
 // returns nil or an EINVALID *custody.Error.
+//
+// A message must also be a document the ledger can record (see
+// ledger.Canonicalize). The contract's decoder already refuses what is not
+// strict JSON (malformed, invalid UTF-8, unpaired surrogates, duplicate
+// keys, deep nesting), so what is left is the ledger's refusal of numbers
+// a double would not hash exactly, which hashableNumbers checks without
+// canonicalizing the whole message a second time: the ledger does that
+// when it records it.
 func (w *Wire) Check(kind Kind, raw []byte) error {
 	if len(raw) > MaxMessageBytes {
 		return custody.Errorf(custody.EINVALID, "%s is %d bytes, above the %d-byte limit", kind, len(raw), MaxMessageBytes)
 	}
-	if err := ledger.Check(raw); err != nil {
-		return &custody.Error{Kind: custody.EINVALID, Message: fmt.Sprintf("%s is not a canonical JSON document", kind), Err: err}
-	}
 	if w.Validator == nil {
+		if err := ledger.Check(raw); err != nil {
+			return notCanonical(kind, err)
+		}
 		return custody.Errorf(custody.EUNAVAILABLE, "no contract registry to validate the %s", kind)
 	}
 	if err := w.Validator.Validate(kind.Ref(), raw); err != nil {
@@ -85,6 +94,64 @@ func (w *Wire) Check(kind Kind, raw []byte) error {
 			return &custody.Error{Kind: custody.EUNAVAILABLE, Message: "contract check failed", Err: err}
 		}
 		return e
+	}
+	if err := hashableNumbers(raw); err != nil {
+		return notCanonical(kind, err)
+	}
+	return nil
+}
+
+func notCanonical(kind Kind, err error) error {
+	return &custody.Error{Kind: custody.EINVALID, Message: fmt.Sprintf("%s is not a canonical JSON document", kind), Err: err}
+}
+
+// hashableNumbers refuses a number literal of raw that ledger.Canonicalize
+// refuses: an integer beyond ±2^53, or a number beyond the range of a
+// double or whose canonical form would be such an integer. raw must be
+// strict JSON. A literal without an exponent whose integer part has at
+// most 15 digits is below 10^15 < 2^53 and always accepted; any other is
+// judged by ledger.Check itself. The error is a *ledger.SyntaxError.
+func hashableNumbers(raw []byte) error {
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		switch {
+		case c == '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+			i++
+		case c == '-' || c >= '0' && c <= '9':
+			j := i
+			if c == '-' {
+				j++
+			}
+			for j < len(raw) && raw[j] >= '0' && raw[j] <= '9' {
+				j++
+			}
+			safe := j-i <= 15
+			for ; j < len(raw); j++ {
+				b := raw[j]
+				if b == 'e' || b == 'E' || b == '+' || b == '-' {
+					safe = false
+				} else if b != '.' && (b < '0' || b > '9') {
+					break
+				}
+			}
+			if !safe {
+				if err := ledger.Check(raw[i:j]); err != nil {
+					var se *ledger.SyntaxError
+					if errors.As(err, &se) {
+						return &ledger.SyntaxError{Offset: i + se.Offset, Msg: se.Msg}
+					}
+					return err
+				}
+			}
+			i = j
+		default:
+			i++
+		}
 	}
 	return nil
 }
@@ -96,7 +163,7 @@ func (w *Wire) Send(ctx context.Context, kind Kind, subject string, raw []byte, 
 		return w.Refuse(ctx, kind, "send", subject, raw, refs, err)
 	}
 	if err := w.record(ctx, EntrySent, kind, subject, raw, refs); err != nil {
-		return err
+		return w.refuseUnrecordable(ctx, kind, "send", subject, raw, refs, err)
 	}
 	if err := w.Transport.Publish(ctx, subject, raw); err != nil {
 		return &custody.Error{Kind: custody.EUNAVAILABLE, Message: "publish " + string(kind), Err: err}
@@ -104,9 +171,26 @@ func (w *Wire) Send(ctx context.Context, kind Kind, subject string, raw []byte, 
 	return nil
 }
 
-// Received records an admitted message as received.
+// Received records an admitted message as received. A message the ledger
+// refuses to record as not canonical is recorded as refused instead, and
+// the EINVALID error returned.
 func (w *Wire) Received(ctx context.Context, kind Kind, subject string, raw []byte, refs map[string]string) error {
-	return w.record(ctx, EntryReceived, kind, subject, raw, refs)
+	if err := w.record(ctx, EntryReceived, kind, subject, raw, refs); err != nil {
+		return w.refuseUnrecordable(ctx, kind, "receive", subject, raw, refs, err)
+	}
+	return nil
+}
+
+// refuseUnrecordable turns the failure to record a message into its
+// refusal when the ledger refused the message's bytes (a
+// *ledger.SyntaxError): Check should have refused it, and it must not be
+// published or ingested. Any other failure is returned as it is.
+func (w *Wire) refuseUnrecordable(ctx context.Context, kind Kind, dir, subject string, raw []byte, refs map[string]string, err error) error {
+	var se *ledger.SyntaxError
+	if !errors.As(err, &se) {
+		return err
+	}
+	return w.Refuse(ctx, kind, dir, subject, raw, refs, notCanonical(kind, se))
 }
 
 // Refuse records that a message was refused (on "send" or "receive") and
