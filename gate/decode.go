@@ -30,7 +30,7 @@ func (g *Gateway) decode(_ context.Context, f *flight) error {
 	if len(f.Args) == 0 {
 		return invalid("", "arguments are empty: send a JSON object, {} when there are none")
 	}
-	if err := ledger.Check(f.Args); err != nil {
+	if err := g.check(f.Args); err != nil {
 		var se *ledger.SyntaxError
 		if errors.As(err, &se) {
 			return invalid("", fmt.Sprintf("arguments are not strict JSON: at byte %d: %s", se.Offset, se.Msg))
@@ -39,6 +39,17 @@ func (g *Gateway) decode(_ context.Context, f *flight) error {
 	}
 	f.argsOK = true
 	return nil
+}
+
+// check is ledger.Check with a pooled canonicalizer.
+func (g *Gateway) check(raw []byte) error {
+	z, _ := g.canons.Get().(*ledger.Canonicalizer)
+	if z == nil {
+		z = new(ledger.Canonicalizer)
+	}
+	err := z.Check(raw)
+	g.canons.Put(z)
+	return err
 }
 
 // settleTrace gives a call without a trace a new one (a UUID v4) and

@@ -130,6 +130,9 @@ type Gateway struct {
 	// approvalMu serialises finding and requesting approvals, so that
 	// concurrent calls of one action share one request.
 	approvalMu sync.Mutex
+	// canons holds *ledger.Canonicalizer for strict-JSON checks, which
+	// then stop allocating under load.
+	canons sync.Pool
 }
 
 // tool is a Tool with its declarations parsed once.

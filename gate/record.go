@@ -15,7 +15,6 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
-	"github.com/custody-dev/custody/ledger"
 )
 
 // succeed is step 8 for a call that ran: the call.succeeded entry holds
@@ -91,7 +90,7 @@ func (g *Gateway) breach(ctx context.Context, f *flight, out json.RawMessage, er
 		Message: fmt.Sprintf("tool %q returned an output that breaks its contract; the output was withheld", f.Tool)}
 	g.logError("contract breach", f, ce)
 	body := f.bodyStart(make([]byte, 0, 256+len(f.Args)+len(out)))
-	if ledger.Check(out) == nil {
+	if g.check(out) == nil {
 		body = append(body, `,"output":`...)
 		body = append(body, out...)
 	} else {

@@ -67,6 +67,12 @@ type hasher struct {
 // entryHash computes the hash of e. prev holds the bytes e.Prev spells
 // when the caller knows them already, or is nil.
 func (h *hasher) entryHash(e *custody.Entry, prev []byte) ([32]byte, error) {
+	return h.entryHashCanonical(e, prev, nil)
+}
+
+// entryHashCanonical is entryHash for a body whose canonical form is
+// canonBody, or nil to canonicalize e.Body here.
+func (h *hasher) entryHashCanonical(e *custody.Entry, prev, canonBody []byte) ([32]byte, error) {
 	if prev == nil && !isHashHex(e.Prev) {
 		return [32]byte{}, fmt.Errorf("prev %q is not 64 lowercase hex digits", e.Prev)
 	}
@@ -81,7 +87,7 @@ func (h *hasher) entryHash(e *custody.Entry, prev []byte) ([32]byte, error) {
 	} else {
 		buf = appendHexBytes(buf, e.Prev)
 	}
-	buf, err := h.appendEntry(buf, e)
+	buf, err := h.appendEntryCanonical(buf, e, canonBody)
 	h.buf = buf
 	if err != nil {
 		return [32]byte{}, err
@@ -112,14 +118,24 @@ func AppendEntryCanonical(dst []byte, e *custody.Entry) ([]byte, error) {
 }
 
 func (h *hasher) appendEntry(dst []byte, e *custody.Entry) ([]byte, error) {
+	return h.appendEntryCanonical(dst, e, nil)
+}
+
+// appendEntryCanonical is appendEntry with the body's canonical form
+// given, or nil to canonicalize e.Body here.
+func (h *hasher) appendEntryCanonical(dst []byte, e *custody.Entry, canonBody []byte) ([]byte, error) {
 	mark := len(dst)
 	w := entryWriter{dst: dst}
 	w.field(`{"actor":`, e.Actor, "actor")
 	w.field(`,"at":`, e.At, "at")
 	w.dst = append(w.dst, `,"body":`...)
-	var err error
-	if w.dst, err = h.c.appendDoc(w.dst, e.Body); err != nil {
-		return dst[:mark], fmt.Errorf("body %w", err)
+	if canonBody != nil {
+		w.dst = append(w.dst, canonBody...)
+	} else {
+		var err error
+		if w.dst, err = h.c.appendDoc(w.dst, e.Body); err != nil {
+			return dst[:mark], fmt.Errorf("body %w", err)
+		}
 	}
 	w.field(`,"body_sha256":`, e.BodySHA256, "body_sha256")
 	w.field(`,"kind":`, e.Kind, "kind")

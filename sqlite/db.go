@@ -96,6 +96,9 @@ type DB struct {
 
 	// head is the receipt of the last committed entry.
 	head atomic.Pointer[custody.Receipt]
+
+	// canons holds *canonBuf for Append.
+	canons sync.Pool
 }
 
 var (

@@ -67,12 +67,12 @@ const (
 // eight bytes of SHA-256(field NUL value). A cryptographic hash keeps
 // anyone choosing trace ids or refs from making collisions on purpose.
 func postingKey(field, value string) int64 {
-	h := sha256.New()
-	h.Write([]byte(field))
-	h.Write([]byte{0})
-	h.Write([]byte(value))
-	var sum [sha256.Size]byte
-	return int64(binary.BigEndian.Uint64(h.Sum(sum[:0])))
+	// One buffer on the stack for the usual short field and value: no
+	// hash.Hash nor conversions to allocate for every posting.
+	var stack [128]byte
+	b := append(append(append(stack[:0], field...), 0), value...)
+	sum := sha256.Sum256(b)
+	return int64(binary.BigEndian.Uint64(sum[:8]))
 }
 
 const (

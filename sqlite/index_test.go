@@ -2,10 +2,14 @@ package sqlite
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,5 +159,35 @@ func TestIndexFailureRefusesLookups(t *testing.T) {
 			t.Fatalf("index did not catch up: %d entries, %v", len(got), err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestPostingKeyStable: the key of a posting is the first eight bytes of
+// SHA-256(field NUL value), big-endian, whatever the length of the value:
+// an index written before must still be found.
+func TestPostingKeyStable(t *testing.T) {
+	for _, c := range []struct{ field, value string }{
+		{fieldTrace, ""},
+		{fieldKind, custody.KindCallSucceeded},
+		{fieldRef + "approval_request_id", "6f1c2a9e-4b7d-4e8a-9c3f-2d5b8e7a1c40"},
+		{fieldTrace, strings.Repeat("é", 200)},
+	} {
+		sum := sha256.Sum256([]byte(c.field + "\x00" + c.value))
+		if got, want := postingKey(c.field, c.value), int64(binary.BigEndian.Uint64(sum[:8])); got != want {
+			t.Errorf("postingKey(%q, %.20q) = %d, want %d", c.field, c.value, got, want)
+		}
+	}
+}
+
+// TestRefsColumn: the stored refs are their JSON encoding, none included.
+func TestRefsColumn(t *testing.T) {
+	for _, refs := range []map[string]string{nil, {}, {"b": "<&>", "a": "1"}} {
+		want, _ := json.Marshal(refs)
+		if refs == nil {
+			want = []byte("{}")
+		}
+		if got, err := refsColumn(refs); err != nil || got != string(want) {
+			t.Errorf("refsColumn(%v) = %q, %v; want %q", refs, got, err, want)
+		}
 	}
 }

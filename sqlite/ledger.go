@@ -22,27 +22,46 @@ import (
 // Once e is queued Append waits for the outcome even if ctx ends, so that
 // an error always means the entry is not on the ledger.
 func (db *DB) Append(ctx context.Context, e custody.Entry) (custody.Entry, error) {
-	if err := checkEntry(&e); err != nil {
+	z, _ := db.canons.Get().(*canonBuf)
+	if z == nil {
+		z = new(canonBuf)
+	}
+	canon, err := checkEntry(z, &e)
+	if err != nil {
+		db.canons.Put(z)
 		return custody.Entry{}, err
 	}
-	resp, err := db.do(ctx, &request{what: "append evidence", entry: &e})
+	resp, err := db.do(ctx, &request{what: "append evidence", entry: &e, canon: canon})
+	// The writer is done with canon once do returns: sealing copied it.
+	z.out = canon[:0]
+	db.canons.Put(z)
 	if err != nil {
 		return custody.Entry{}, err
 	}
 	return resp.entry, nil
 }
 
+// canonBuf is a canonicalizer and its output buffer, pooled by the DB so
+// that canonicalizing bodies stops allocating under load.
+type canonBuf struct {
+	z   ledger.Canonicalizer
+	out []byte
+}
+
 // checkEntry refuses, in the caller's goroutine, what the writer would
-// refuse: the canonical check of the body is the costly part of sealing and
-// runs here in parallel rather than in the single writer.
-func checkEntry(e *custody.Entry) error {
+// refuse, and returns the canonical form of the body in z's buffer: the
+// canonicalization of the body is the costly part of sealing and runs here
+// in parallel rather than in the single writer, which hashes the form
+// returned instead of canonicalizing the body again.
+func checkEntry(z *canonBuf, e *custody.Entry) ([]byte, error) {
 	if e.Kind == "" {
-		return custody.Errorf(custody.EINVALID, "entry: kind is empty")
+		return nil, custody.Errorf(custody.EINVALID, "entry: kind is empty")
 	}
-	if err := ledger.Check(e.Body); err != nil {
-		return &custody.Error{Kind: custody.EINVALID, Message: "entry body: " + err.Error(), Err: err}
+	canon, err := z.z.Append(z.out[:0], e.Body)
+	if err != nil {
+		return nil, &custody.Error{Kind: custody.EINVALID, Message: "entry body: " + err.Error(), Err: err}
 	}
-	return nil
+	return canon, nil
 }
 
 // do hands r to the writer and waits for its outcome.
@@ -286,11 +305,11 @@ func (s *insertStmts) readHead(ctx context.Context, tx *sql.Tx) (custody.Receipt
 func (s *insertStmts) insert(ctx context.Context, tx *sql.Tx, entries []*custody.Entry) error {
 	args := s.args[:0]
 	for _, e := range entries {
-		refs, err := json.Marshal(e.Refs)
+		refs, err := refsColumn(e.Refs)
 		if err != nil {
 			return fmt.Errorf("insert entry %d: %w", e.Seq, err)
 		}
-		args = append(args, e.Seq, e.At, e.Kind, e.Trace, e.Actor, string(refs), []byte(e.Body), e.BodySHA256, e.Prev, e.Hash)
+		args = append(args, e.Seq, e.At, e.Kind, e.Trace, e.Actor, refs, []byte(e.Body), e.BodySHA256, e.Prev, e.Hash)
 	}
 	err := s.entries.exec(ctx, tx, args)
 	clear(args)
@@ -299,6 +318,16 @@ func (s *insertStmts) insert(ctx context.Context, tx *sql.Tx, entries []*custody
 		return fmt.Errorf("insert entries %d-%d: %w", entries[0].Seq, entries[len(entries)-1].Seq, err)
 	}
 	return nil
+}
+
+// refsColumn returns the stored form of refs: their JSON encoding, "{}"
+// for none, which most entries have, without going through the encoder.
+func refsColumn(refs map[string]string) (string, error) {
+	if len(refs) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(refs)
+	return string(b), err
 }
 
 func (s *insertStmts) close() error { return errors.Join(s.entries.close(), s.head.Close()) }

@@ -32,6 +32,8 @@ type request struct {
 	entry      *custody.Entry
 	op         func(ctx context.Context, tx *sql.Tx) error
 	checkpoint bool
+	// canon is the canonical form of entry's body, computed by Append.
+	canon []byte
 
 	resp response
 	done chan struct{} // closed once resp is final
@@ -51,6 +53,8 @@ type writer struct {
 	lk    *lookups
 	priv  ed25519.PrivateKey
 	opts  Options
+	// sealer keeps its hashing buffer from one entry to the next.
+	sealer ledger.Sealer
 	// publish makes a committed head visible to readers.
 	publish func(custody.Receipt)
 
@@ -305,7 +309,7 @@ func (w *writer) seal(b *batch, r *request, now time.Time) {
 	if e.At == "" {
 		e.At = custody.FormatTime(now)
 	}
-	if err := ledger.Seal(b.head.Hash, &e); err != nil {
+	if err := w.sealer.SealCanonical(b.head.Hash, &e, r.canon); err != nil {
 		r.resp.err = &custody.Error{Kind: custody.EINVALID, Message: "entry: " + err.Error(), Err: err}
 		return
 	}

@@ -1,0 +1,94 @@
+package ledger
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/custody-dev/custody"
+)
+
+// TestSealerMatchesSeal: a reused Sealer, given the body's canonical form
+// or not, seals every fixture exactly as Seal does.
+func TestSealerMatchesSeal(t *testing.T) {
+	var s Sealer
+	var z Canonicalizer
+	prev := ""
+	for i, body := range fixtureBodies() {
+		e := custody.Entry{Seq: int64(i + 1), At: "2026-03-01T12:00:00Z", Kind: custody.KindCallSucceeded,
+			Trace: "tr", Actor: "agent", Body: []byte(body)}
+		if i%2 == 1 {
+			e.Refs = map[string]string{"b": "2", "a": "1", "é": "ü"}
+		}
+		want := e
+		if err := Seal(prev, &want); err != nil {
+			t.Fatalf("Seal %d: %v", e.Seq, err)
+		}
+		plain := e
+		if err := s.Seal(prev, &plain); err != nil {
+			t.Fatalf("Sealer.Seal %d: %v", e.Seq, err)
+		}
+		canon, err := z.Append(nil, e.Body)
+		if err != nil {
+			t.Fatalf("Canonicalizer.Append %d: %v", e.Seq, err)
+		}
+		given := e
+		if err := s.SealCanonical(prev, &given, canon); err != nil {
+			t.Fatalf("Sealer.SealCanonical %d: %v", e.Seq, err)
+		}
+		for _, got := range []custody.Entry{plain, given} {
+			if got.Hash != want.Hash || got.BodySHA256 != want.BodySHA256 || got.Prev != want.Prev || got.Refs == nil {
+				t.Fatalf("entry %d: sealed %+v, want %+v", e.Seq, got, want)
+			}
+		}
+		prev = want.Hash
+	}
+}
+
+// TestSealerRefuses: what Seal refuses, a Sealer refuses too.
+func TestSealerRefuses(t *testing.T) {
+	var s Sealer
+	for _, e := range []custody.Entry{
+		{Seq: 1, At: "now", Kind: "k", Body: []byte(`{"a":1,"a":2}`)},
+		{Seq: 1, At: "now", Kind: "k", Actor: "\xff", Body: []byte(`{}`)},
+	} {
+		if err := Seal("", &e); err == nil {
+			t.Fatalf("Seal accepted %q", e.Body)
+		}
+		if err := s.Seal("", &e); err == nil {
+			t.Fatalf("Sealer.Seal accepted %q", e.Body)
+		}
+	}
+	e := custody.Entry{Seq: 1, At: "now", Kind: "k", Actor: "\xff", Body: []byte(`{}`)}
+	if err := s.SealCanonical("", &e, []byte(`{}`)); err == nil {
+		t.Fatal("Sealer.SealCanonical accepted an actor that is not UTF-8")
+	}
+	if err := s.Seal("not hex", &custody.Entry{Seq: 1, Kind: "k", Body: []byte(`{}`)}); err == nil {
+		t.Fatal("Sealer.Seal accepted a prev that is not hex")
+	}
+}
+
+// TestCanonicalizerMatches: a reused Canonicalizer gives what
+// Canonicalize gives, and the same refusals.
+func TestCanonicalizerMatches(t *testing.T) {
+	var z Canonicalizer
+	docs := append(fixtureBodies(), `{"a":1,"a":2}`, `[1,`, "\"\xff\"", `9007199254740993`)
+	for _, doc := range docs {
+		want, werr := Canonicalize([]byte(doc))
+		got, gerr := z.Append([]byte("x"), []byte(doc))
+		cerr := z.Check([]byte(doc))
+		if (werr == nil) != (gerr == nil) || (werr == nil) != (cerr == nil) {
+			t.Fatalf("%q: Canonicalize error %v, Append %v, Check %v", doc, werr, gerr, cerr)
+		}
+		if werr != nil {
+			var a, b *SyntaxError
+			if !errors.As(werr, &a) || !errors.As(gerr, &b) || *a != *b || !bytes.Equal(got, []byte("x")) {
+				t.Fatalf("%q: Append error %v (dst %q), want %v", doc, gerr, got, werr)
+			}
+			continue
+		}
+		if !bytes.Equal(got, append([]byte("x"), want...)) {
+			t.Fatalf("%q: Append gave %q, want x%q", doc, got, want)
+		}
+	}
+}
