@@ -133,12 +133,7 @@ func (m *Main) demoMeshCheck(ctx context.Context, st *stack, sim *mesh.Sim, rece
 		return err
 	}
 	fmt.Fprintf(m.Stdout, "check      broadcast %s: aggregation → approval → decision → broadcast → %d audiences on the ledger\n", b.ApprovalRequestID, len(receivers))
-	rep, err := st.db.Verify(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(m.Stdout, "ledger     verified: %d entries, head %s, %d checkpoint(s)\n", rep.Entries, rep.Head, rep.Checkpoints)
-	return nil
+	return m.demoLedger(ctx, st)
 }
 
 // demoThread checks that one approval id threads the aggregation, the

@@ -53,9 +53,29 @@ func TestDemoPeas(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	t.Log(out)
-	for _, want := range []string{"signature ", "brief ", "approval ", "vms update ", "notified ", "replay     refused", "ledger     verified"} {
+	for _, want := range []string{"signature ", "brief ", "approval ", "vms update ", "notified ", "replay     refused", "ledger     verified: ok", "1 signed checkpoint"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestDemoMesh runs the ridge-fire demo end to end: it must exit 0 only
+// having checked escalation, stale capping, the broadcast's thread and the
+// ledger.
+func TestDemoMesh(t *testing.T) {
+	code, out, errs := runWith("", func(m *Main) int {
+		return m.Run(context.Background(), []string{"demo", "mesh"})
+	})
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{"none above its inputs", "capped a stale node at warning", "aggregation → approval → decision → broadcast", "ledger     verified: ok", "signed checkpoint"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, _ := runWith("", func(m *Main) int { return m.Run(context.Background(), []string{"demo", "nope"}) }); code != exitUsage {
+		t.Errorf("demo nope: exit %d, want %d", code, exitUsage)
 	}
 }
