@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/internal/browsertest"
 	"github.com/custody-dev/custody/llm"
 	"github.com/custody-dev/custody/peas"
 	"github.com/custody-dev/custody/web"
@@ -218,53 +218,10 @@ func (c *console) postedOnLedger(t *testing.T, ch *peas.Chain) {
 	}
 }
 
-// chrome returns the Chromium to drive: $CUSTODY_CHROME, /usr/bin/chromium
-// or the first of chromium, chromium-browser and google-chrome on PATH.
-func chrome() string {
-	if p := os.Getenv("CUSTODY_CHROME"); p != "" {
-		return p
-	}
-	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
-		return "/usr/bin/chromium"
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// browser starts a headless Chromium with a fresh profile, or skips the
-// test when there is none.
+// browser starts a headless Chromium, or skips the test without one.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	path := chrome()
-	if path == "" {
-		t.Skip("no Chromium found (set CUSTODY_CHROME to run the browser test)")
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(t.Context(),
-		chromedp.ExecPath(path),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.WindowSize(1280, 900),
-	)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
-	// The first run starts the browser and binds its life to ctx, which
-	// must have no deadline; later runs get one.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start %s: %v", path, err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+	return browsertest.Start(t, 45*time.Second)
 }
 
 // do runs the steps of what, failing the test if one fails.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -12,56 +11,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/browsertest"
 )
 
-// chrome returns the Chromium to drive: $CUSTODY_CHROME, /usr/bin/chromium
-// or the first of chromium, chromium-browser and google-chrome on PATH.
-func chrome() string {
-	if p := os.Getenv("CUSTODY_CHROME"); p != "" {
-		return p
-	}
-	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
-		return "/usr/bin/chromium"
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// browser starts a headless Chromium with a fresh profile.
+// browser starts a headless Chromium, or skips the test without one.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	path := chrome()
-	if path == "" {
-		t.Skip("no Chromium found (set CUSTODY_CHROME to run the console test)")
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.WindowSize(1280, 900),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
-	// The first run starts the browser and binds its life to ctx, which
-	// must have no deadline; later runs get one.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start %s: %v", path, err)
-	}
-	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	t.Cleanup(cancelTimeout)
-	return ctx
+	return browsertest.Start(t, 2*time.Minute)
 }
 
 // css selects the first element matching a CSS selector.
