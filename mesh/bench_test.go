@@ -15,14 +15,33 @@ import (
 
 // chainRecorder seals entries into an in-memory hash chain: the CPU cost
 // of recording evidence without the disk, whose group commit amortises
-// one fsync over every append waiting.
+// one fsync over every append waiting. Like the SQLite store, it
+// canonicalizes a body in the caller's goroutine and only links it to the
+// chain under the lock.
 type chainRecorder struct {
-	mu   sync.Mutex
-	head string
-	seq  int64
+	mu     sync.Mutex
+	head   string
+	seq    int64
+	sealer ledger.Sealer
+	canons sync.Pool // of *canonBuf, as the store pools its canonicalizers
+}
+
+type canonBuf struct {
+	z   ledger.Canonicalizer
+	out []byte
 }
 
 func (c *chainRecorder) Append(_ context.Context, e custody.Entry) (custody.Entry, error) {
+	cb, _ := c.canons.Get().(*canonBuf)
+	if cb == nil {
+		cb = &canonBuf{}
+	}
+	defer c.canons.Put(cb)
+	canon, err := cb.z.Append(cb.out[:0], e.Body)
+	if err != nil {
+		return e, err
+	}
+	cb.out = canon
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.head == "" {
@@ -30,7 +49,7 @@ func (c *chainRecorder) Append(_ context.Context, e custody.Entry) (custody.Entr
 	}
 	c.seq++
 	e.Seq = c.seq
-	if err := ledger.Seal(c.head, &e); err != nil {
+	if err := c.sealer.SealCanonical(c.head, &e, canon); err != nil {
 		return e, err
 	}
 	c.head = e.Hash
