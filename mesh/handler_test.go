@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/custody-dev/custody"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -93,5 +94,17 @@ func TestSystemRunsSimulation(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	// The simulated clock runs far ahead at this speedup; the live ledger
+	// is stamped with the wall clock all the same.
+	es, err := env.db.Entries(context.Background(), custody.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := custody.FormatTime(time.Now().Add(time.Second))
+	for _, e := range es {
+		if e.At > latest {
+			t.Fatalf("entry %d (%s) is stamped %s, ahead of the wall clock", e.Seq, e.Kind, e.At)
+		}
 	}
 }

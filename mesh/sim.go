@@ -167,6 +167,11 @@ type SimConfig struct {
 	// DeskNow is the desk's clock, which judges approval expiry; it is
 	// the approval service's clock, and the simulation's when nil.
 	DeskNow func() time.Time
+	// LedgerNow stamps the evidence the simulation records; the
+	// simulation's clock when nil. A simulation that shares a live ledger
+	// stamps it with the wall clock, so that the ledger's times never run
+	// ahead of the entries around them.
+	LedgerNow func() time.Time
 	// Step, when set, is called after every cycle (to pace a live run or
 	// to play the operator).
 	Step func(ctx context.Context, s *Sim) error
@@ -217,8 +222,12 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 	}
 	s := &Sim{cfg: cfg, World: w, Timeline: Timeline{Tiers: map[string][]string{}}}
 	s.now.Store(cfg.Start.UnixNano())
+	stamp := cfg.LedgerNow
+	if stamp == nil {
+		stamp = s.Now
+	}
 	wire := func(actor string) *Wire {
-		return &Wire{Transport: cfg.Transport, Validator: cfg.Validator, Ledger: cfg.Ledger, Actor: actor, Now: s.Now}
+		return &Wire{Transport: cfg.Transport, Validator: cfg.Validator, Ledger: cfg.Ledger, Actor: actor, Now: stamp}
 	}
 	for i := range cfg.Nodes {
 		n, err := NewNode(NodeConfig{ID: w.NodeID(i), Position: w.Position(i), Period: cfg.Period, Now: s.Now, Subjects: cfg.Subjects,

@@ -109,7 +109,7 @@ func (s *System) runSim(ctx context.Context) error {
 	sim, err := NewSim(SimConfig{
 		Scenario: s.deps.Scenario, Nodes: s.deps.Nodes, Duration: 30 * time.Minute, Period: s.deps.Period,
 		Start: s.deps.Now().UTC().Truncate(time.Second), Transport: NewLoopback(Faults{}), Validator: s.deps.Validator,
-		Ledger: s.deps.Ledger, Approvals: s.deps.Approvals, Subjects: s.deps.Subjects, DeskNow: s.deps.Now,
+		Ledger: s.deps.Ledger, Approvals: s.deps.Approvals, Subjects: s.deps.Subjects, DeskNow: s.deps.Now, LedgerNow: s.deps.Now,
 		Step: func(ctx context.Context, _ *Sim) error {
 			if !sleepCtx(ctx, pace) {
 				return ctx.Err()
