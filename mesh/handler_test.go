@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/custody-dev/custody"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/custody-dev/custody"
 )
 
 func TestHandlerStateAndBroadcast(t *testing.T) {
