@@ -62,6 +62,7 @@ const (
 	CaseExpired   = "expired"   // nobody decided in time
 	CaseBroadcast = "broadcast" // approved and published
 	CaseRefused   = "refused"   // approved, but the order failed its checks
+	CaseHeld      = "held"      // an approval for the same nodes at this tier or above is already waiting
 )
 
 // Case is one aggregation on the desk and what became of it.
@@ -198,6 +199,15 @@ func (d *Desk) open(ctx context.Context, agg Aggregation, raw []byte) error {
 	if agg.SeverityTier.Rank() < Warning.Rank() {
 		return nil
 	}
+	// One question at a time: while the operator has an undecided approval
+	// for the same nodes at this tier or above, a newer aggregation adds
+	// nothing to decide. A higher tier is always asked at once.
+	if held, err := d.waiting(ctx, agg); err != nil || held != "" {
+		if err == nil {
+			d.setStatus(agg.ApprovalRequestID, CaseHeld, "approval "+held+" for the same nodes is still waiting")
+		}
+		return err
+	}
 	draft := Order{BroadcastText: agg.AggregationText, SeverityTier: agg.SeverityTier, TargetAudience: strings.Join(d.cfg.Audiences, ",")}
 	args, err := marshal(draft)
 	if err != nil {
@@ -213,6 +223,30 @@ func (d *Desk) open(ctx context.Context, agg Aggregation, raw []byte) error {
 	}
 	d.setStatus(agg.ApprovalRequestID, CasePending, "")
 	return nil
+}
+
+// waiting returns the id of an undecided, unexpired approval of an
+// earlier aggregation of the same nodes at agg's tier or above, or "".
+func (d *Desk) waiting(ctx context.Context, agg Aggregation) (string, error) {
+	for _, c := range d.Cases() {
+		prev := c.Aggregation
+		if c.Status != CasePending || prev.ApprovalRequestID == agg.ApprovalRequestID ||
+			prev.SeverityTier.Rank() < agg.SeverityTier.Rank() || !slices.Equal(sortedIDs(prev.InputNodeIDs), sortedIDs(agg.InputNodeIDs)) {
+			continue
+		}
+		a, err := d.cfg.Approvals.Get(ctx, prev.ApprovalRequestID)
+		if err != nil {
+			return "", err
+		}
+		if a.Status == custody.ApprovalPending && d.cfg.Now().Before(a.ExpiresAt) {
+			return a.ID, nil
+		}
+	}
+	return "", nil
+}
+
+func sortedIDs(ids []string) []string {
+	return slices.Sorted(slices.Values(ids))
 }
 
 func (d *Desk) keep(c *Case) {

@@ -300,3 +300,44 @@ func TestForgedAggregationRefusedOnReceive(t *testing.T) {
 		})
 	}
 }
+
+// TestAggregationHeldWhileApprovalWaits checks the operator is asked one
+// question at a time: a newer aggregation of the same nodes at the same
+// tier opens no second approval while the first waits, and opens one once
+// the first has expired.
+func TestAggregationHeldWhileApprovalWaits(t *testing.T) {
+	f := newDeskFixture(t)
+	ctx := context.Background()
+	held := func() []Case {
+		var out []Case
+		for _, c := range f.desk.Cases() {
+			if c.Status == CaseHeld {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	hs := held()
+	if len(hs) != 1 || !slices.Equal(hs[0].Aggregation.InputNodeIDs, f.critical.InputNodeIDs) {
+		t.Fatalf("held cases %+v, want the timer's repeat of the emergency sector", hs)
+	}
+	if _, err := f.env.approvals.Get(ctx, hs[0].Aggregation.ApprovalRequestID); custody.ErrorKind(err) != custody.ENOTFOUND {
+		t.Fatalf("a held aggregation opened an approval: %v", err)
+	}
+	f.env.clock.Advance(approval.DefaultTTL + time.Minute)
+	ticked, err := f.agg.Tick(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := 0
+	for _, a := range ticked {
+		if slices.Equal(sortedIDs(a.InputNodeIDs), sortedIDs(f.critical.InputNodeIDs)) {
+			if _, err := f.env.approvals.Get(ctx, a.ApprovalRequestID); err == nil {
+				opened++
+			}
+		}
+	}
+	if opened != 1 {
+		t.Fatalf("after the first approval expired, %d new approvals for the sector, want 1", opened)
+	}
+}

@@ -57,11 +57,14 @@ type State struct {
 	Cases     []Case       `json:"cases"`
 	Audiences []string     `json:"audiences"`
 	Tiers     []Tier       `json:"tiers"`
+	// Operator is the signed-in operator who decides, when the server
+	// knows one; the form then asks for no id.
+	Operator string `json:"operator,omitempty"`
 }
 
-func (s *System) serveState(w http.ResponseWriter, _ *http.Request) {
+func (s *System) serveState(w http.ResponseWriter, r *http.Request) {
 	view, desk, source := s.current()
-	st := State{Source: source, Audiences: Audiences(), Tiers: Tiers(), Nodes: []NodeStatus{}, Cases: []Case{}}
+	st := State{Source: source, Audiences: Audiences(), Tiers: Tiers(), Nodes: []NodeStatus{}, Cases: []Case{}, Operator: s.operator(r, "")}
 	if view != nil {
 		st.Nodes = view.Nodes()
 	}
