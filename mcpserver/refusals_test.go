@@ -2,13 +2,10 @@ package mcpserver_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,88 +17,42 @@ import (
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/internal/gatetest"
 	"github.com/custody-dev/custody/mcpserver"
 	"github.com/custody-dev/custody/sqlite"
 )
-
-// refusalContract declares the schemas of the refusal test tools.
-const refusalContract = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "$id": "https://custody.dev/schemas/mcptest/v1",
-  "$defs": {
-    "in": {
-      "type": "object", "additionalProperties": false, "required": ["n"],
-      "properties": {"n": {"type": "integer"}, "at": {"type": "string", "format": "date-time"}}
-    },
-    "out": {
-      "type": "object", "additionalProperties": false, "required": ["ok"],
-      "properties": {"ok": {"type": "boolean"}}
-    }
-  }
-}`
 
 // refusalEnv is the MCP front door over a real SQLite ledger that can be
 // made to fail, a settable clock, the example envelope and test tools.
 type refusalEnv struct {
 	db        *sqlite.DB
-	down      atomic.Bool // appends fail while set
+	ledger    *gatetest.FlakyLedger
+	clock     *gatetest.Clock
 	approvals *approval.Service
 	url       string
 	runs      atomic.Int64 // handler runs of the test tools
-	mu        sync.Mutex
-	now       time.Time
-}
-
-func (e *refusalEnv) Now() time.Time {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.now
-}
-
-func (e *refusalEnv) advance(d time.Duration) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.now = e.now.Add(d)
-}
-
-// Append makes the env a ledger that fails while down is set.
-func (e *refusalEnv) Append(ctx context.Context, en custody.Entry) (custody.Entry, error) {
-	if e.down.Load() {
-		return custody.Entry{}, errors.New("disk on fire")
-	}
-	return e.db.Append(ctx, en)
-}
-
-type failingLedger struct {
-	custody.Ledger
-	env *refusalEnv
-}
-
-func (l failingLedger) Append(ctx context.Context, en custody.Entry) (custody.Entry, error) {
-	return l.env.Append(ctx, en)
 }
 
 func newRefusalEnv(t *testing.T) *refusalEnv {
 	t.Helper()
-	e := &refusalEnv{now: time.Now().UTC()}
+	e := &refusalEnv{clock: gatetest.NewClock(time.Now().UTC())}
 	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	e.db = db
-	led := failingLedger{Ledger: db, env: e}
+	e.db, e.ledger = db, &gatetest.FlakyLedger{Ledger: db}
 	name, raw := example.Contract()
-	reg, err := contract.Load(contract.Options{Extra: map[string][]byte{name: raw, "mcptest.json": []byte(refusalContract)}})
+	reg, err := contract.Load(contract.Options{Extra: map[string][]byte{name: raw, gatetest.ContractFile: []byte(gatetest.Contract)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.approvals, err = approval.New(approval.Config{Store: db, Ledger: led, Now: e.Now}); err != nil {
+	if e.approvals, err = approval.New(approval.Config{Store: db, Ledger: e.ledger, Now: e.clock.Now}); err != nil {
 		t.Fatal(err)
 	}
-	envelope := example.Envelope(db, e.Now)
-	envelope.Tools = append(envelope.Tools, e.tools()...)
-	gw, err := gate.New(gate.Config{Registry: reg, Ledger: led, Approvals: e.approvals, State: db, Now: e.Now,
+	envelope := example.Envelope(db, e.clock.Now)
+	envelope.Tools = append(envelope.Tools, gatetest.Tools(&e.runs)...)
+	gw, err := gate.New(gate.Config{Registry: reg, Ledger: e.ledger, Approvals: e.approvals, State: db, Now: e.clock.Now,
 		Logger: slog.New(slog.DiscardHandler)}, envelope)
 	if err != nil {
 		t.Fatal(err)
@@ -116,27 +67,6 @@ func newRefusalEnv(t *testing.T) *refusalEnv {
 	t.Cleanup(hs.Close)
 	e.url = hs.URL
 	return e
-}
-
-func (e *refusalEnv) tools() []gate.Tool {
-	spec := func(name string, access custody.Access, budget int) custody.ToolSpec {
-		return custody.ToolSpec{
-			Name: name, Description: "test tool " + name,
-			Input: "https://custody.dev/schemas/mcptest/v1#/$defs/in", Output: "https://custody.dev/schemas/mcptest/v1#/$defs/out",
-			Access: access, Effect: custody.EffectReversible, Approval: custody.NotRequired, MaxCallsPerTrace: budget,
-		}
-	}
-	answer := func(out string) gate.Handler {
-		return func(context.Context, custody.Call) (json.RawMessage, error) {
-			e.runs.Add(1)
-			return json.RawMessage(out), nil
-		}
-	}
-	return []gate.Tool{
-		{Spec: spec("once", custody.Read, 1), Handler: answer(`{"ok":true}`)},
-		{Spec: spec("bad_output", custody.Read, 0), Handler: answer(`{"ok":"yes","secret":"s3cr3t"}`)},
-		{Spec: spec("count_write", custody.Write, 0), Handler: answer(`{"ok":true}`)},
-	}
 }
 
 // session opens a new MCP session: each session is its own trace.
@@ -210,9 +140,9 @@ func TestMCPRefusals(t *testing.T) {
 	t.Run("ErrLedgerUnavailable", func(t *testing.T) {
 		cs := e.session(t)
 		before := e.runs.Load()
-		e.down.Store(true)
+		e.ledger.Down.Store(true)
 		d := toolError(t, call(t, cs, "count_write", json.RawMessage(`{"n":1}`)))
-		e.down.Store(false)
+		e.ledger.Down.Store(false)
 		if d.Kind != custody.EUNAVAILABLE || e.runs.Load() != before {
 			t.Fatalf("kind %q, handler ran %d times: want unavailable and no run", d.Kind, e.runs.Load()-before)
 		}
@@ -247,7 +177,7 @@ func (e *refusalEnv) approvalRefusals(t *testing.T) {
 	t.Run("ErrExpired", func(t *testing.T) {
 		cs := e.session(t)
 		e.refused(t, cs, "post_announcement", args, custody.EPENDING)
-		e.advance(time.Hour)
+		e.clock.Add(time.Hour)
 		e.refused(t, cs, "post_announcement", args, custody.EEXPIRED)
 	})
 	t.Run("ErrReplayed", func(t *testing.T) {

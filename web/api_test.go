@@ -329,7 +329,7 @@ func TestApprovals(t *testing.T) {
 
 func TestLedgerUnavailable(t *testing.T) {
 	e := newEnv(t)
-	e.ledger.down.Store(true)
+	e.ledger.Down.Store(true)
 	res := e.call("t-down", "count_write", `{"n":1}`)
 	if res.Status != 503 || res.Error(t).Kind != custody.EUNAVAILABLE {
 		t.Fatalf("%d %s", res.Status, res.Body)
@@ -343,7 +343,7 @@ func TestLedgerUnavailable(t *testing.T) {
 	if n := len(e.entries("", "")); n != 0 {
 		t.Errorf("%d entries", n)
 	}
-	e.ledger.down.Store(false)
+	e.ledger.Down.Store(false)
 	if res := e.call("t-up", "count_write", `{"n":1}`); res.Status != 200 {
 		t.Fatalf("after recovery: %d %s", res.Status, res.Body)
 	}

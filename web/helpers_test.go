@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/internal/gatetest"
 	"github.com/custody-dev/custody/sqlite"
 	"github.com/custody-dev/custody/web"
 )
@@ -30,62 +29,15 @@ const (
 	auditorToken  = "auditor-token-0123456789"
 )
 
-// testContract declares the schemas of the test tools.
-const testContract = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "$id": "https://custody.dev/schemas/webtest/v1",
-  "$defs": {
-    "in": {
-      "type": "object", "additionalProperties": false, "required": ["n"],
-      "properties": {"n": {"type": "integer"}, "at": {"type": "string", "format": "date-time"}}
-    },
-    "out": {
-      "type": "object", "additionalProperties": false, "required": ["ok"],
-      "properties": {"ok": {"type": "boolean"}}
-    }
-  }
-}`
-
-// clock is a settable clock shared by the gateway, approvals and server.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// flakyLedger is a ledger whose appends fail while down is set.
-type flakyLedger struct {
-	custody.Ledger
-	down atomic.Bool
-}
-
-func (l *flakyLedger) Append(ctx context.Context, e custody.Entry) (custody.Entry, error) {
-	if l.down.Load() {
-		return custody.Entry{}, errors.New("disk on fire")
-	}
-	return l.Ledger.Append(ctx, e)
-}
-
 // env is a real server on 127.0.0.1 over a real SQLite data directory with
 // the example envelope and the test tools.
 type env struct {
 	t         *testing.T
 	db        *sqlite.DB
-	ledger    *flakyLedger
+	ledger    *gatetest.FlakyLedger
 	approvals *approval.Service
 	gw        *gate.Gateway
-	clock     *clock
+	clock     *gatetest.Clock
 	srv       *httptest.Server
 	// runs counts the runs of the test tools' handlers.
 	runs atomic.Int64
@@ -94,15 +46,15 @@ type env struct {
 // newEnv starts the server with apps mounted.
 func newEnv(t *testing.T, apps ...web.App) *env {
 	t.Helper()
-	e := &env{t: t, clock: &clock{t: time.Now().UTC()}}
+	e := &env{t: t, clock: gatetest.NewClock(time.Now().UTC())}
 	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { db.Close() })
-	e.db, e.ledger = db, &flakyLedger{Ledger: db}
+	e.db, e.ledger = db, &gatetest.FlakyLedger{Ledger: db}
 	name, raw := example.Contract()
-	reg, err := contract.Load(contract.Options{Extra: map[string][]byte{name: raw, "webtest.json": []byte(testContract)}})
+	reg, err := contract.Load(contract.Options{Extra: map[string][]byte{name: raw, gatetest.ContractFile: []byte(gatetest.Contract)}})
 	if err != nil {
 		t.Fatalf("load contracts: %v", err)
 	}
@@ -111,7 +63,7 @@ func newEnv(t *testing.T, apps ...web.App) *env {
 		t.Fatalf("approvals: %v", err)
 	}
 	envelope := example.Envelope(db, e.clock.Now)
-	envelope.Tools = append(envelope.Tools, e.testTools()...)
+	envelope.Tools = append(envelope.Tools, gatetest.Tools(&e.runs)...)
 	e.gw, err = gate.New(gate.Config{Registry: reg, Ledger: e.ledger, Approvals: e.approvals, State: db, Now: e.clock.Now, Logger: slog.New(slog.DiscardHandler)}, envelope)
 	if err != nil {
 		t.Fatalf("gateway: %v", err)
@@ -130,28 +82,6 @@ func newEnv(t *testing.T, apps ...web.App) *env {
 	e.srv = httptest.NewServer(s.Handler())
 	t.Cleanup(e.srv.Close)
 	return e
-}
-
-// testTools are tools that exercise a budget, a broken output and a write.
-func (e *env) testTools() []gate.Tool {
-	spec := func(name string, access custody.Access, budget int) custody.ToolSpec {
-		return custody.ToolSpec{
-			Name: name, Description: "test tool " + name,
-			Input: "https://custody.dev/schemas/webtest/v1#/$defs/in", Output: "https://custody.dev/schemas/webtest/v1#/$defs/out",
-			Access: access, Effect: custody.EffectReversible, Approval: custody.NotRequired, MaxCallsPerTrace: budget,
-		}
-	}
-	answer := func(out string) gate.Handler {
-		return func(context.Context, custody.Call) (json.RawMessage, error) {
-			e.runs.Add(1)
-			return json.RawMessage(out), nil
-		}
-	}
-	return []gate.Tool{
-		{Spec: spec("once", custody.Read, 1), Handler: answer(`{"ok":true}`)},
-		{Spec: spec("bad_output", custody.Read, 0), Handler: answer(`{"ok":"yes","secret":"s3cr3t"}`)},
-		{Spec: spec("count_write", custody.Write, 0), Handler: answer(`{"ok":true}`)},
-	}
 }
 
 // response is a decoded API answer.
