@@ -36,6 +36,8 @@ type ApprovalStore interface {
 	Approvals(ctx context.Context, status ApprovalStatus) ([]Approval, error)
 	// UpdateApproval applies fn to the stored request atomically: fn sees
 	// the current value and its changes are saved only if it returns nil.
+	// fn may run inside the store's writer: it must be quick and must not
+	// call the store.
 	UpdateApproval(ctx context.Context, id string, fn func(*Approval) error) (Approval, error)
 }
 

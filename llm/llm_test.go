@@ -148,7 +148,7 @@ func TestOpenAIChatToolCall(t *testing.T) {
 		Messages: []llm.Message{
 			{Role: llm.RoleUser, Content: "go"},
 			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c0", Name: "detect", Arguments: json.RawMessage(`{"x":1}`)}}},
-			{Role: llm.RoleTool, ToolCallID: "c0", Content: "{}"},
+			{Role: llm.RoleTool, ToolCallID: "c0", Name: "detect", Content: "{}"},
 		},
 		Tools: []llm.ToolDef{{Name: "detect", Parameters: json.RawMessage(`{"type":"object"}`)}},
 	})
@@ -160,8 +160,8 @@ func TestOpenAIChatToolCall(t *testing.T) {
 	if call["type"] != "function" || call["function"].(map[string]any)["arguments"] != `{"x":1}` {
 		t.Errorf("history tool call = %v, want arguments as a string", call)
 	}
-	if msgs[2].(map[string]any)["tool_call_id"] != "c0" {
-		t.Errorf("tool message = %v", msgs[2])
+	if m := msgs[2].(map[string]any); m["tool_call_id"] != "c0" || m["name"] != "detect" {
+		t.Errorf("tool message = %v, want its call id and tool name", msgs[2])
 	}
 	tc := resp.Message.ToolCalls[0]
 	if tc.ID != "call_9" || string(tc.Arguments) != `{"b": 2, "a":1}` {

@@ -77,7 +77,7 @@ func (o *OpenAI) Chat(ctx context.Context, r Request) (Response, error) {
 
 func toOpenAI(m Message) openaiMessage {
 	content := m.Content
-	om := openaiMessage{Role: m.Role, Content: &content, ToolCallID: m.ToolCallID}
+	om := openaiMessage{Role: m.Role, Content: &content, ToolCallID: m.ToolCallID, Name: m.Name}
 	if m.Role == RoleAssistant && len(m.ToolCalls) > 0 && content == "" {
 		om.Content = nil
 	}
