@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/web"
 )
 
 //go:embed assets/map.html
@@ -129,45 +130,15 @@ func readJSON(r *http.Request, v any) error {
 	return nil
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { web.WriteJSON(w, status, v) }
 
-// statusOf maps an error kind to its HTTP status.
-func statusOf(kind string) int {
-	switch kind {
-	case custody.EINVALID:
-		return http.StatusUnprocessableEntity
-	case custody.EDENIED:
-		return http.StatusForbidden
-	case custody.EPENDING:
-		return http.StatusAccepted
-	case custody.EEXPIRED:
-		return http.StatusGone
-	case custody.ENOTFOUND:
-		return http.StatusNotFound
-	case custody.ECONFLICT:
-		return http.StatusConflict
-	case custody.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	case custody.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	}
-	return http.StatusInternalServerError
-}
-
+// writeError writes err through the server's one kind-to-status table; a
+// request the client abandoned is unavailable, not an internal error.
 func writeError(w http.ResponseWriter, err error) {
-	e := custody.AsError(err)
 	if errors.Is(err, context.Canceled) {
-		e = custody.Errorf(custody.EUNAVAILABLE, "request cancelled")
+		err = custody.Errorf(custody.EUNAVAILABLE, "request cancelled")
 	}
-	msg := e.Message
-	if e.Kind == custody.EINTERNAL {
-		msg = "internal error"
-	}
-	writeJSON(w, statusOf(e.Kind), map[string]any{"error": map[string]any{"kind": e.Kind, "message": msg, "violations": e.Violations}})
+	web.WriteError(w, err)
 }
 
 // operator returns the authenticated operator's id when the server knows

@@ -39,7 +39,7 @@ func TestHandlerStateAndBroadcast(t *testing.T) {
 		status int
 	}{
 		{"InfoAggregation", `{"approval_request_id":"` + f.infoAggID + `","operator_id":"op","target_audience":["ops_center"],"severity_tier":"warning"}`, http.StatusForbidden},
-		{"UnknownField", `{"approval_request_id":"` + id + `","operator":"op"}`, http.StatusUnprocessableEntity},
+		{"UnknownField", `{"approval_request_id":"` + id + `","operator":"op"}`, http.StatusBadRequest},
 		{"Approved", `{"approval_request_id":"` + id + `","operator_id":"op","target_audience":["ops_center"],"severity_tier":"critical"}`, http.StatusOK},
 		{"Again", `{"approval_request_id":"` + id + `","operator_id":"op","target_audience":["ops_center"]}`, http.StatusConflict},
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/web"
 )
 
 //go:embed console/index.html
@@ -110,21 +111,7 @@ func (s *System) serveVoice(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"approval_request_id": in.ID, "tts_voice_style": in.Voice})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { web.WriteJSON(w, status, v) }
 
-// writeError maps an error kind to a status; internal detail stays out.
-func writeError(w http.ResponseWriter, err error) {
-	e := custody.AsError(err)
-	status := map[string]int{
-		custody.EINVALID: http.StatusBadRequest, custody.ENOTFOUND: http.StatusNotFound, custody.EDENIED: http.StatusForbidden,
-		custody.ECONFLICT: http.StatusConflict, custody.EUNAVAILABLE: http.StatusServiceUnavailable,
-	}[e.Kind]
-	if status == 0 {
-		status = http.StatusInternalServerError
-	}
-	writeJSON(w, status, map[string]any{"error": map[string]string{"kind": e.Kind, "message": e.Message}})
-}
+// writeError writes err through the server's one kind-to-status table.
+func writeError(w http.ResponseWriter, err error) { web.WriteError(w, err) }

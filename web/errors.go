@@ -107,3 +107,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
 }
+
+// WriteError writes err to a client in the API's one error shape, with
+// the status its kind maps to; an internal error's detail never leaves.
+// The pages of Apps use it, so that every edge of the server maps kinds
+// to statuses through the one table.
+func WriteError(w http.ResponseWriter, err error) {
+	d := detailOf(err)
+	writeJSON(w, statusOf(d.Kind), errorBody{Error: d})
+}
+
+// WriteJSON writes v as a JSON response with status, as the API does.
+func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
