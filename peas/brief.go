@@ -217,8 +217,16 @@ func (s *System) composeText(ctx context.Context, sig Signature, sigRaw json.Raw
 	if len(cmps) > 0 {
 		cites = []string{galesburgKey}
 	}
+	// The signature's id is an identifier, not a fact: the digits of a
+	// random UUID must never license a number in a brief.
+	facts := sig
+	facts.SignatureID = ""
+	factRaw, err := json.Marshal(facts)
+	if err != nil {
+		factRaw = sigRaw
+	}
 	check := guard.All(
-		guard.Brief{Signature: string(sigRaw), Comparisons: string(cmpRaw), Template: tmpl, Citations: cites}.Check(),
+		guard.Brief{Signature: string(factRaw), Comparisons: string(cmpRaw), Template: tmpl, Citations: cites}.Check(),
 		guard.MaxChars(1400),
 	)
 	p := llm.Prompt{
