@@ -92,3 +92,37 @@ func AsError(err error) *Error {
 	}
 	return &Error{Kind: EINTERNAL, Message: "internal error", Err: err}
 }
+
+// ErrorDetail is what of an error may be shown to a caller: the one shape
+// every edge (HTTP, MCP, CLI) writes under "error".
+type ErrorDetail struct {
+	Kind              string      `json:"kind"`
+	Message           string      `json:"message"`
+	Violations        []Violation `json:"violations,omitempty"`
+	ApprovalRequestID string      `json:"approval_request_id,omitempty"`
+	ExpiresAt         string      `json:"expires_at,omitempty"`
+	// TraceID is the trace of a refused call: a call held for approval is
+	// retried under the same trace.
+	TraceID string   `json:"trace_id,omitempty"`
+	Receipt *Receipt `json:"receipt,omitempty"`
+}
+
+// DetailOf returns the part of err that is safe to show a caller: the
+// Message of an *Error (safe by its contract) or "internal error" for any
+// other error, whose text stays in the log. An internal error's
+// violations describe a withheld output and stay on the ledger.
+func DetailOf(err error) ErrorDetail {
+	e := AsError(err)
+	d := ErrorDetail{Kind: e.Kind, Message: e.Message, Violations: e.Violations,
+		ApprovalRequestID: e.ApprovalRequestID, Receipt: e.Receipt}
+	if e.Kind == EINTERNAL {
+		d.Violations = nil
+	}
+	if d.Message == "" {
+		d.Message = "internal error"
+	}
+	if !e.ExpiresAt.IsZero() {
+		d.ExpiresAt = FormatTime(e.ExpiresAt)
+	}
+	return d
+}

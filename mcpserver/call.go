@@ -134,11 +134,11 @@ const ErrorMeta = "custody/error"
 // without an output schema: clients check structured content against the
 // output schema even on errors.
 func (s *Server) toolError(tool, trace string, err error) *mcp.CallToolResult {
-	d := detailOf(err)
+	d := custody.DetailOf(err)
 	d.TraceID = trace
 	res := &mcp.CallToolResult{
 		IsError: true,
-		Content: []mcp.Content{&mcp.TextContent{Text: d.text(tool)}},
+		Content: []mcp.Content{&mcp.TextContent{Text: detailText(d, tool)}},
 		Meta:    mcp.Meta{ErrorMeta: d, TraceMeta: trace},
 	}
 	if noSchema, known := s.structured[tool]; noSchema || !known {
@@ -147,38 +147,8 @@ func (s *Server) toolError(tool, trace string, err error) *mcp.CallToolResult {
 	return res
 }
 
-// errorDetail is the safe, structured form of a refusal.
-type errorDetail struct {
-	Kind              string              `json:"kind"`
-	Message           string              `json:"message"`
-	Violations        []custody.Violation `json:"violations,omitempty"`
-	ApprovalRequestID string              `json:"approval_request_id,omitempty"`
-	ExpiresAt         string              `json:"expires_at,omitempty"`
-	TraceID           string              `json:"trace_id,omitempty"`
-	Receipt           *custody.Receipt    `json:"receipt,omitempty"`
-}
-
-// detailOf returns what of err may be shown to an agent.
-func detailOf(err error) errorDetail {
-	e := custody.AsError(err)
-	d := errorDetail{Kind: e.Kind, Message: e.Message, Violations: e.Violations,
-		ApprovalRequestID: e.ApprovalRequestID, Receipt: e.Receipt}
-	if e.Kind == custody.EINTERNAL {
-		// The violations of a broken output describe the output, which
-		// is withheld: they stay on the ledger.
-		d.Violations = nil
-	}
-	if d.Message == "" {
-		d.Message = "internal error"
-	}
-	if !e.ExpiresAt.IsZero() {
-		d.ExpiresAt = e.ExpiresAt.UTC().Format(time.RFC3339)
-	}
-	return d
-}
-
-// text renders d for a language model: short lines, the next step last.
-func (d errorDetail) text(tool string) string {
+// detailText renders d for a language model: short lines, the next step last.
+func detailText(d custody.ErrorDetail, tool string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s\n", d.Kind, d.Message)
 	for _, v := range d.Violations {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/custody-dev/custody"
 )
@@ -36,45 +35,7 @@ func statusOf(kind string) int {
 // errorBody is the one error shape of the API:
 // {"error":{"kind","message","violations"?,"approval_request_id"?,"expires_at"?,"trace_id"?,"receipt"?}}.
 type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Kind              string              `json:"kind"`
-	Message           string              `json:"message"`
-	Violations        []custody.Violation `json:"violations,omitempty"`
-	ApprovalRequestID string              `json:"approval_request_id,omitempty"`
-	ExpiresAt         string              `json:"expires_at,omitempty"`
-	// TraceID is the trace of a refused call: retry a call held for
-	// approval under the same trace.
-	TraceID string           `json:"trace_id,omitempty"`
-	Receipt *custody.Receipt `json:"receipt,omitempty"`
-}
-
-// detailOf returns the part of err that is safe to show a caller: the
-// Message of a *custody.Error (safe by its contract), or "internal error"
-// for any other error, whose text stays in the log.
-func detailOf(err error) errorDetail {
-	e := custody.AsError(err)
-	d := errorDetail{
-		Kind:              e.Kind,
-		Message:           e.Message,
-		Violations:        e.Violations,
-		ApprovalRequestID: e.ApprovalRequestID,
-		Receipt:           e.Receipt,
-	}
-	if e.Kind == custody.EINTERNAL {
-		// The violations of a broken output describe the output, which
-		// is withheld: they stay on the ledger.
-		d.Violations = nil
-	}
-	if d.Message == "" {
-		d.Message = "internal error"
-	}
-	if !e.ExpiresAt.IsZero() {
-		d.ExpiresAt = e.ExpiresAt.UTC().Format(time.RFC3339Nano)
-	}
-	return d
+	Error custody.ErrorDetail `json:"error"`
 }
 
 // writeError logs err in full and writes its safe form to the client.
@@ -84,7 +45,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 // writeCallError is writeError for a call refused under trace.
 func (s *Server) writeCallError(w http.ResponseWriter, r *http.Request, err error, trace string) {
-	d := detailOf(err)
+	d := custody.DetailOf(err)
 	d.TraceID = trace
 	level := slog.LevelInfo
 	if d.Kind == custody.EINTERNAL || d.Kind == custody.EUNAVAILABLE {
@@ -113,7 +74,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // The pages of Apps use it, so that every edge of the server maps kinds
 // to statuses through the one table.
 func WriteError(w http.ResponseWriter, err error) {
-	d := detailOf(err)
+	d := custody.DetailOf(err)
 	writeJSON(w, statusOf(d.Kind), errorBody{Error: d})
 }
 

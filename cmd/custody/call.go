@@ -57,20 +57,10 @@ func (m *Main) readArgs(name string) ([]byte, error) {
 // printError prints err as the error JSON and returns its exit code.
 func (m *Main) printError(err error) int {
 	e := custody.AsError(err)
-	body := errorBody{Kind: e.Kind, Message: e.Message, Approval: e.ApprovalRequestID}
-	if len(e.Violations) > 0 {
-		body.Violations = e.Violations
-	}
-	if !e.ExpiresAt.IsZero() {
-		body.ExpiresAt = custody.FormatTime(e.ExpiresAt)
-	}
-	if e.Receipt != nil {
-		body.Receipt = e.Receipt
-	}
 	if e.Kind == custody.EINTERNAL && e.Err != nil {
 		fmt.Fprintf(m.Stderr, "custody: internal error: %v\n", e.Err)
 	}
-	m.printJSON(errorJSON{Error: body})
+	m.printJSON(errorJSON{Error: custody.DetailOf(err)})
 	return exitCode(e.Kind)
 }
 

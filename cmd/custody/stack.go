@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
@@ -91,18 +92,9 @@ func (m *Main) notifiers() ([]approval.Notifier, error) {
 	return out, nil
 }
 
-// errorJSON is how a command prints a refusal.
+// errorJSON is how a command prints a refusal: the same shape as the API.
 type errorJSON struct {
-	Error errorBody `json:"error"`
-}
-
-type errorBody struct {
-	Kind       string `json:"kind"`
-	Message    string `json:"message"`
-	Violations any    `json:"violations,omitempty"`
-	Approval   string `json:"approval_request_id,omitempty"`
-	ExpiresAt  string `json:"expires_at,omitempty"`
-	Receipt    any    `json:"receipt,omitempty"`
+	Error custody.ErrorDetail `json:"error"`
 }
 
 // flagUsage prints a flag problem and the usage of fs, and returns the
