@@ -113,9 +113,9 @@ func TestApprovalRefusals(t *testing.T) {
 		{name: "ErrDeclined", prepare: func(t testing.TB, h *harness, id string) { h.decide(t, id, approval.Decline, nil) }, args: post, kind: custody.EDENIED},
 		{name: "ErrApprovedButExpired", prepare: func(t testing.TB, h *harness, id string) {
 			h.decide(t, id, approval.Approve, nil)
-			h.clk.Advance(approval.DefaultTTL)
+			h.clk.Add(approval.DefaultTTL)
 		}, args: post, kind: custody.EEXPIRED, newRequest: true},
-		{name: "ErrPendingExpired", prepare: func(_ testing.TB, h *harness, _ string) { h.clk.Advance(approval.DefaultTTL + time.Second) }, args: post, kind: custody.EEXPIRED, newRequest: true},
+		{name: "ErrPendingExpired", prepare: func(_ testing.TB, h *harness, _ string) { h.clk.Add(approval.DefaultTTL + time.Second) }, args: post, kind: custody.EEXPIRED, newRequest: true},
 		{name: "ErrOtherArguments", prepare: func(t testing.TB, h *harness, id string) { h.decide(t, id, approval.Approve, nil) },
 			args: `{"channel":"alerts","message":"DEPLOY AT 5"}`, kind: custody.EPENDING, newRequest: true},
 	}
@@ -203,7 +203,7 @@ func TestApprovalExpiredNamed(t *testing.T) {
 	h := newHarness(t)
 	id := h.pending(t, "trace-x", "sign", `{"message":"SLOW DOWN"}`)
 	h.decide(t, id, approval.Approve, nil)
-	h.clk.Advance(approval.DefaultTTL)
+	h.clk.Add(approval.DefaultTTL)
 	_, err := h.call("trace-x", "sign", `{"message":"SLOW DOWN","approval_request_id":"`+id+`"}`)
 	h.wantRefused(t, err, custody.EEXPIRED)
 }
@@ -258,7 +258,7 @@ func TestAskAgainAfterEscalation(t *testing.T) {
 	p := &pager{}
 	h := newHarness(t, p)
 	first := h.pending(t, "trace-esc", "post_announcement", post)
-	h.clk.Advance(approval.DefaultTTL)
+	h.clk.Add(approval.DefaultTTL)
 	if n, err := h.svc.ExpireDue(context.Background()); err != nil || n != 1 {
 		t.Fatalf("ExpireDue = %d, %v", n, err)
 	}

@@ -259,7 +259,7 @@ func TestLedgerUnavailable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.led.fail.Store(true)
+			h.led.Down.Store(true)
 			res, err := h.call("trace-u", tt.tool, tt.args)
 			ce := wantKind(t, err, custody.EUNAVAILABLE)
 			if ce.Message != "evidence ledger unavailable" || res.Output != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,47 +15,17 @@ import (
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/internal/gatetest"
 	"github.com/custody-dev/custody/sqlite"
 )
 
-// clock is a settable clock shared by the gateway and the approvals.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// flakyLedger is the real ledger with a switch that makes appends fail.
-type flakyLedger struct {
-	custody.Ledger
-	fail atomic.Bool
-}
-
-func (l *flakyLedger) Append(ctx context.Context, e custody.Entry) (custody.Entry, error) {
-	if l.fail.Load() {
-		return custody.Entry{}, errors.New("disk full")
-	}
-	return l.Ledger.Append(ctx, e)
-}
-
 type harness struct {
 	db   *sqlite.DB
-	led  *flakyLedger
+	led  *gatetest.FlakyLedger
 	reg  *contract.Registry
 	svc  *approval.Service
 	gw   *gate.Gateway
-	clk  *clock
+	clk  *gatetest.Clock
 	runs map[string]*atomic.Int64
 }
 
@@ -83,8 +52,8 @@ func newHarness(t testing.TB, notifiers ...approval.Notifier) *harness {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { db.Close() })
-	h := &harness{db: db, led: &flakyLedger{Ledger: db}, reg: loadRegistry(t),
-		clk: &clock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}, runs: map[string]*atomic.Int64{}}
+	h := &harness{db: db, led: &gatetest.FlakyLedger{Ledger: db}, reg: loadRegistry(t),
+		clk: gatetest.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)), runs: map[string]*atomic.Int64{}}
 	h.svc, err = approval.New(approval.Config{Store: db, Ledger: h.led, Notifiers: notifiers, Now: h.clk.Now})
 	if err != nil {
 		t.Fatal(err)
