@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,21 +93,18 @@ func rawLoad(ctx context.Context, reqs chan<- *rawInsert, writers int, d time.Du
 // commit, acknowledge.
 func rawWriter(ctx context.Context, conn *sql.DB, stmts *insertStmts, reqs <-chan *rawInsert) {
 	var seq int64
-	var lastCommit time.Duration
 	fill := strings.Repeat("0", 64)
 	batch := make([]*rawInsert, 0, maxBatch)
 	entries := make([]*custody.Entry, 0, maxBatch)
 	for r := range reqs {
-		batch = gather(append(batch[:0], r), reqs, lastCommit)
+		batch = drain(append(batch[:0], r), reqs, maxBatch)
 		entries = entries[:0]
 		for _, r := range batch {
 			seq++
 			r.e.Seq, r.e.Prev, r.e.Hash, r.e.BodySHA256 = seq, fill, fill, fill
 			entries = append(entries, &r.e)
 		}
-		start := time.Now()
 		err := rawCommit(ctx, conn, stmts, entries)
-		lastCommit = time.Since(start)
 		for _, r := range batch {
 			r.err = err
 			close(r.done)
@@ -134,14 +132,24 @@ func rawCommit(ctx context.Context, conn *sql.DB, stmts *insertStmts, entries []
 // ref. The same entry feeds RawGroupCommitBaseline, so that both sides of
 // a comparison write the same bytes.
 func SampleEntry(w, i int) custody.Entry {
+	// strconv rather than fmt: the load generator's own cost is paid by
+	// both sides of a comparison on the same two cores.
+	ws, is := strconv.Itoa(w), strconv.Itoa(i)
+	body := make([]byte, 0, 192)
+	body = append(body, `{"tool":"vms.update","arguments":{"sign_id":"A1-`...)
+	body = append(body, ws...)
+	body = append(body, `","message":"SLOW DOWN - CRASH AHEAD","speed_kph":60},"output":{"vms_update_id":"u-`...)
+	body = append(append(append(body, ws...), '-'), is...)
+	body = append(body, `","status":"displayed"},"elapsed_ms":`...)
+	body = strconv.AppendInt(body, int64(i%997), 10)
+	body = append(body, '}')
 	return custody.Entry{
 		At:    "2026-01-02T03:04:05.000000Z",
 		Kind:  custody.KindCallSucceeded,
-		Trace: fmt.Sprintf("trace-%d", w),
+		Trace: "trace-" + ws,
 		Actor: "agent-1",
-		Refs:  map[string]string{"approval_request_id": fmt.Sprintf("ap-%d-%d", w, i)},
-		Body: fmt.Appendf(nil, `{"tool":"vms.update","arguments":{"sign_id":"A1-%d","message":"SLOW DOWN - CRASH AHEAD",`+
-			`"speed_kph":60},"output":{"vms_update_id":"u-%d-%d","status":"displayed"},"elapsed_ms":%d}`, w, w, i, i%997),
+		Refs:  map[string]string{"approval_request_id": "ap-" + ws + "-" + is},
+		Body:  body,
 	}
 }
 

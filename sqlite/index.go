@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -110,7 +111,8 @@ type lookups struct {
 	insert   *multiInsert
 	getUpto  *sql.Stmt
 	setUpto  *sql.Stmt
-	args     []any // reused by every update
+	args     []any     // reused by every update
+	postings []posting // reused by every update
 	// feed carries the rows of each committed batch to the indexer.
 	feed chan []indexRow
 	// poke asks the indexer to commit what it holds: a reader waits.
@@ -386,18 +388,26 @@ func readRows(ctx context.Context, main *sql.DB, after, until int64) ([]indexRow
 
 // addRows indexes the rows beyond upto and returns the new upto.
 func (lk *lookups) addRows(ctx context.Context, tx *sql.Tx, upto int64, rows []indexRow) (int64, error) {
-	args := lk.args[:0]
+	ps := lk.postings[:0]
 	next := upto
 	for _, r := range rows {
 		if r.seq <= upto {
 			continue
 		}
-		args = append(args, postingKey(fieldTrace, r.trace), r.seq, postingKey(fieldKind, r.kind), r.seq)
+		ps = append(ps, posting{postingKey(fieldTrace, r.trace), r.seq}, posting{postingKey(fieldKind, r.kind), r.seq})
 		for i := 0; i+1 < len(r.refs); i += 2 {
-			args = append(args, postingKey(fieldRef+r.refs[i], r.refs[i+1]), r.seq)
+			ps = append(ps, posting{postingKey(fieldRef+r.refs[i], r.refs[i+1]), r.seq})
 		}
 		next = r.seq
 	}
+	// In key order, each insert lands next to the one before: SQLite
+	// walks the tree once rather than jumping to a random leaf per row.
+	slices.SortFunc(ps, comparePostings)
+	args := lk.args[:0]
+	for _, p := range ps {
+		args = append(args, p.key, p.seq)
+	}
+	lk.postings = ps[:0]
 	err := lk.insert.exec(ctx, tx, args)
 	clear(args)
 	lk.args = args[:0]
@@ -405,6 +415,16 @@ func (lk *lookups) addRows(ctx context.Context, tx *sql.Tx, upto int64, rows []i
 		return upto, fmt.Errorf("add postings: %w", err)
 	}
 	return next, nil
+}
+
+// posting is one row of the postings table.
+type posting struct{ key, seq int64 }
+
+func comparePostings(a, b posting) int {
+	if c := cmp.Compare(a.key, b.key); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.seq, b.seq)
 }
 
 // waitFor waits until every entry up to seq is indexed. It fails at once

@@ -19,8 +19,6 @@ const (
 	queueSize = 4096
 	// maxBatch bounds how many requests share one transaction.
 	maxBatch = 1024
-	// maxGather bounds how long a batch waits for more requests.
-	maxGather = time.Millisecond
 )
 
 // request is one write waiting for the writer: an append, an operation on
@@ -68,9 +66,6 @@ type writer struct {
 	// does Close sign a final checkpoint, so that a store opened only to
 	// read is not written to.
 	appended bool
-	// lastCommit is how long the last batch took.
-	lastCommit time.Duration
-
 	// batches counts committed transactions, so that tests can see the
 	// group commit at work.
 	batches atomic.Int64
@@ -122,10 +117,8 @@ func (db *DB) run() {
 				}
 				return
 			}
-			buf = gather(append(buf[:0], r), db.reqs, w.lastCommit)
-			start := time.Now()
+			buf = drain(append(buf[:0], r), db.reqs, maxBatch)
 			w.commit(buf)
-			w.lastCommit = time.Since(start)
 			clear(buf) // let the requests be collected
 		case <-tick.C:
 			w.checkpointIfPending(false)
@@ -134,7 +127,10 @@ func (db *DB) run() {
 }
 
 // drain adds to b what is already waiting on ch, up to limit: everything
-// that queued while the previous batch was committing joins this one.
+// that queued while the previous batch was committing joins this one. A
+// batch never waits for more: the writers acknowledged by the last batch
+// queue again while this one commits, so batches grow with the load on
+// their own, and waiting would only idle the disk.
 func drain[T any](b []T, ch <-chan T, limit int) []T {
 	for len(b) < limit {
 		select {
@@ -144,33 +140,6 @@ func drain[T any](b []T, ch <-chan T, limit int) []T {
 			}
 			b = append(b, r)
 		default:
-			return b
-		}
-	}
-	return b
-}
-
-// gather drains what is waiting on reqs into b and, when several writers
-// are active, waits a quarter of the last commit's duration (at most
-// maxGather) for more: the callers acknowledged by the last batch are
-// usually about to write again, and one bigger batch costs less than two
-// smaller fsyncs. A lone writer never waits.
-func gather[T any](b []T, reqs <-chan T, lastCommit time.Duration) []T {
-	b = drain(b, reqs, maxBatch)
-	wait := min(lastCommit/4, maxGather)
-	if len(b) < 2 || wait <= 0 {
-		return b
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	for len(b) < maxBatch {
-		select {
-		case r, ok := <-reqs:
-			if !ok {
-				return b
-			}
-			b = drain(append(b, r), reqs, maxBatch)
-		case <-timer.C:
 			return b
 		}
 	}

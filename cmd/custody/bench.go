@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,7 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 	rate := fs.Float64("rate", 0, "pace a steady `R` calls per second; 0 runs flat out")
 	writes := fs.Float64("writes", 0.5, "`FRACTION` of calls that go to the WRITE tool")
 	baseline := fs.Bool("baseline", true, "also measure the raw group-commit baseline")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the gateway run to `FILE` (go tool pprof reads it)")
 	if ok, code := m.parse(fs, args[1:]); !ok {
 		return code
 	}
@@ -64,7 +66,14 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 		// The floor under every durable call's latency, on this disk now.
 		fmt.Fprintf(m.Stdout, "disk: fsync of a 4 KiB write p50 %d µs, p99 %d µs (200 samples)\n", p50.Microseconds(), p99.Microseconds())
 	}
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return m.fail(err)
+	}
 	res, err := m.benchGateway(ctx, filepath.Join(dir, "data"), *callers, d, *rate, *writes)
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return m.fail(err)
 	}
@@ -80,6 +89,29 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 	}
 	res.BaselinePerS = round(res.BaselinePerS, 0)
 	return m.printJSON(res)
+}
+
+// startCPUProfile starts profiling the process into path, when set, and
+// returns the function that stops and saves the profile.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("bench: cpu profile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // benchTools are the tools the benchmark drives: a READ and a WRITE with

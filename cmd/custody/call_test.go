@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -143,5 +145,26 @@ func TestBenchGatewayShort(t *testing.T) {
 	}
 	if res.CallsPerS <= 0 || res.P99us < res.P50us || res.BaselinePerS <= 0 || res.Ratio <= 0 {
 		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestBenchGatewayCPUProfile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("benchmark run skipped in -short mode")
+	}
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	code, out, errOut := runMain(t, nil, "", "bench", "gateway", "--callers", "2", "--seconds", "0.2", "--baseline=false", "--cpuprofile", prof)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	// A CPU profile is a gzipped protocol buffer.
+	b, err := os.ReadFile(prof)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("profile: %d bytes, %v", len(b), err)
+	}
+
+	code, _, errOut = runMain(t, nil, "", "bench", "gateway", "--seconds", "0.1", "--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir", "cpu.prof"))
+	if code != exitFailed || !strings.Contains(errOut, "cpu profile") {
+		t.Fatalf("unwritable profile: exit %d, %s", code, errOut)
 	}
 }
