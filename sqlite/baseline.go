@@ -16,40 +16,62 @@ import (
 	"github.com/custody-dev/custody"
 )
 
-// baselineFile is the scratch database of RawGroupCommitBaseline.
+// baselineFile is the scratch database of RawGroupCommit.
 const baselineFile = "raw-baseline.db"
 
-// RawGroupCommitBaseline measures what the database alone can do: writers
-// goroutines insert rows shaped like ledger entries for d, through the same
-// schema, settings (WAL, synchronous=FULL), prepared statements and
-// group-commit batching as DB.Append, but with no validation, sealing or
-// hashing. It returns acknowledged inserts per second: the bar an append
-// path is measured against. The scratch database in dir is removed
+// RawGroupCommit runs load against what the database alone can do. It
+// opens a scratch database in dir with the store's schema, settings (WAL,
+// synchronous=FULL), prepared statements and group-commit writer, and
+// hands load an insert function that puts a row shaped like e on it and
+// returns once the row is durable, with no validation, sealing, hashing
+// or indexing: the bar an append path is measured against. insert is safe
+// for concurrent use until load returns. The scratch database is removed
 // afterwards.
-func RawGroupCommitBaseline(ctx context.Context, dir string, writers int, d time.Duration) (insertsPerSec float64, err error) {
-	if writers < 1 || d <= 0 {
-		return 0, custody.Errorf(custody.EINVALID, "baseline: want at least one writer and a positive duration")
-	}
+func RawGroupCommit(ctx context.Context, dir string, load func(insert func(e custody.Entry) error) error) error {
 	path := filepath.Join(dir, baselineFile)
 	defer removeDatabase(path)
 	removeDatabase(path)
 	conn, err := openWriteDB(ctx, path, time.Now())
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer conn.Close()
 	stmts, err := prepareInserts(ctx, conn)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer stmts.close()
 
 	reqs := make(chan *rawInsert, queueSize)
 	var loop sync.WaitGroup
 	loop.Go(func() { rawWriter(ctx, conn, stmts, reqs) })
-	n, err := rawLoad(ctx, reqs, writers, d)
-	close(reqs)
-	loop.Wait()
+	defer loop.Wait()
+	defer close(reqs)
+	return load(func(e custody.Entry) error {
+		r := &rawInsert{e: e, done: make(chan struct{})}
+		select {
+		case reqs <- r:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		<-r.done
+		return r.err
+	})
+}
+
+// RawGroupCommitBaseline runs RawGroupCommit with writers goroutines
+// inserting SampleEntry rows flat out for d, and returns acknowledged
+// inserts per second.
+func RawGroupCommitBaseline(ctx context.Context, dir string, writers int, d time.Duration) (insertsPerSec float64, err error) {
+	if writers < 1 || d <= 0 {
+		return 0, custody.Errorf(custody.EINVALID, "baseline: want at least one writer and a positive duration")
+	}
+	var n int64
+	err = RawGroupCommit(ctx, dir, func(insert func(custody.Entry) error) error {
+		var err error
+		n, err = rawLoad(ctx, insert, writers, d)
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -65,7 +87,7 @@ type rawInsert struct {
 
 // rawLoad runs writers goroutines that insert until d has passed and
 // returns how many inserts were acknowledged.
-func rawLoad(ctx context.Context, reqs chan<- *rawInsert, writers int, d time.Duration) (int64, error) {
+func rawLoad(ctx context.Context, insert func(custody.Entry) error, writers int, d time.Duration) (int64, error) {
 	var n atomic.Int64
 	var first error
 	var once sync.Once
@@ -74,11 +96,8 @@ func rawLoad(ctx context.Context, reqs chan<- *rawInsert, writers int, d time.Du
 	for w := range writers {
 		wg.Go(func() {
 			for i := 0; time.Now().Before(stop) && ctx.Err() == nil; i++ {
-				r := &rawInsert{e: SampleEntry(w, i), done: make(chan struct{})}
-				reqs <- r
-				<-r.done
-				if r.err != nil {
-					once.Do(func() { first = r.err })
+				if err := insert(SampleEntry(w, i)); err != nil {
+					once.Do(func() { first = err })
 					return
 				}
 				n.Add(1)

@@ -24,7 +24,11 @@ type benchResult struct {
 	P50us        int64   `json:"p50_us"`
 	P99us        int64   `json:"p99_us"`
 	BaselinePerS float64 `json:"baseline_inserts_per_s"`
-	Ratio        float64 `json:"ratio"`
+	// BaselineP50us and BaselineP99us are the raw inserts' latencies under
+	// the same load: the floor under a call's.
+	BaselineP50us int64   `json:"baseline_p50_us"`
+	BaselineP99us int64   `json:"baseline_p99_us"`
+	Ratio         float64 `json:"ratio"`
 }
 
 // runBench measures the gateway:
@@ -33,10 +37,10 @@ type benchResult struct {
 //
 // Callers drive a small READ tool and a WRITE tool (no approval) through the
 // full pipeline on a temporary SQLite data directory; then, in the same
-// run, the raw group-commit baseline of the same database measures what
-// SQLite alone does. With --rate R the calls are paced at a steady R per
-// second and latency is measured from each call's scheduled start. The last
-// line is one JSON object.
+// run, the same load generator drives the raw group-commit baseline of the
+// same database: what SQLite alone does. With --rate R both are paced at a
+// steady R per second and latency is measured from each call's scheduled
+// start. The last line is one JSON object.
 func (m *Main) runBench(ctx context.Context, args []string) int {
 	if len(args) == 0 || args[0] != "gateway" {
 		fmt.Fprintln(m.Stderr, "usage: custody bench gateway [--callers N] [--seconds S] [--rate R]")
@@ -55,7 +59,7 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 	if *callers < 1 || *seconds <= 0 || *rate < 0 || *writes < 0 || *writes > 1 {
 		return m.flagUsage(fs, "--callers, --seconds must be positive, --rate not negative, --writes within [0,1]")
 	}
-	d := time.Duration(*seconds * float64(time.Second))
+	load := benchLoad{callers: *callers, d: time.Duration(*seconds * float64(time.Second)), rate: *rate}
 	dir, err := os.MkdirTemp("", "custody-bench-")
 	if err != nil {
 		return m.fail(fmt.Errorf("bench: temp dir: %w", err))
@@ -66,11 +70,19 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 		// The floor under every durable call's latency, on this disk now.
 		fmt.Fprintf(m.Stdout, "disk: fsync of a 4 KiB write p50 %d µs, p99 %d µs (200 samples)\n", p50.Microseconds(), p99.Microseconds())
 	}
+	if load.rate > 0 {
+		// What pacing alone costs: a call that does nothing, measured
+		// from its schedule like the real ones.
+		lat, _, err := load.run(ctx, func(context.Context, int64) error { return nil })
+		if err == nil {
+			fmt.Fprintf(m.Stdout, "harness: a paced call that does nothing p50 %d µs, p99 %d µs\n", percentile(lat, 0.50), percentile(lat, 0.99))
+		}
+	}
 	stopProfile, err := startCPUProfile(*cpuprofile)
 	if err != nil {
 		return m.fail(err)
 	}
-	res, err := m.benchGateway(ctx, filepath.Join(dir, "data"), *callers, d, *rate, *writes)
+	res, err := m.benchGateway(ctx, filepath.Join(dir, "data"), load, *writes)
 	if perr := stopProfile(); err == nil {
 		err = perr
 	}
@@ -78,17 +90,36 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 		return m.fail(err)
 	}
 	if *baseline {
-		fmt.Fprintf(m.Stdout, "raw group-commit baseline: %d writers for %s ...\n", *callers, d)
-		if res.BaselinePerS, err = sqlite.RawGroupCommitBaseline(ctx, dir, *callers, d); err != nil {
+		if err := m.benchBaseline(ctx, dir, load, &res); err != nil {
 			return m.fail(err)
 		}
-		fmt.Fprintf(m.Stdout, "baseline: %.0f inserts/s\n", res.BaselinePerS)
-		if res.BaselinePerS > 0 {
-			res.Ratio = round(res.CallsPerS/res.BaselinePerS, 3)
-		}
 	}
-	res.BaselinePerS = round(res.BaselinePerS, 0)
 	return m.printJSON(res)
+}
+
+// benchBaseline drives the raw group-commit baseline with load and adds its
+// figures, and the ratio of the gateway's rate to its, to res.
+func (m *Main) benchBaseline(ctx context.Context, dir string, load benchLoad, res *benchResult) error {
+	fmt.Fprintf(m.Stdout, "raw group-commit baseline: %s ...\n", load)
+	var lat []int64
+	var elapsed time.Duration
+	err := sqlite.RawGroupCommit(ctx, dir, func(insert func(custody.Entry) error) error {
+		var err error
+		lat, elapsed, err = load.run(ctx, func(_ context.Context, n int64) error {
+			return insert(sqlite.SampleEntry(int(n%int64(load.callers)), int(n)))
+		})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("bench: baseline: %w", err)
+	}
+	res.BaselinePerS = round(float64(len(lat))/elapsed.Seconds(), 0)
+	res.BaselineP50us, res.BaselineP99us = percentile(lat, 0.50), percentile(lat, 0.99)
+	fmt.Fprintf(m.Stdout, "baseline: %d inserts, %.0f inserts/s, p50 %d µs, p99 %d µs\n", len(lat), res.BaselinePerS, res.BaselineP50us, res.BaselineP99us)
+	if res.BaselinePerS > 0 {
+		res.Ratio = round(res.CallsPerS/res.BaselinePerS, 3)
+	}
+	return nil
 }
 
 // startCPUProfile starts profiling the process into path, when set, and
@@ -134,25 +165,86 @@ func benchTools() []gate.Tool {
 }
 
 // benchGateway drives the gateway and returns throughput and latency.
-func (m *Main) benchGateway(ctx context.Context, dataDir string, callers int, d time.Duration, rate, writes float64) (benchResult, error) {
+func (m *Main) benchGateway(ctx context.Context, dataDir string, load benchLoad, writes float64) (benchResult, error) {
 	s, err := m.openStack(ctx, dataDir, "", benchTools()...)
 	if err != nil {
 		return benchResult{}, err
 	}
 	defer s.Close()
-	mode := "flat out"
-	if rate > 0 {
-		mode = fmt.Sprintf("paced at %.0f calls/s", rate)
+	fmt.Fprintf(m.Stdout, "gateway: %s, %.0f%% writes ...\n", load, writes*100)
+	reads := json.RawMessage(`{"zone":"UTC"}`)
+	notes := json.RawMessage(`{"title":"bench","text":"a note written by the benchmark"}`)
+	lat, elapsed, err := load.run(ctx, func(ctx context.Context, n int64) error {
+		call := custody.Call{Tool: "bench_read", Args: reads, Actor: "bench", Via: "bench"}
+		if float64(n%100) < writes*100 {
+			call.Tool, call.Args = "bench_write", notes
+		}
+		_, err := s.gw.Call(ctx, call)
+		return err
+	})
+	if err != nil {
+		return benchResult{}, err
 	}
-	fmt.Fprintf(m.Stdout, "gateway: %d callers for %s, %s, %.0f%% writes ...\n", callers, d, mode, writes*100)
-	lat, failed, elapsed := benchLoad(ctx, s.gw, callers, d, rate, writes)
-	if failed.err != nil {
-		return benchResult{}, fmt.Errorf("bench: %d calls failed, first: %w", failed.n, failed.err)
-	}
-	slices.Sort(lat)
 	res := benchResult{CallsPerS: round(float64(len(lat))/elapsed.Seconds(), 0), P50us: percentile(lat, 0.50), P99us: percentile(lat, 0.99)}
 	fmt.Fprintf(m.Stdout, "gateway: %d calls, %.0f calls/s, p50 %d µs, p99 %d µs\n", len(lat), res.CallsPerS, res.P50us, res.P99us)
 	return res, nil
+}
+
+// benchLoad is the load both sides of a comparison get: callers goroutines
+// for d, flat out or paced at rate per second.
+type benchLoad struct {
+	callers int
+	d       time.Duration
+	rate    float64
+}
+
+func (l benchLoad) String() string {
+	if l.rate > 0 {
+		return fmt.Sprintf("%d callers for %s, paced at %.0f/s", l.callers, l.d, l.rate)
+	}
+	return fmt.Sprintf("%d callers for %s, flat out", l.callers, l.d)
+}
+
+// run calls do, with the number of the call, from the callers until d has
+// passed, and returns every call's latency in µs, sorted, and how long the
+// run took. The first failed call stops the run and is returned with the
+// count of failures.
+func (l benchLoad) run(ctx context.Context, do func(ctx context.Context, n int64) error) ([]int64, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.d)
+	defer cancel()
+	var ticks <-chan time.Time
+	if l.rate > 0 {
+		ticks = pace(ctx, l.rate)
+	}
+	var seq atomic.Int64
+	failed := &benchFailure{}
+	lats := make([][]int64, l.callers)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := range l.callers {
+		wg.Go(func() {
+			for {
+				begin, ok := nextStart(ctx, ticks)
+				if !ok {
+					return
+				}
+				// The deadline ends the run, not the call under way.
+				if err := do(context.WithoutCancel(ctx), seq.Add(1)); err != nil {
+					failed.add(err)
+					return
+				}
+				lats[c] = append(lats[c], time.Since(begin).Microseconds())
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if failed.err != nil {
+		return nil, 0, fmt.Errorf("bench: %d calls failed, first: %w", failed.n, failed.err)
+	}
+	lat := slices.Concat(lats...)
+	slices.Sort(lat)
+	return lat, elapsed, nil
 }
 
 // benchFailure counts failed calls and keeps the first error.
@@ -171,45 +263,6 @@ func (f *benchFailure) add(err error) {
 	}
 }
 
-// benchLoad runs the callers and returns every call's latency in µs.
-func benchLoad(ctx context.Context, gw *gate.Gateway, callers int, d time.Duration, rate, writes float64) ([]int64, *benchFailure, time.Duration) {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	var ticks <-chan time.Time
-	if rate > 0 {
-		ticks = pace(ctx, rate)
-	}
-	reads := json.RawMessage(`{"zone":"UTC"}`)
-	notes := json.RawMessage(`{"title":"bench","text":"a note written by the benchmark"}`)
-	var seq atomic.Int64
-	failed := &benchFailure{}
-	lats := make([][]int64, callers)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for c := range callers {
-		wg.Go(func() {
-			for {
-				begin, ok := nextStart(ctx, ticks)
-				if !ok {
-					return
-				}
-				call := custody.Call{Tool: "bench_read", Args: reads, Actor: "bench", Via: "bench"}
-				if n := seq.Add(1); float64(n%100) < writes*100 {
-					call.Tool, call.Args = "bench_write", notes
-				}
-				if _, err := gw.Call(context.WithoutCancel(ctx), call); err != nil {
-					failed.add(err)
-					return
-				}
-				lats[c] = append(lats[c], time.Since(begin).Microseconds())
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	return slices.Concat(lats...), failed, elapsed
-}
-
 // pace emits the scheduled start of each call, rate per second, until ctx
 // is done. A caller late to pick one up still measures from the schedule.
 func pace(ctx context.Context, rate float64) <-chan time.Time {
@@ -220,7 +273,7 @@ func pace(ctx context.Context, rate float64) <-chan time.Time {
 		next := time.Now()
 		for ctx.Err() == nil {
 			if wait := time.Until(next); wait > 0 {
-				time.Sleep(wait)
+				preciseSleep(wait)
 			}
 			for now := time.Now(); !next.After(now); next = next.Add(interval) {
 				select {

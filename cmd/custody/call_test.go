@@ -143,8 +143,34 @@ func TestBenchGatewayShort(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
 		t.Fatalf("last line %q is not the result JSON: %v", lines[len(lines)-1], err)
 	}
-	if res.CallsPerS <= 0 || res.P99us < res.P50us || res.BaselinePerS <= 0 || res.Ratio <= 0 {
+	if res.CallsPerS <= 0 || res.P99us < res.P50us || res.BaselinePerS <= 0 || res.Ratio <= 0 ||
+		res.BaselineP50us <= 0 || res.BaselineP99us < res.BaselineP50us {
 		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestBenchGatewayPaced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("benchmark run skipped in -short mode")
+	}
+	code, out, errOut := runMain(t, nil, "", "bench", "gateway", "--callers", "4", "--seconds", "0.5", "--rate", "200")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	if !strings.Contains(out, "harness: a paced call that does nothing") {
+		t.Errorf("no harness floor in:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var res benchResult
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("last line %q is not the result JSON: %v", lines[len(lines)-1], err)
+	}
+	// Paced, both sides do about rate calls a second, not as many as
+	// they can.
+	for name, v := range map[string]float64{"gateway": res.CallsPerS, "baseline": res.BaselinePerS} {
+		if v < 100 || v > 220 {
+			t.Errorf("%s ran %.0f calls/s, want about 200", name, v)
+		}
 	}
 }
 
