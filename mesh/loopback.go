@@ -103,6 +103,11 @@ func (l *Loopback) Publish(ctx context.Context, subject string, data []byte) err
 		l.mu.Unlock()
 		return nil
 	}
+	if l.faults.Reorder <= 1 {
+		l.mu.Unlock()
+		l.deliverLater(ctx, msg)
+		return nil
+	}
 	batch := l.hold(msg)
 	l.mu.Unlock()
 	for _, m := range batch {
@@ -114,9 +119,6 @@ func (l *Loopback) Publish(ctx context.Context, subject string, data []byte) err
 // hold applies the reordering window and returns the messages to deliver
 // now. Called with l.mu held.
 func (l *Loopback) hold(m Msg) []Msg {
-	if l.faults.Reorder <= 1 {
-		return []Msg{m}
-	}
 	l.held = append(l.held, m)
 	if len(l.held) < l.faults.Reorder {
 		return nil

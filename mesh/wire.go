@@ -260,7 +260,7 @@ func (w *Wire) append(ctx context.Context, entryKind, subject string, body []byt
 	}
 	e := custody.Entry{
 		At: custody.FormatTime(w.now()), Kind: entryKind, Trace: traceOf(subject, refs), Actor: w.actor(),
-		Refs: refs, Body: json.RawMessage(body), BodySHA256: sha(body),
+		Refs: refs, Body: json.RawMessage(body), // the ledger seals: body_sha256, seq, prev, hash
 	}
 	out, err := w.Ledger.Append(ctx, e)
 	if err != nil {
