@@ -94,18 +94,21 @@ func WordCount(text string) int { return len(strings.Fields(text)) }
 // Fields returns the snake_case identifiers in text: field names.
 func Fields(text string) []string { return fieldRE.FindAllString(text, -1) }
 
-// Names returns the capitalized words of text that do not open a sentence:
-// proper names such as places.
+// Names returns the proper names of text, such as places: its capitalized
+// words, except a common English word that is capitalized because it opens
+// a sentence ("Traffic is slowing") — a name opening one ("Toledo saw
+// worse") is still a name.
 func Names(text string) []string {
 	var out []string
 	for _, loc := range nameRE.FindAllStringIndex(text, -1) {
 		if loc[0] > 0 && isWordByte(text[loc[0]-1]) {
 			continue // inside a token such as "MM88" or "iPhone"
 		}
-		if opensSentence(text[:loc[0]]) {
+		word := text[loc[0]:loc[1]]
+		if opensSentence(text[:loc[0]]) && isEnglishWord(word) {
 			continue
 		}
-		out = append(out, text[loc[0]:loc[1]])
+		out = append(out, word)
 	}
 	return out
 }

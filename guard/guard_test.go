@@ -31,8 +31,10 @@ func TestNumbers(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
+	// "Visibility" and "Drivers" open sentences and are common words;
+	// "Toledo" opens one and is a name all the same.
 	got := guard.Names("Visibility is low near Galesburg. Toledo saw worse. Drivers on I-94 near Kalamazoo: slow.")
-	want := []string{"Galesburg", "Kalamazoo"}
+	want := []string{"Galesburg", "Toledo", "Kalamazoo"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Names = %v, want %v", got, want)
 	}
@@ -56,6 +58,8 @@ func TestFactsChecks(t *testing.T) {
 		{"NumberInvented", facts.OnlyNumbers(), "visibility 250 ft", "guard/number"},
 		{"NameOK", facts.OnlyNames(), "as at Galesburg in 2015", ""},
 		{"NameInvented", facts.OnlyNames(), "as near Toledo last year", "guard/name"},
+		{"NameInventedOpeningSentence", facts.OnlyNames(), "Slow down. Toledo saw worse last year.", "guard/name"},
+		{"NameOKOpeningSentence", facts.OnlyNames(), "Galesburg saw worse. Traffic is slowing.", ""},
 		{"FieldOK", facts.OnlyFields(), "visibility_ft is low", ""},
 		{"FieldInvented", facts.OnlyFields(), "humidity_pct is high", "guard/field"},
 		{"TermOK", facts.OnlyTerms("snow", "humidity"), "snow falling", ""},

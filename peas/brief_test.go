@@ -41,6 +41,7 @@ func TestBriefComposer(t *testing.T) {
 		{"ModelRestatesFacts", writer{good}, "edge:writer", false},
 		{"ModelInventsNumber", writer{strings.Replace(good, "150 ft", "90 ft", 1)}, "template", true},
 		{"ModelInventsPlace", writer{strings.Replace(good, "Post the sign", "Close the road near Kalamazoo and post the sign", 1)}, "template", true},
+		{"ModelInventsPlaceOpeningSentence", writer{good + " Kalamazoo saw worse."}, "template", true},
 		{"ModelInventsMeasurement", writer{good + " Humidity is high."}, "template", true},
 		{"ModelDropsCitation", writer{strings.Replace(good, "Like Galesburg in 2015 (about 193 vehicles). ", "", 1)}, "template", true},
 		{"ModelTooLong", writer{good + strings.Repeat(" snow", 200)}, "template", true},
