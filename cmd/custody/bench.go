@@ -72,8 +72,10 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 	}
 	if load.rate > 0 {
 		// What pacing alone costs: a call that does nothing, measured
-		// from its schedule like the real ones.
-		lat, _, err := load.run(ctx, func(context.Context, int64) error { return nil })
+		// from its schedule like the real ones, for at most two seconds.
+		probe := load
+		probe.d = min(load.d, 2*time.Second)
+		lat, _, err := probe.run(ctx, func(context.Context, int64) error { return nil })
 		if err == nil {
 			fmt.Fprintf(m.Stdout, "harness: a paced call that does nothing p50 %d µs, p99 %d µs\n", percentile(lat, 0.50), percentile(lat, 0.99))
 		}
