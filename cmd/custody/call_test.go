@@ -138,11 +138,7 @@ func TestBenchGatewayShort(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s %s", code, out, errOut)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var res benchResult
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
-		t.Fatalf("last line %q is not the result JSON: %v", lines[len(lines)-1], err)
-	}
+	res := lastBenchResult(t, out)
 	if res.CallsPerS <= 0 || res.P99us < res.P50us || res.BaselinePerS <= 0 || res.Ratio <= 0 ||
 		res.BaselineP50us <= 0 || res.BaselineP99us < res.BaselineP50us {
 		t.Fatalf("result = %+v", res)
@@ -160,11 +156,7 @@ func TestBenchGatewayPaced(t *testing.T) {
 	if !strings.Contains(out, "harness: a paced call that does nothing") {
 		t.Errorf("no harness floor in:\n%s", out)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var res benchResult
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
-		t.Fatalf("last line %q is not the result JSON: %v", lines[len(lines)-1], err)
-	}
+	res := lastBenchResult(t, out)
 	// Paced, both sides do about rate calls a second, not as many as
 	// they can.
 	for name, v := range map[string]float64{"gateway": res.CallsPerS, "baseline": res.BaselinePerS} {
@@ -193,4 +185,15 @@ func TestBenchGatewayCPUProfile(t *testing.T) {
 	if code != exitFailed || !strings.Contains(errOut, "cpu profile") {
 		t.Fatalf("unwritable profile: exit %d, %s", code, errOut)
 	}
+}
+
+// lastBenchResult decodes the JSON object bench gateway prints last.
+func lastBenchResult(t *testing.T, out string) benchResult {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var res benchResult
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("last line %q is not the result JSON: %v", lines[len(lines)-1], err)
+	}
+	return res
 }
