@@ -116,7 +116,7 @@ func rawWriter(ctx context.Context, conn *sql.DB, stmts *insertStmts, reqs <-cha
 	batch := make([]*rawInsert, 0, maxBatch)
 	entries := make([]*custody.Entry, 0, maxBatch)
 	for r := range reqs {
-		batch = drain(append(batch[:0], r), reqs, maxBatch)
+		batch = gather(append(batch[:0], r), reqs, maxBatch)
 		entries = entries[:0]
 		for _, r := range batch {
 			seq++

@@ -12,11 +12,12 @@ import (
 // BenchmarkAppend measures durable appends from 1, 8 and 64 concurrent
 // writers. Right after each measurement it runs RawGroupCommitBaseline
 // with as many writers for as long, so that both see the same machine,
-// and reports appends/s, baseline_inserts/s and their ratio.
+// and reports appends/s, baseline_inserts/s, their ratio and how many
+// appends shared a commit on average.
 func BenchmarkAppend(b *testing.B) {
 	for _, writers := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			elapsed := benchAppend(b, writers)
+			elapsed, batches := benchAppend(b, writers)
 			rate := float64(b.N) / elapsed.Seconds()
 			d := min(max(elapsed, 200*time.Millisecond), 5*time.Second)
 			baseline, err := RawGroupCommitBaseline(context.Background(), b.TempDir(), writers, d)
@@ -26,13 +27,14 @@ func BenchmarkAppend(b *testing.B) {
 			b.ReportMetric(rate, "appends/s")
 			b.ReportMetric(baseline, "baseline_inserts/s")
 			b.ReportMetric(rate/baseline, "ratio")
+			b.ReportMetric(float64(b.N)/float64(batches), "appends/commit")
 		})
 	}
 }
 
 // benchAppend spreads b.N appends over writers goroutines and returns how
-// long they took.
-func benchAppend(b *testing.B, writers int) time.Duration {
+// long they took and in how many commits.
+func benchAppend(b *testing.B, writers int) (time.Duration, int64) {
 	db := openTest(b, Options{})
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -55,5 +57,5 @@ func benchAppend(b *testing.B, writers int) time.Duration {
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
-	return elapsed
+	return elapsed, db.w.batches.Load()
 }
