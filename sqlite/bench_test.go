@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,4 +59,50 @@ func benchAppend(b *testing.B, writers int) (time.Duration, int64) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	return elapsed, db.w.batches.Load()
+}
+
+// BenchmarkIndex measures what indexing costs per entry, in updates of
+// indexBatch entries shaped like SampleEntry's, on an index that already
+// holds the postings of a ledger of the given size: hashed keys scatter
+// new postings, so the cost would grow with the ledger if nothing kept
+// the writes together.
+func BenchmarkIndex(b *testing.B) {
+	for _, size := range []int{0, 1 << 20} {
+		b.Run(fmt.Sprintf("ledger=%d", size), func(b *testing.B) {
+			ctx := context.Background()
+			dir := b.TempDir()
+			// An empty ledger: every update starts where the index
+			// ends, so none is read from it.
+			main, err := openWriteDB(ctx, filepath.Join(dir, DatabaseFile), time.Now())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer main.Close()
+			lk, err := openLookups(ctx, dir, main, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer lk.close()
+			var seq int64
+			index := func(n int) {
+				for n > 0 {
+					rows := make([]indexRow, min(n, indexBatch))
+					for i := range rows {
+						seq++
+						e := SampleEntry(int(seq%64), int(seq))
+						e.Seq = seq
+						rows[i] = rowOf(&e)
+					}
+					if err := lk.update(ctx, main, rows); err != nil {
+						b.Fatal(err)
+					}
+					n -= len(rows)
+				}
+			}
+			index(size)
+			b.ResetTimer()
+			index(b.N)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+		})
+	}
 }

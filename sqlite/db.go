@@ -61,6 +61,10 @@ type Options struct {
 	CheckpointInterval time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+
+	// indexRecent is how many postings the index's recent level holds
+	// before merging; 0 means defaultIndexRecent. Tests set it small.
+	indexRecent int
 }
 
 func (o Options) withDefaults() Options {
@@ -141,7 +145,7 @@ func (db *DB) open() error {
 	if err != nil {
 		return err
 	}
-	lk, err := openLookups(ctx, db.dir, wdb)
+	lk, err := openLookups(ctx, db.dir, wdb, db.opts.indexRecent)
 	if err != nil {
 		wdb.Close()
 		return err

@@ -36,13 +36,21 @@ const IndexFile = "index.db"
 
 // indexVersion is the schema version of the index, kept in its
 // user_version; an index of another version is rebuilt.
-const indexVersion = 1
+const indexVersion = 2
 
 // indexSchema keeps one posting per entry and looked-up field: its trace,
 // its kind and each of its refs. A posting is keyed by a 64-bit hash of the
 // field and value (see postingKey): integer keys make the index several
 // times cheaper to write than text ones, and the rare hash collision is
 // filtered out by checking the entries found.
+//
+// Hashed keys scatter the postings of new entries over the whole table: an
+// index update dirties about one page per posting once the table outgrows
+// the update, and the cost of an append would grow with the ledger. So
+// postings are written in two levels. New postings go to recent, a table
+// small enough that an update dirties few pages; each update then moves
+// one key range of recent, a slice of the key space, into postings, where
+// the moved rows land in neighbouring pages. A lookup reads both.
 const indexSchema = `
 CREATE TABLE index_meta (
 	id   INTEGER PRIMARY KEY CHECK (id = 1),
@@ -54,7 +62,12 @@ CREATE TABLE postings (
 	seq INTEGER NOT NULL,
 	PRIMARY KEY (key, seq)
 ) WITHOUT ROWID;
-PRAGMA user_version = 1;
+CREATE TABLE recent (
+	key INTEGER NOT NULL,
+	seq INTEGER NOT NULL,
+	PRIMARY KEY (key, seq)
+) WITHOUT ROWID;
+PRAGMA user_version = 2;
 `
 
 // Posting fields.
@@ -86,6 +99,13 @@ const (
 	indexDelay = 50 * time.Millisecond
 	// indexRetry is how often a failed index retries on its own.
 	indexRetry = time.Second
+	// defaultIndexRecent is how many postings the recent level of the
+	// index holds before updates start moving them to the main level.
+	defaultIndexRecent = 4096
+	// mergeSlices is how many key ranges the key space is cut into: an
+	// update moves one, so a posting waits at most mergeSlices updates
+	// once recent is full.
+	mergeSlices = 16
 )
 
 // indexRow is what the index keeps of an entry, copied out of it so that
@@ -111,6 +131,8 @@ type lookups struct {
 	insert   *multiInsert
 	getUpto  *sql.Stmt
 	setUpto  *sql.Stmt
+	// merge is the rolling move of recent postings to the main level.
+	merge    merger
 	args     []any     // reused by every update
 	postings []posting // reused by every update
 	// feed carries the rows of each committed batch to the indexer.
@@ -127,12 +149,12 @@ type lookups struct {
 
 // openLookups opens the index in dir and brings it up to the entries of
 // main, rebuilding it when it cannot be used as it is.
-func openLookups(ctx context.Context, dir string, main *sql.DB) (*lookups, error) {
+func openLookups(ctx context.Context, dir string, main *sql.DB, recent int) (*lookups, error) {
 	path := filepath.Join(dir, IndexFile)
-	lk, err := tryOpenLookups(ctx, path, main)
+	lk, err := tryOpenLookups(ctx, path, main, recent)
 	if err != nil {
 		removeDatabase(path)
-		if lk, err = tryOpenLookups(ctx, path, main); err != nil {
+		if lk, err = tryOpenLookups(ctx, path, main, recent); err != nil {
 			return nil, fmt.Errorf("rebuild index: %w", err)
 		}
 	}
@@ -151,7 +173,7 @@ func indexDSN(path string, extra url.Values) string {
 	return "file:" + filepath.ToSlash(path) + "?" + q.Encode()
 }
 
-func tryOpenLookups(ctx context.Context, path string, main *sql.DB) (*lookups, error) {
+func tryOpenLookups(ctx context.Context, path string, main *sql.DB, recent int) (*lookups, error) {
 	wdb, err := sql.Open("sqlite", indexDSN(path, url.Values{"_txlock": {"immediate"}}))
 	if err != nil {
 		return nil, err
@@ -159,6 +181,7 @@ func tryOpenLookups(ctx context.Context, path string, main *sql.DB) (*lookups, e
 	wdb.SetMaxOpenConns(1)
 	wdb.SetConnMaxLifetime(0)
 	lk := &lookups{wdb: wdb, feed: make(chan []indexRow, queueSize), poke: make(chan struct{}, 1), stopped: make(chan struct{}), changed: make(chan struct{})}
+	lk.merge.limit = recent
 	if err := lk.init(ctx); err != nil {
 		lk.close()
 		return nil, err
@@ -194,7 +217,10 @@ func (lk *lookups) init(ctx context.Context) error {
 	// OR IGNORE: a statement that cannot abort half-way needs no statement
 	// journal, which would otherwise copy every page it touches; and
 	// indexing an entry twice is harmless.
-	if lk.insert, err = prepareMultiInsert(ctx, lk.wdb, "OR IGNORE INTO postings", "key", "seq"); err != nil {
+	if lk.insert, err = prepareMultiInsert(ctx, lk.wdb, "OR IGNORE INTO recent", "key", "seq"); err != nil {
+		return err
+	}
+	if err := lk.merge.prepare(ctx, lk.wdb); err != nil {
 		return err
 	}
 	if lk.getUpto, err = lk.wdb.PrepareContext(ctx, `SELECT upto FROM index_meta`); err != nil {
@@ -414,6 +440,10 @@ func (lk *lookups) addRows(ctx context.Context, tx *sql.Tx, upto int64, rows []i
 	if err != nil {
 		return upto, fmt.Errorf("add postings: %w", err)
 	}
+	lk.merge.added(len(ps))
+	if err := lk.merge.step(ctx, tx); err != nil {
+		return upto, err
+	}
 	return next, nil
 }
 
@@ -474,8 +504,10 @@ func (lk *lookups) seqs(ctx context.Context, q custody.Query) ([]int64, error) {
 }
 
 // lookupQuery builds the SELECT of seqs for q. The most selective filter
-// (a ref, then the trace, then the kind) drives the scan; the others are
-// point lookups for each candidate.
+// (a ref, then the trace, then the kind) drives the scan of each level;
+// the others are point lookups in both levels for each candidate. One
+// statement reads one snapshot, so a posting moving between levels is
+// seen exactly once.
 func lookupQuery(q custody.Query) (string, []any) {
 	var keys []any
 	for _, k := range slices.Sorted(maps.Keys(q.Refs)) {
@@ -487,15 +519,21 @@ func lookupQuery(q custody.Query) (string, []any) {
 	if q.Kind != "" {
 		keys = append(keys, postingKey(fieldKind, q.Kind))
 	}
-	var b strings.Builder
-	b.WriteString(`SELECT p.seq FROM postings p WHERE p.key = ? AND p.seq > ?`)
-	args := []any{keys[0], max(q.After, 0)}
-	for _, k := range keys[1:] {
-		b.WriteString(` AND EXISTS (SELECT 1 FROM postings o WHERE o.key = ? AND o.seq = p.seq)`)
-		args = append(args, k)
+	// ?1 is the after seq, ?2 the limit, ?3 the driving key, ?4... the
+	// others.
+	args := append([]any{max(q.After, 0), q.Limit}, keys...)
+	var level strings.Builder
+	level.WriteString(`p.seq FROM %s p WHERE p.key = ?3 AND p.seq > ?1`)
+	for i := range keys[1:] {
+		fmt.Fprintf(&level, ` AND (EXISTS (SELECT 1 FROM postings o WHERE o.key = ?%[1]d AND o.seq = p.seq)`+
+			` OR EXISTS (SELECT 1 FROM recent o WHERE o.key = ?%[1]d AND o.seq = p.seq))`, i+4)
 	}
-	b.WriteString(` ORDER BY p.seq LIMIT ?`)
-	return b.String(), append(args, q.Limit)
+	level.WriteString(` ORDER BY p.seq LIMIT ?2`)
+	each := level.String()
+	text := `SELECT seq FROM (SELECT ` + fmt.Sprintf(each, "postings") + `)` +
+		` UNION ALL SELECT seq FROM (SELECT ` + fmt.Sprintf(each, "recent") + `)` +
+		` ORDER BY seq LIMIT ?2`
+	return text, args
 }
 
 // matches reports whether e is selected by q's filters: the index is keyed
@@ -530,7 +568,7 @@ func (lk *lookups) close() error {
 	if lk.insert != nil {
 		errs = append(errs, lk.insert.close())
 	}
-	for _, st := range []*sql.Stmt{lk.getUpto, lk.setUpto} {
+	for _, st := range []*sql.Stmt{lk.getUpto, lk.setUpto, lk.merge.move, lk.merge.drop, lk.merge.count} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -42,16 +42,23 @@ func seqsOf(t *testing.T, db *DB, q custody.Query) string {
 
 func rawIndex(t *testing.T, dir string, stmts ...string) {
 	t.Helper()
-	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, IndexFile)+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := openRawIndex(t, dir)
 	defer raw.Close()
 	for _, s := range stmts {
 		if _, err := raw.Exec(s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
+}
+
+// openRawIndex opens the index of dir as another process would.
+func openRawIndex(t *testing.T, dir string) *sql.DB {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, IndexFile)+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
 
 func TestIndexRecovers(t *testing.T) {
@@ -68,7 +75,7 @@ func TestIndexRecovers(t *testing.T) {
 		}},
 		{"OtherVersion", func(t *testing.T, dir string) { rawIndex(t, dir, `PRAGMA user_version = 99`) }},
 		{"Behind", func(t *testing.T, dir string) {
-			rawIndex(t, dir, `DELETE FROM postings WHERE seq > 2`, `UPDATE index_meta SET upto = 2`)
+			rawIndex(t, dir, `DELETE FROM postings WHERE seq > 2`, `DELETE FROM recent WHERE seq > 2`, `UPDATE index_meta SET upto = 2`)
 		}},
 	}
 	for _, tt := range tests {
@@ -140,7 +147,7 @@ func TestIndexFailureRefusesLookups(t *testing.T) {
 	dir := t.TempDir()
 	db := openDir(t, dir, Options{})
 	appendTraced(t, db, "a", 1)
-	rawIndex(t, dir, `CREATE TRIGGER boom BEFORE INSERT ON postings BEGIN SELECT RAISE(ABORT, 'boom'); END`)
+	rawIndex(t, dir, `CREATE TRIGGER boom BEFORE INSERT ON recent BEGIN SELECT RAISE(ABORT, 'boom'); END`)
 	mustAppend(t, db, entry("k", "a", nil, 2))
 	if _, err := db.Entries(ctx, custody.Query{Trace: "a"}); kindOf(err) != custody.EUNAVAILABLE {
 		t.Fatalf("lookup with a failing index: err = %v, want EUNAVAILABLE", err)
