@@ -1,8 +1,11 @@
 package mesh
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/custody-dev/custody"
@@ -14,13 +17,43 @@ import (
 // numbers and booleans where the contract puts them) decodes the common
 // case without reflection, and anything else it meets (null, an escaped
 // key, an unknown key, a number a field cannot hold) is left to
-// encoding/json, from the start.
+// encoding/json, from the start. The reader's strings share one
+// allocation, so a string kept apart from its advisory (a map key, say)
+// should be a copy.
 func decodeAdvisory(raw []byte) (Advisory, error) {
 	r := advReader{in: raw}
 	var adv Advisory
 	if r.advisory(&adv) {
 		return adv, nil
 	}
+	return unmarshalAdvisory(raw)
+}
+
+// admitAdvisory is hashableNumbers then decodeAdvisory, for an advisory
+// that passed its contract check, in one read of raw: the reader sees
+// every number literal of an advisory it decodes, in order, and checks
+// each as hashableNumbers does. When the reader gives up, both run as
+// they are. An unhashable number gives notCanonical's error, as from
+// Wire.Check.
+func admitAdvisory(raw []byte) (Advisory, error) {
+	r := advReader{in: raw, checkNumbers: true}
+	var adv Advisory
+	ok := r.advisory(&adv)
+	switch {
+	case r.numErr != nil:
+		// Every literal before this one was checked and passed.
+		return Advisory{}, notCanonical(KindAdvisory, r.numErr)
+	case ok:
+		return adv, nil
+	}
+	if err := hashableNumbers(raw); err != nil {
+		return Advisory{}, notCanonical(KindAdvisory, err)
+	}
+	return unmarshalAdvisory(raw)
+}
+
+// unmarshalAdvisory decodes raw with encoding/json.
+func unmarshalAdvisory(raw []byte) (Advisory, error) {
 	var slow Advisory
 	if err := json.Unmarshal(raw, &slow); err != nil {
 		return Advisory{}, &custody.Error{Kind: custody.EINVALID, Message: "advisory does not decode", Err: err}
@@ -30,42 +63,147 @@ func decodeAdvisory(raw []byte) (Advisory, error) {
 
 // advReader reads one advisory. Every method reports false for what it
 // does not handle, and the caller then gives up on the reader.
+//
+// An advisory holds a dozen strings and a dozen optional numbers, which
+// encoding/json allocates one by one. The reader makes two allocations
+// instead: one string holding every plain string value, of which each
+// field is a slice (see setStrings), and nums, which holds every number
+// and boolean the advisory points to.
 type advReader struct {
 	in  []byte
 	pos int
+	// spans are the plain string values read, in order, set by setStrings
+	// once the whole advisory is read.
+	spans  [advStrings]strSpan
+	nspans int
+	nums   *advNumbers
+	// used counts the floats of nums handed out.
+	used int
+	// checkNumbers has number refuse, setting numErr, a literal that
+	// hashableNumbers refuses.
+	checkNumbers bool
+	numErr       error
+}
+
+// advStrings bounds the plain string values the reader keeps: an
+// advisory has nine string fields, and one read twice is left to
+// encoding/json when there are more.
+const advStrings = 12
+
+// strSpan is a string value at in[start:end] for a field.
+type strSpan struct {
+	field      strField
+	start, end int
+}
+
+// strField names a string field of an advisory. The reader keeps a field,
+// not a pointer to it, so that the advisory it decodes into can stay on
+// the stack.
+type strField uint8
+
+// The string fields of an advisory.
+const (
+	fieldSchemaVersion strField = iota
+	fieldNodeID
+	fieldMGRS
+	fieldObservationTS
+	fieldTier
+	fieldRuleSignature
+	fieldAdvisoryText
+	fieldModel
+	fieldAdapter
+)
+
+// of returns the field of adv; Adapter must not be nil.
+func (f strField) of(adv *Advisory) *string {
+	switch f {
+	case fieldSchemaVersion:
+		return &adv.SchemaVersion
+	case fieldNodeID:
+		return &adv.NodeID
+	case fieldMGRS:
+		return &adv.Position.MGRS
+	case fieldObservationTS:
+		return &adv.ObservationTS
+	case fieldTier:
+		return (*string)(&adv.DetectorState.Tier)
+	case fieldRuleSignature:
+		return &adv.DetectorState.RuleSignature
+	case fieldAdvisoryText:
+		return &adv.AdvisoryText
+	case fieldModel:
+		return &adv.ComposerSignature.Model
+	}
+	return adv.ComposerSignature.Adapter
+}
+
+// advFloats is the number of float fields of an advisory.
+const advFloats = 12
+
+// advNumbers holds the values that the optional fields of one advisory
+// point to.
+type advNumbers struct {
+	floats [advFloats]float64
+	n      int
+	b      bool
 }
 
 func (r *advReader) advisory(adv *Advisory) bool {
 	ok := r.object(func(key []byte) bool {
 		switch string(key) {
 		case "schema_version":
-			return r.str(&adv.SchemaVersion)
+			return r.str(&adv.SchemaVersion, fieldSchemaVersion)
 		case "node_id":
-			return r.str(&adv.NodeID)
+			return r.str(&adv.NodeID, fieldNodeID)
 		case "position":
 			return r.position(&adv.Position)
 		case "observation_ts":
-			return r.str(&adv.ObservationTS)
+			return r.str(&adv.ObservationTS, fieldObservationTS)
 		case "sensor_reading":
 			return r.reading(&adv.SensorReading)
 		case "detector_state":
 			return r.detector(&adv.DetectorState)
 		case "advisory_text":
-			return r.str(&adv.AdvisoryText)
+			return r.str(&adv.AdvisoryText, fieldAdvisoryText)
 		case "composer_signature":
 			return r.composer(&adv.ComposerSignature)
 		}
 		return false
 	})
 	r.space()
-	return ok && r.pos == len(r.in)
+	if !ok || r.pos != len(r.in) {
+		return false
+	}
+	r.setStrings(adv)
+	return true
+}
+
+// setStrings copies the plain string values read into one string and sets
+// each field of adv to its slice of it.
+func (r *advReader) setStrings(adv *Advisory) {
+	spans := r.spans[:r.nspans]
+	n := 0
+	for _, sp := range spans {
+		n += sp.end - sp.start
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, sp := range spans {
+		b.Write(r.in[sp.start:sp.end])
+	}
+	all, off := b.String(), 0
+	for _, sp := range spans {
+		next := off + sp.end - sp.start
+		*sp.field.of(adv) = all[off:next]
+		off = next
+	}
 }
 
 func (r *advReader) position(p *Position) bool {
 	return r.object(func(key []byte) bool {
 		switch string(key) {
 		case "mgrs":
-			return r.str(&p.MGRS)
+			return r.str(&p.MGRS, fieldMGRS)
 		case "lat":
 			return r.float(&p.Lat)
 		case "lon":
@@ -105,12 +243,9 @@ func (r *advReader) detector(d *DetectorState) bool {
 	return r.object(func(key []byte) bool {
 		switch string(key) {
 		case "tier":
-			var s string
-			ok := r.str(&s)
-			d.Tier = Tier(s)
-			return ok
+			return r.str((*string)(&d.Tier), fieldTier)
 		case "rule_signature":
-			return r.str(&d.RuleSignature)
+			return r.str(&d.RuleSignature, fieldRuleSignature)
 		case "wfigs_proximity_km":
 			return r.float(&d.WFIGSProximityKM)
 		case "rfw_active":
@@ -124,12 +259,12 @@ func (r *advReader) composer(c *ComposerSignature) bool {
 	return r.object(func(key []byte) bool {
 		switch string(key) {
 		case "model":
-			return r.str(&c.Model)
+			return r.str(&c.Model, fieldModel)
 		case "adapter":
 			if c.Adapter == nil {
 				c.Adapter = new(string)
 			}
-			return r.str(c.Adapter)
+			return r.str(c.Adapter, fieldAdapter)
 		case "wall_s":
 			return r.float(&c.WallS)
 		}
@@ -194,7 +329,11 @@ func (r *advReader) plain() ([]byte, bool) {
 	}
 	start := r.pos + 1
 	ascii := true
-	for i := start; i < len(r.in); i++ {
+	i := start
+	for i+8 <= len(r.in) && plainWord(binary.LittleEndian.Uint64(r.in[i:])) {
+		i += 8
+	}
+	for ; i < len(r.in); i++ {
 		switch c := r.in[i]; {
 		case c == '"':
 			s := r.in[start:i]
@@ -212,10 +351,36 @@ func (r *advReader) plain() ([]byte, bool) {
 	return nil, false
 }
 
-// str reads a string value; one with escapes is decoded by encoding/json.
-func (r *advReader) str(dst *string) bool {
-	if s, ok := r.plain(); ok {
-		*dst = string(s)
+// Bytes repeated across a word, for plainWord.
+const (
+	wordOnes = 0x0101010101010101
+	wordHigh = 0x8080808080808080
+)
+
+// plainWord reports whether the eight bytes of w, read from a string, are
+// all ASCII and none is a quote, a backslash or a control character: the
+// bytes plain passes over without a second look.
+func plainWord(w uint64) bool {
+	control := (w - wordOnes*0x20) &^ w & wordHigh
+	q := w ^ wordOnes*'"'
+	quote := (q - wordOnes) &^ q & wordHigh
+	b := w ^ wordOnes*'\\'
+	backslash := (b - wordOnes) &^ b & wordHigh
+	return control|quote|backslash|w&wordHigh == 0
+}
+
+// str reads a string value for field, which is *dst: a plain one is kept
+// as a span for setStrings, and one with escapes is decoded by
+// encoding/json and set at once, dropping any span of the field read
+// before it.
+func (r *advReader) str(dst *string, field strField) bool {
+	start := r.pos + 1
+	if _, ok := r.plain(); ok {
+		if r.nspans == len(r.spans) {
+			return false
+		}
+		r.spans[r.nspans] = strSpan{field: field, start: start, end: r.pos - 1}
+		r.nspans++
 		return true
 	}
 	end, ok := r.stringEnd()
@@ -226,8 +391,29 @@ func (r *advReader) str(dst *string) bool {
 	if json.Unmarshal(r.in[r.pos:end], &s) != nil {
 		return false
 	}
+	r.nspans = len(slices.DeleteFunc(r.spans[:r.nspans], func(sp strSpan) bool { return sp.field == field }))
 	*dst, r.pos = s, end
 	return true
+}
+
+// numbers returns the block holding the advisory's numbers, allocated the
+// first time.
+func (r *advReader) numbers() *advNumbers {
+	if r.nums == nil {
+		r.nums = new(advNumbers)
+	}
+	return r.nums
+}
+
+// newFloat returns a float of r.nums not yet handed out, or a new one
+// should an advisory ever hold more floats than its fields.
+func (r *advReader) newFloat() *float64 {
+	nums := r.numbers()
+	if r.used == len(nums.floats) {
+		return new(float64)
+	}
+	r.used++
+	return &nums.floats[r.used-1]
 }
 
 // stringEnd returns the offset just past the string at r.pos.
@@ -246,70 +432,38 @@ func (r *advReader) stringEnd() (int, bool) {
 	return 0, false
 }
 
-// number returns the number literal at r.pos.
-func (r *advReader) number() ([]byte, bool) {
+// number reads the number literal at r.pos. With checkNumbers, it refuses
+// one hashableNumbers refuses, setting numErr.
+func (r *advReader) number(n *numLit) bool {
 	start := r.pos
-	for r.pos < len(r.in) {
-		switch c := r.in[r.pos]; {
-		case c >= '0' && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
-			r.pos++
-			continue
-		}
-		break
-	}
-	lit := r.in[start:r.pos]
-	return lit, jsonNumber(lit)
-}
-
-// jsonNumber reports whether lit is a JSON number literal.
-func jsonNumber(lit []byte) bool {
-	i := 0
-	digits := func() int {
-		d := i
-		for i < len(lit) && lit[i] >= '0' && lit[i] <= '9' {
-			i++
-		}
-		return i - d
-	}
-	if i < len(lit) && lit[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(lit) && lit[i] == '0':
-		i++
-	case digits() == 0:
+	if !scanNumber(n, r.in, start) {
 		return false
 	}
-	if i < len(lit) && lit[i] == '.' {
-		i++
-		if digits() == 0 {
+	r.pos += len(n.text)
+	if r.checkNumbers && !n.hashable() {
+		if err := numberError(r.in, start, r.pos); err != nil {
+			r.numErr = err
 			return false
 		}
 	}
-	if i < len(lit) && (lit[i] == 'e' || lit[i] == 'E') {
-		i++
-		if i < len(lit) && (lit[i] == '+' || lit[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return i == len(lit)
+	return true
 }
 
 // float reads a number as encoding/json does into a *float64.
 func (r *advReader) float(dst **float64) bool {
-	lit, ok := r.number()
-	if !ok {
+	var n numLit
+	if !r.number(&n) {
 		return false
 	}
-	f, err := strconv.ParseFloat(string(lit), 64)
-	if err != nil {
-		return false
+	f, ok := n.exactFloat()
+	if !ok {
+		var err error
+		if f, err = strconv.ParseFloat(string(n.text), 64); err != nil {
+			return false
+		}
 	}
 	if *dst == nil {
-		*dst = new(float64)
+		*dst = r.newFloat()
 	}
 	**dst = f
 	return true
@@ -317,18 +471,18 @@ func (r *advReader) float(dst **float64) bool {
 
 // int reads a number as encoding/json does into an *int.
 func (r *advReader) int(dst **int) bool {
-	lit, ok := r.number()
-	if !ok {
+	var n numLit
+	if !r.number(&n) {
 		return false
 	}
-	n, err := strconv.ParseInt(string(lit), 10, strconv.IntSize)
+	i, err := strconv.ParseInt(string(n.text), 10, strconv.IntSize)
 	if err != nil {
 		return false
 	}
 	if *dst == nil {
-		*dst = new(int)
+		*dst = &r.numbers().n
 	}
-	**dst = int(n)
+	**dst = int(i)
 	return true
 }
 
@@ -343,7 +497,7 @@ func (r *advReader) bool(dst **bool) bool {
 		return false
 	}
 	if *dst == nil {
-		*dst = new(bool)
+		*dst = &r.numbers().b
 	}
 	**dst = v
 	return true

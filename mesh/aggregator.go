@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +63,7 @@ type AggregatorStats struct {
 }
 
 type nodeState struct {
+	id     string
 	adv    Advisory
 	seen   time.Time
 	sector string
@@ -129,7 +131,8 @@ func (a *Aggregator) Receive(ctx context.Context, m Msg) ([]Aggregation, error) 
 		a.count(func(s *AggregatorStats) { s.Refused++ })
 		return nil, a.cfg.Wire.Refuse(ctx, KindAdvisory, "receive", m.Subject, m.Data, nil, err)
 	}
-	if err := a.cfg.Wire.Received(ctx, KindAdvisory, m.Subject, m.Data, map[string]string{"node_id": adv.NodeID}); err != nil {
+	refs := map[string]string{"node_id": adv.NodeID, refMeshKind: string(KindAdvisory)}
+	if err := a.cfg.Wire.receivedRefs(ctx, KindAdvisory, m.Subject, m.Data, refs); err != nil {
 		if custody.ErrorKind(err) == custody.EINVALID {
 			a.count(func(s *AggregatorStats) { s.Refused++ })
 		}
@@ -144,10 +147,11 @@ func (a *Aggregator) Receive(ctx context.Context, m Msg) ([]Aggregation, error) 
 // is not from the future. It returns the advisory and its observation
 // time.
 func (a *Aggregator) admit(m Msg) (Advisory, time.Time, error) {
-	if err := a.cfg.Wire.Check(KindAdvisory, m.Data); err != nil {
+	// Wire.Check, whose number check admitAdvisory makes as it decodes.
+	if err := a.cfg.Wire.checkContract(KindAdvisory, m.Data); err != nil {
 		return Advisory{}, time.Time{}, err
 	}
-	adv, err := decodeAdvisory(m.Data)
+	adv, err := admitAdvisory(m.Data)
 	if err != nil {
 		return adv, time.Time{}, err
 	}
@@ -238,17 +242,25 @@ func (a *Aggregator) store(adv Advisory, at time.Time) (Tier, bool) {
 			prev = prev.Cap(Warning)
 		}
 	} else {
-		st = &nodeState{}
-		a.nodes[adv.NodeID] = st
+		// The node's own copy of its id, which the map and its sector
+		// keep: adv's strings share one allocation (see decodeAdvisory).
+		st = &nodeState{id: strings.Clone(adv.NodeID)}
+		a.nodes[st.id] = st
 	}
-	sector := Sector(adv.Position.MGRS)
-	if st.sector != sector {
-		a.moveSector(adv.NodeID, st.sector, sector)
-		st.sector = sector
+	if !ok || adv.Position.MGRS != st.adv.Position.MGRS {
+		a.placeSector(st, Sector(adv.Position.MGRS))
 	}
 	st.adv, st.seen = adv, at
 	now := adv.DetectorState.Tier
 	return prev, now.Rank() >= Critical.Rank() && now.Rank() > prev.Rank()
+}
+
+// placeSector files the node of st under sector. Called with a.mu held.
+func (a *Aggregator) placeSector(st *nodeState, sector string) {
+	if st.sector != sector {
+		a.moveSector(st.id, st.sector, sector)
+		st.sector = sector
+	}
 }
 
 func (a *Aggregator) moveSector(id, from, to string) {

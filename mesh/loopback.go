@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/custody-dev/custody"
@@ -30,7 +31,11 @@ type Loopback struct {
 	faults Faults
 	mu     sync.Mutex
 	rng    *rand.Rand
-	subs   map[int]*loopSub
+	// subs holds the subscriptions in the order they were made, none once
+	// closed. Subscribe and Unsubscribe, under mu, store a new slice and
+	// never change one stored, so a delivery ranges over the slice it
+	// loads without taking mu.
+	subs   atomic.Pointer[[]loopSub]
 	nextID int
 	held   []Msg
 	closed bool
@@ -51,13 +56,14 @@ type queued struct {
 }
 
 type loopSub struct {
+	id      int
 	pattern string
 	h       Handler
 }
 
 // NewLoopback returns a loopback transport with the given faults.
 func NewLoopback(f Faults) *Loopback {
-	return &Loopback{faults: f, rng: rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15)), subs: make(map[int]*loopSub)}
+	return &Loopback{faults: f, rng: rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))}
 }
 
 // NewLoopbackWorkers returns a loopback that delivers on workers
@@ -155,7 +161,7 @@ func (l *Loopback) deliverLater(ctx context.Context, m Msg) {
 	if len(l.queues) > 0 {
 		l.pending.Add(1)
 		select {
-		case l.queues[subjectHash(m.Subject)%uint32(len(l.queues))] <- queued{ctx: context.WithoutCancel(ctx), m: m}:
+		case l.queues[subjectHash(m.Subject)%uint32(len(l.queues))] <- queued{ctx: uncancelable(ctx), m: m}:
 		case <-l.done:
 			l.pending.Done()
 		}
@@ -165,30 +171,30 @@ func (l *Loopback) deliverLater(ctx context.Context, m Msg) {
 		l.deliver(ctx, m)
 		return
 	}
-	ctx = context.WithoutCancel(ctx)
+	ctx = uncancelable(ctx)
 	time.AfterFunc(l.faults.Delay, func() { l.deliver(ctx, m) })
 }
 
+// uncancelable returns ctx without its cancellation and deadline, for a
+// delivery that outlives the publisher: ctx itself when it has neither.
+func uncancelable(ctx context.Context) context.Context {
+	if _, ok := ctx.Deadline(); !ok && ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
+}
+
+// deliver hands m to every subscription matching its subject, oldest
+// subscription first.
 func (l *Loopback) deliver(ctx context.Context, m Msg) {
-	l.mu.Lock()
-	ids := make([]int, 0, len(l.subs))
-	for id, s := range l.subs {
-		if MatchSubject(s.pattern, m.Subject) {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	hs := make([]Handler, len(ids))
-	for i, id := range ids {
-		hs[i] = l.subs[id].h
-	}
-	closed := l.closed
-	l.mu.Unlock()
-	if closed {
+	subs := l.subs.Load()
+	if subs == nil {
 		return
 	}
-	for _, h := range hs {
-		h(ctx, m)
+	for _, s := range *subs {
+		if MatchSubject(s.pattern, m.Subject) {
+			s.h(ctx, m)
+		}
 	}
 }
 
@@ -201,13 +207,27 @@ func (l *Loopback) Subscribe(pattern string, h Handler) (Subscription, error) {
 	}
 	l.nextID++
 	id := l.nextID
-	l.subs[id] = &loopSub{pattern: pattern, h: h}
+	subs := append(l.subscriptions(), loopSub{id: id, pattern: pattern, h: h})
+	l.subs.Store(&subs)
 	return loopUnsub(func() error {
 		l.mu.Lock()
-		delete(l.subs, id)
-		l.mu.Unlock()
+		defer l.mu.Unlock()
+		if l.closed {
+			return nil
+		}
+		subs := slices.DeleteFunc(l.subscriptions(), func(s loopSub) bool { return s.id == id })
+		l.subs.Store(&subs)
 		return nil
 	}), nil
+}
+
+// subscriptions returns a copy of the subscriptions, to change and store.
+// Called with l.mu held.
+func (l *Loopback) subscriptions() []loopSub {
+	if subs := l.subs.Load(); subs != nil {
+		return slices.Clone(*subs)
+	}
+	return nil
 }
 
 type loopUnsub func() error
@@ -219,7 +239,7 @@ func (l *Loopback) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
-	l.subs = map[int]*loopSub{}
+	l.subs.Store(nil)
 	if l.done != nil {
 		l.closeOnce.Do(func() { close(l.done) })
 	}

@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -79,6 +80,18 @@ func (w *Wire) now() time.Time {
 // canonicalizing the whole message a second time: the ledger does that
 // when it records it.
 func (w *Wire) Check(kind Kind, raw []byte) error {
+	if err := w.checkContract(kind, raw); err != nil {
+		return err
+	}
+	if err := hashableNumbers(raw); err != nil {
+		return notCanonical(kind, err)
+	}
+	return nil
+}
+
+// checkContract is Check without hashableNumbers: the size and the
+// contract.
+func (w *Wire) checkContract(kind Kind, raw []byte) error {
 	if len(raw) > MaxMessageBytes {
 		return custody.Errorf(custody.EINVALID, "%s is %d bytes, above the %d-byte limit", kind, len(raw), MaxMessageBytes)
 	}
@@ -94,9 +107,6 @@ func (w *Wire) Check(kind Kind, raw []byte) error {
 			return &custody.Error{Kind: custody.EUNAVAILABLE, Message: "contract check failed", Err: err}
 		}
 		return e
-	}
-	if err := hashableNumbers(raw); err != nil {
-		return notCanonical(kind, err)
 	}
 	return nil
 }
@@ -116,12 +126,7 @@ func hashableNumbers(raw []byte) error {
 		c := raw[i]
 		switch {
 		case c == '"':
-			for i++; i < len(raw) && raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
-					i++
-				}
-			}
-			i++
+			i = skipString(raw, i)
 		case c == '-' || c >= '0' && c <= '9':
 			j := i
 			if c == '-' {
@@ -140,11 +145,7 @@ func hashableNumbers(raw []byte) error {
 				}
 			}
 			if !safe {
-				if err := ledger.Check(raw[i:j]); err != nil {
-					var se *ledger.SyntaxError
-					if errors.As(err, &se) {
-						return &ledger.SyntaxError{Offset: i + se.Offset, Msg: se.Msg}
-					}
+				if err := numberError(raw, i, j); err != nil {
 					return err
 				}
 			}
@@ -154,6 +155,38 @@ func hashableNumbers(raw []byte) error {
 		}
 	}
 	return nil
+}
+
+// numberError is the ledger's refusal, if any, of the number literal
+// raw[i:j], as a *ledger.SyntaxError at its offset in raw.
+func numberError(raw []byte, i, j int) error {
+	err := ledger.Check(raw[i:j])
+	var se *ledger.SyntaxError
+	if errors.As(err, &se) {
+		return &ledger.SyntaxError{Offset: i + se.Offset, Msg: se.Msg}
+	}
+	return err
+}
+
+// skipString returns the offset just past the string opening at raw[open],
+// or len(raw) when it does not end. A quote ends the string unless an odd
+// run of backslashes escapes it.
+func skipString(raw []byte, open int) int {
+	for i := open + 1; i < len(raw); i++ {
+		j := bytes.IndexByte(raw[i:], '"')
+		if j < 0 {
+			break
+		}
+		i += j
+		k := i
+		for k > open+1 && raw[k-1] == '\\' {
+			k--
+		}
+		if (i-k)%2 == 0 {
+			return i + 1
+		}
+	}
+	return len(raw)
 }
 
 // Send checks raw, records it as sent and publishes it on subject. A
@@ -175,7 +208,14 @@ func (w *Wire) Send(ctx context.Context, kind Kind, subject string, raw []byte, 
 // refuses to record as not canonical is recorded as refused instead, and
 // the EINVALID error returned.
 func (w *Wire) Received(ctx context.Context, kind Kind, subject string, raw []byte, refs map[string]string) error {
-	if err := w.record(ctx, EntryReceived, kind, subject, raw, refs); err != nil {
+	return w.receivedRefs(ctx, kind, subject, raw, withKind(refs, kind))
+}
+
+// receivedRefs is Received with refs that already hold the kind under
+// refMeshKind (see withKind): the entry keeps refs itself, so the caller
+// must not use it again.
+func (w *Wire) receivedRefs(ctx context.Context, kind Kind, subject string, raw []byte, refs map[string]string) error {
+	if _, err := w.append(ctx, EntryReceived, subject, raw, refs); err != nil {
 		return w.refuseUnrecordable(ctx, kind, "receive", subject, raw, refs, err)
 	}
 	return nil
@@ -242,12 +282,16 @@ func (w *Wire) record(ctx context.Context, entryKind string, kind Kind, subject 
 	return err
 }
 
+// refMeshKind is the ref naming the kind of a message recorded.
+const refMeshKind = "mesh_kind"
+
+// withKind returns a copy of refs naming kind under refMeshKind.
 func withKind(refs map[string]string, kind Kind) map[string]string {
 	out := make(map[string]string, len(refs)+1)
 	for k, v := range refs {
 		out[k] = v
 	}
-	out["mesh_kind"] = string(kind)
+	out[refMeshKind] = string(kind)
 	return out
 }
 
