@@ -78,7 +78,7 @@ func BenchmarkIndex(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer main.Close()
-			lk, err := openLookups(ctx, dir, main, 0)
+			lk, err := openLookups(ctx, dir, main, Options{}.withDefaults())
 			if err != nil {
 				b.Fatal(err)
 			}

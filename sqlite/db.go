@@ -22,6 +22,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -61,6 +62,9 @@ type Options struct {
 	CheckpointInterval time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Logger receives what the store does on its own that takes long,
+	// such as rebuilding the lookup index; nil discards it.
+	Logger *slog.Logger
 
 	// indexRecent is how many postings the index's recent level holds
 	// before merging; 0 means defaultIndexRecent. Tests set it small.
@@ -76,6 +80,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
 }
@@ -145,7 +152,7 @@ func (db *DB) open() error {
 	if err != nil {
 		return err
 	}
-	lk, err := openLookups(ctx, db.dir, wdb, db.opts.indexRecent)
+	lk, err := openLookups(ctx, db.dir, wdb, db.opts)
 	if err != nil {
 		wdb.Close()
 		return err

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"net/url"
@@ -132,7 +133,9 @@ type lookups struct {
 	getUpto  *sql.Stmt
 	setUpto  *sql.Stmt
 	// merge is the rolling move of recent postings to the main level.
-	merge    merger
+	merge merger
+	// log reports a long catch-up; never nil.
+	log      *slog.Logger
 	args     []any     // reused by every update
 	postings []posting // reused by every update
 	// feed carries the rows of each committed batch to the indexer.
@@ -149,12 +152,13 @@ type lookups struct {
 
 // openLookups opens the index in dir and brings it up to the entries of
 // main, rebuilding it when it cannot be used as it is.
-func openLookups(ctx context.Context, dir string, main *sql.DB, recent int) (*lookups, error) {
+func openLookups(ctx context.Context, dir string, main *sql.DB, opts Options) (*lookups, error) {
 	path := filepath.Join(dir, IndexFile)
-	lk, err := tryOpenLookups(ctx, path, main, recent)
+	lk, err := tryOpenLookups(ctx, path, main, opts)
 	if err != nil {
+		opts.Logger.Info("rebuilding the lookup index", "file", path, "reason", err)
 		removeDatabase(path)
-		if lk, err = tryOpenLookups(ctx, path, main, recent); err != nil {
+		if lk, err = tryOpenLookups(ctx, path, main, opts); err != nil {
 			return nil, fmt.Errorf("rebuild index: %w", err)
 		}
 	}
@@ -173,7 +177,7 @@ func indexDSN(path string, extra url.Values) string {
 	return "file:" + filepath.ToSlash(path) + "?" + q.Encode()
 }
 
-func tryOpenLookups(ctx context.Context, path string, main *sql.DB, recent int) (*lookups, error) {
+func tryOpenLookups(ctx context.Context, path string, main *sql.DB, opts Options) (*lookups, error) {
 	wdb, err := sql.Open("sqlite", indexDSN(path, url.Values{"_txlock": {"immediate"}}))
 	if err != nil {
 		return nil, err
@@ -181,7 +185,8 @@ func tryOpenLookups(ctx context.Context, path string, main *sql.DB, recent int) 
 	wdb.SetMaxOpenConns(1)
 	wdb.SetConnMaxLifetime(0)
 	lk := &lookups{wdb: wdb, feed: make(chan []indexRow, queueSize), poke: make(chan struct{}, 1), stopped: make(chan struct{}), changed: make(chan struct{})}
-	lk.merge.limit = recent
+	lk.merge.limit = opts.indexRecent
+	lk.log = opts.Logger
 	if err := lk.init(ctx); err != nil {
 		lk.close()
 		return nil, err
@@ -339,8 +344,11 @@ func withMissing(ctx context.Context, main *sql.DB, upto int64, rows []indexRow)
 }
 
 // catchUp indexes every entry of main the index misses, one chunk a
-// transaction, and returns the new upto.
+// transaction, and returns the new upto. A catch-up of more than one chunk
+// (a new or rebuilt index, or one far behind) is logged when it starts,
+// every progressEvery while it runs, and when it ends.
 func (lk *lookups) catchUp(ctx context.Context, main *sql.DB) (int64, error) {
+	var p *catchUpProgress
 	for {
 		n := 0
 		upto, err := lk.inTx(ctx, func(tx *sql.Tx, upto int64) (int64, error) {
@@ -352,9 +360,56 @@ func (lk *lookups) catchUp(ctx context.Context, main *sql.DB) (int64, error) {
 			return lk.addRows(ctx, tx, upto, rows)
 		})
 		if err != nil || n < catchUpChunk {
+			p.done(upto, err)
 			return upto, err
 		}
+		if p == nil {
+			p = lk.startProgress(ctx, main, upto-int64(n))
+		}
+		p.report(upto)
 	}
+}
+
+// progressEvery is how often a long catch-up reports how far it got.
+const progressEvery = 5 * time.Second
+
+// catchUpProgress reports a long catch-up of the index.
+type catchUpProgress struct {
+	log         *slog.Logger
+	from, total int64
+	start, last time.Time
+}
+
+// startProgress logs the start of a catch-up from seq from.
+func (lk *lookups) startProgress(ctx context.Context, main *sql.DB, from int64) *catchUpProgress {
+	var total int64
+	// Only for the message: without it the progress has no total.
+	_ = main.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM entries`).Scan(&total)
+	now := time.Now()
+	p := &catchUpProgress{log: lk.log, from: from, total: total, start: now, last: now}
+	p.log.Info("indexing the ledger for lookups", "from_seq", from+1, "to_seq", total)
+	return p
+}
+
+func (p *catchUpProgress) report(upto int64) {
+	if time.Since(p.last) < progressEvery {
+		return
+	}
+	p.last = time.Now()
+	p.log.Info("indexing the ledger for lookups", "indexed_to_seq", upto, "of", p.total)
+}
+
+// done logs the end of a catch-up; p is nil when the catch-up was short.
+func (p *catchUpProgress) done(upto int64, err error) {
+	if p == nil {
+		return
+	}
+	elapsed := time.Since(p.start).Round(time.Millisecond)
+	if err != nil {
+		p.log.Error("indexing the ledger failed; lookups are refused until it succeeds", "indexed_to_seq", upto, "err", err)
+		return
+	}
+	p.log.Info("indexed the ledger for lookups", "entries", upto-p.from, "elapsed", elapsed)
 }
 
 // inTx runs fn in an index transaction with the stored upto, stores the

@@ -1,15 +1,18 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -196,5 +199,48 @@ func TestRefsColumn(t *testing.T) {
 		if got, err := refsColumn(refs); err != nil || got != string(want) {
 			t.Errorf("refsColumn(%v) = %q, %v; want %q", refs, got, err, want)
 		}
+	}
+}
+
+// TestIndexRebuildLogged: an index of an older version is rebuilt when the
+// store opens, and a rebuild longer than one chunk says so in the log,
+// with where it starts and ends, so that a long start is not silent.
+func TestIndexRebuildLogged(t *testing.T) {
+	dir := t.TempDir()
+	db := openDir(t, dir, Options{})
+	const n = catchUpChunk + 500
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Go(func() {
+			for i := w; i < n; i += 32 {
+				if _, err := db.Append(context.Background(), entry("k", fmt.Sprint("t", i%7), nil, i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	db.Close()
+	rawIndex(t, dir, `PRAGMA user_version = 1`)
+
+	var log bytes.Buffer
+	db = openDir(t, dir, Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	for _, want := range []string{
+		`msg="rebuilding the lookup index"`,
+		`msg="indexing the ledger for lookups" from_seq=1 to_seq=4596`,
+		`msg="indexed the ledger for lookups" entries=4596`,
+	} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, log.String())
+		}
+	}
+	all, err := db.Entries(context.Background(), custody.Query{Limit: n})
+	if err != nil || len(all) != n {
+		t.Fatalf("Entries: %d entries, %v; want %d", len(all), err, n)
+	}
+	q := custody.Query{Trace: "t3", Limit: n}
+	if got, want := seqsOf(t, db, q), scanSeqs(all, q); got != want {
+		t.Errorf("trace t3 after the rebuild: %s, want %s", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"log/slog"
 
 	"github.com/custody-dev/custody/sqlite"
 )
@@ -13,7 +14,9 @@ func (m *Main) dataFlag(fs *flag.FlagSet) *string {
 		"data `DIR` holding the ledger, approvals and signing key (env CUSTODY_DATA)")
 }
 
-// openData opens the store in dir, creating it on first use.
+// openData opens the store in dir, creating it on first use. What the
+// store does on its own that takes long, such as rebuilding its lookup
+// index, is logged to stderr.
 func (m *Main) openData(dir string) (*sqlite.DB, error) {
-	return sqlite.Open(dir, sqlite.Options{})
+	return sqlite.Open(dir, sqlite.Options{Logger: slog.New(slog.NewTextHandler(m.Stderr, nil))})
 }
