@@ -51,7 +51,9 @@ const indexVersion = 2
 // postings are written in two levels. New postings go to recent, a table
 // small enough that an update dirties few pages; each update then moves
 // one key range of recent, a slice of the key space, into postings, where
-// the moved rows land in neighbouring pages. A lookup reads both.
+// the moved rows land in neighbouring pages. Postings of kinds, a few keys
+// with long runs, go straight to postings: they land at the end of their
+// key's run. A lookup reads both levels.
 const indexSchema = `
 CREATE TABLE index_meta (
 	id   INTEGER PRIMARY KEY CHECK (id = 1),
@@ -129,15 +131,18 @@ func rowOf(e *custody.Entry) indexRow {
 // goroutine (and by Open before it starts) and a read pool.
 type lookups struct {
 	wdb, rdb *sql.DB
-	insert   *multiInsert
-	getUpto  *sql.Stmt
-	setUpto  *sql.Stmt
+	insert   *multiInsert // into recent
+	// insertMain inserts into the main level, for the postings of kinds.
+	insertMain *multiInsert
+	getUpto    *sql.Stmt
+	setUpto    *sql.Stmt
 	// merge is the rolling move of recent postings to the main level.
 	merge merger
 	// log reports a long catch-up; never nil.
 	log      *slog.Logger
 	args     []any     // reused by every update
 	postings []posting // reused by every update
+	kinds    []posting // reused by every update
 	// feed carries the rows of each committed batch to the indexer.
 	feed chan []indexRow
 	// poke asks the indexer to commit what it holds: a reader waits.
@@ -223,6 +228,9 @@ func (lk *lookups) init(ctx context.Context) error {
 	// journal, which would otherwise copy every page it touches; and
 	// indexing an entry twice is harmless.
 	if lk.insert, err = prepareMultiInsert(ctx, lk.wdb, "OR IGNORE INTO recent", "key", "seq"); err != nil {
+		return err
+	}
+	if lk.insertMain, err = prepareMultiInsert(ctx, lk.wdb, "OR IGNORE INTO postings", "key", "seq"); err != nil {
 		return err
 	}
 	if err := lk.merge.prepare(ctx, lk.wdb); err != nil {
@@ -469,37 +477,52 @@ func readRows(ctx context.Context, main *sql.DB, after, until int64) ([]indexRow
 
 // addRows indexes the rows beyond upto and returns the new upto.
 func (lk *lookups) addRows(ctx context.Context, tx *sql.Tx, upto int64, rows []indexRow) (int64, error) {
-	ps := lk.postings[:0]
+	ps, ks := lk.postings[:0], lk.kinds[:0]
 	next := upto
 	for _, r := range rows {
 		if r.seq <= upto {
 			continue
 		}
-		ps = append(ps, posting{postingKey(fieldTrace, r.trace), r.seq}, posting{postingKey(fieldKind, r.kind), r.seq})
+		ps = append(ps, posting{postingKey(fieldTrace, r.trace), r.seq})
+		ks = append(ks, posting{postingKey(fieldKind, r.kind), r.seq})
 		for i := 0; i+1 < len(r.refs); i += 2 {
 			ps = append(ps, posting{postingKey(fieldRef+r.refs[i], r.refs[i+1]), r.seq})
 		}
 		next = r.seq
 	}
-	// In key order, each insert lands next to the one before: SQLite
-	// walks the tree once rather than jumping to a random leaf per row.
-	slices.SortFunc(ps, comparePostings)
-	args := lk.args[:0]
-	for _, p := range ps {
-		args = append(args, p.key, p.seq)
+	lk.postings, lk.kinds = ps[:0], ks[:0]
+	// A kind has few values, each with many entries: its postings go
+	// straight to the end of their key's run in the main level, a few
+	// pages, and need no merge.
+	if err := lk.insertPostings(ctx, tx, lk.insertMain, ks); err != nil {
+		return upto, err
 	}
-	lk.postings = ps[:0]
-	err := lk.insert.exec(ctx, tx, args)
-	clear(args)
-	lk.args = args[:0]
-	if err != nil {
-		return upto, fmt.Errorf("add postings: %w", err)
+	if err := lk.insertPostings(ctx, tx, lk.insert, ps); err != nil {
+		return upto, err
 	}
 	lk.merge.added(len(ps))
 	if err := lk.merge.step(ctx, tx); err != nil {
 		return upto, err
 	}
 	return next, nil
+}
+
+// insertPostings inserts ps with m, in key order: each insert lands next
+// to the one before, so SQLite walks the tree once rather than jumping to
+// a random leaf per row.
+func (lk *lookups) insertPostings(ctx context.Context, tx *sql.Tx, m *multiInsert, ps []posting) error {
+	slices.SortFunc(ps, comparePostings)
+	args := lk.args[:0]
+	for _, p := range ps {
+		args = append(args, p.key, p.seq)
+	}
+	err := m.exec(ctx, tx, args)
+	clear(args)
+	lk.args = args[:0]
+	if err != nil {
+		return fmt.Errorf("add postings: %w", err)
+	}
+	return nil
 }
 
 // posting is one row of the postings table.
@@ -620,8 +643,10 @@ func seqList(seqs []int64) string {
 
 func (lk *lookups) close() error {
 	var errs []error
-	if lk.insert != nil {
-		errs = append(errs, lk.insert.close())
+	for _, m := range []*multiInsert{lk.insert, lk.insertMain} {
+		if m != nil {
+			errs = append(errs, m.close())
+		}
 	}
 	for _, st := range []*sql.Stmt{lk.getUpto, lk.setUpto, lk.merge.move, lk.merge.drop, lk.merge.count} {
 		if st != nil {
