@@ -648,7 +648,7 @@ func (lk *lookups) close() error {
 			errs = append(errs, m.close())
 		}
 	}
-	for _, st := range []*sql.Stmt{lk.getUpto, lk.setUpto, lk.merge.move, lk.merge.drop, lk.merge.count} {
+	for _, st := range []*sql.Stmt{lk.getUpto, lk.setUpto, lk.merge.move, lk.merge.drop} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -21,7 +21,7 @@ type merger struct {
 	// next is the key range the next move takes, 0 to mergeSlices-1.
 	next int
 
-	move, drop, count *sql.Stmt
+	move, drop *sql.Stmt
 }
 
 func (m *merger) prepare(ctx context.Context, db *sql.DB) error {
@@ -39,10 +39,7 @@ func (m *merger) prepare(ctx context.Context, db *sql.DB) error {
 	if m.drop, err = db.PrepareContext(ctx, `DELETE FROM recent WHERE key BETWEEN ? AND ?`); err != nil {
 		return fmt.Errorf("prepare index merge: %w", err)
 	}
-	if m.count, err = db.PrepareContext(ctx, `SELECT count(*) FROM recent`); err != nil {
-		return fmt.Errorf("prepare index merge: %w", err)
-	}
-	if err := m.count.QueryRowContext(ctx).Scan(&m.rows); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM recent`).Scan(&m.rows); err != nil {
 		return fmt.Errorf("count recent postings: %w", err)
 	}
 	if m.limit <= 0 {
