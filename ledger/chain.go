@@ -126,19 +126,9 @@ func (h *hasher) appendEntry(dst []byte, e *custody.Entry) ([]byte, error) {
 func (h *hasher) appendEntryCanonical(dst []byte, e *custody.Entry, canonBody []byte) ([]byte, error) {
 	mark := len(dst)
 	w := entryWriter{dst: dst}
-	w.field(`{"actor":`, e.Actor, "actor")
-	w.field(`,"at":`, e.At, "at")
-	w.dst = append(w.dst, `,"body":`...)
-	if canonBody != nil {
-		w.dst = append(w.dst, canonBody...)
-	} else {
-		var err error
-		if w.dst, err = h.c.appendDoc(w.dst, e.Body); err != nil {
-			return dst[:mark], fmt.Errorf("body %w", err)
-		}
+	if err := w.head(&h.c, e, e.BodySHA256, canonBody); err != nil {
+		return dst[:mark], err
 	}
-	w.field(`,"body_sha256":`, e.BodySHA256, "body_sha256")
-	w.field(`,"kind":`, e.Kind, "kind")
 	w.field(`,"prev":`, e.Prev, "prev")
 	w.dst = append(w.dst, `,"refs":`...)
 	w.refs(e.Refs)
@@ -156,6 +146,26 @@ func (h *hasher) appendEntryCanonical(dst []byte, e *custody.Entry, canonBody []
 type entryWriter struct {
 	dst []byte
 	bad string // the name of the first field that is not valid UTF-8
+}
+
+// head appends the members of a canonical entry that come before "prev":
+// actor, at, body (canonicalized with c unless canonBody is given) and
+// body_sha256.
+func (w *entryWriter) head(c *canon, e *custody.Entry, bodySHA256 string, canonBody []byte) error {
+	w.field(`{"actor":`, e.Actor, "actor")
+	w.field(`,"at":`, e.At, "at")
+	w.dst = append(w.dst, `,"body":`...)
+	if canonBody != nil {
+		w.dst = append(w.dst, canonBody...)
+	} else {
+		var err error
+		if w.dst, err = c.appendDoc(w.dst, e.Body); err != nil {
+			return fmt.Errorf("body %w", err)
+		}
+	}
+	w.field(`,"body_sha256":`, bodySHA256, "body_sha256")
+	w.field(`,"kind":`, e.Kind, "kind")
+	return nil
 }
 
 // field appends sep and v as a string literal.

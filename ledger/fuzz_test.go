@@ -187,3 +187,32 @@ func TestFuzzSeedsMeaningPreserved(t *testing.T) {
 		})
 	}
 }
+
+// FuzzSealPrepared: an entry prepared and then sealed gets the hash Seal
+// gives it, and what Seal refuses is refused by Prepare.
+func FuzzSealPrepared(f *testing.F) {
+	f.Add("agent", "tr", "k", "v", []byte(`{"a":[1,2.50,"\u20ac"]}`), int64(7))
+	f.Add("\xff", "", "", "", []byte(`{}`), int64(1))
+	f.Add("a", "t\"\\", "é", "\u2028", []byte(`{"a":1,"a":2}`), int64(1<<40))
+	f.Fuzz(func(t *testing.T, actor, trace, key, val string, body []byte, seq int64) {
+		e := custody.Entry{Seq: seq, At: "2026-03-01T12:00:00Z", Kind: "k", Trace: trace, Actor: actor, Body: body}
+		if key != "" {
+			e.Refs = map[string]string{key: val}
+		}
+		want := e
+		werr := Seal("", &want)
+		var z Canonicalizer
+		var p Prepared
+		got := e
+		gerr := z.Prepare(&p, &got)
+		if gerr == nil {
+			gerr = new(Sealer).SealPrepared("", &got, &p)
+		}
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("Seal error %v, prepared %v", werr, gerr)
+		}
+		if werr == nil && (got.Hash != want.Hash || got.Prev != want.Prev || got.BodySHA256 != want.BodySHA256) {
+			t.Fatalf("prepared sealed %+v, want %+v", got, want)
+		}
+	})
+}

@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 
 	"github.com/custody-dev/custody"
 )
@@ -38,6 +40,10 @@ func (z *Canonicalizer) Check(raw []byte) error {
 // not safe for concurrent use.
 type Sealer struct {
 	h hasher
+	// last is the hash of the entry sealed last, in hex and in bytes: the
+	// prev of the next entry, which then needs no decoding.
+	lastHex string
+	last    [32]byte
 }
 
 // Seal is Seal with the Sealer's buffers.
@@ -67,10 +73,90 @@ func (s *Sealer) seal(prev string, e *custody.Entry, canonBody []byte) error {
 	}
 	e.BodySHA256 = bodySHA256(e.Body)
 	e.Prev = prev
-	sum, err := s.h.entryHashCanonical(e, nil, canonBody)
+	var prevBytes []byte
+	if prev == s.lastHex {
+		prevBytes = s.last[:]
+	}
+	sum, err := s.h.entryHashCanonical(e, prevBytes, canonBody)
 	if err != nil {
 		return fmt.Errorf("seal entry %d: %w", e.Seq, err)
 	}
 	e.Hash = hex.EncodeToString(sum[:])
+	s.lastHex, s.last = e.Hash, sum
+	return nil
+}
+
+// Prepared is an entry readied for sealing by Canonicalizer.Prepare: its
+// canonical form, body hashed and canonicalized, with gaps where prev and
+// seq go, which only the writer putting it on the chain knows. Entries
+// prepared by their callers in parallel leave one writer only the chain's
+// own SHA-256 to compute. The zero value is ready for Prepare and keeps
+// its buffer from one entry to the next.
+type Prepared struct {
+	buf           []byte // the canonical entry without prev's digits and seq
+	prevAt, seqAt int    // where prev's digits and seq go in buf
+	bodySHA256    string
+}
+
+// Prepare readies e, whose At, Kind, Trace, Actor, Refs and Body are
+// final, for Sealer.SealPrepared into p. It refuses what Seal refuses of
+// such an entry, with the same errors: a body Canonicalize refuses, or a
+// field that is not valid UTF-8.
+func (z *Canonicalizer) Prepare(p *Prepared, e *custody.Entry) error {
+	sum := sha256.Sum256(e.Body)
+	p.bodySHA256 = hex.EncodeToString(sum[:])
+	w := entryWriter{dst: p.buf[:0]}
+	if err := w.head(&z.c, e, p.bodySHA256, nil); err != nil {
+		return fmt.Errorf("seal entry %d: %w", e.Seq, err)
+	}
+	w.dst = append(w.dst, `,"prev":"`...)
+	p.prevAt = len(w.dst)
+	w.dst = append(w.dst, `","refs":`...)
+	w.refs(e.Refs)
+	w.dst = append(w.dst, `,"seq":`...)
+	p.seqAt = len(w.dst)
+	w.field(`,"trace":`, e.Trace, "trace")
+	p.buf = append(w.dst, '}')
+	if w.bad != "" {
+		return fmt.Errorf("seal entry %d: %s is not valid UTF-8", e.Seq, w.bad)
+	}
+	return nil
+}
+
+// SealPrepared is Seal for an entry p was prepared from, as it stood then
+// but for Seq: it puts e on the chain after prev, hashing p's canonical
+// form with prev and e.Seq filled in. A prev that is the hash this Sealer
+// computed last needs no decoding.
+func (s *Sealer) SealPrepared(prev string, e *custody.Entry, p *Prepared) error {
+	if prev == "" {
+		prev = genesisPrev
+	}
+	var prevBytes [32]byte
+	switch {
+	case prev == s.lastHex:
+		prevBytes = s.last
+	case isHashHex(prev):
+		appendHexBytes(prevBytes[:0], prev)
+	default:
+		return fmt.Errorf("seal entry %d: prev %q is not 64 lowercase hex digits", e.Seq, prev)
+	}
+	buf := s.h.buf[:0]
+	if need := 32 + len(p.buf) + len(prev) + 20; cap(buf) < need {
+		buf = make([]byte, 0, 2*need)
+	}
+	buf = append(buf, prevBytes[:]...)
+	buf = append(buf, p.buf[:p.prevAt]...)
+	buf = append(buf, prev...)
+	buf = append(buf, p.buf[p.prevAt:p.seqAt]...)
+	buf = strconv.AppendInt(buf, e.Seq, 10)
+	buf = append(buf, p.buf[p.seqAt:]...)
+	s.h.buf = buf
+	sum := sha256.Sum256(buf)
+	if e.Refs == nil {
+		e.Refs = map[string]string{}
+	}
+	e.Prev, e.BodySHA256 = prev, p.bodySHA256
+	e.Hash = hex.EncodeToString(sum[:])
+	s.lastHex, s.last = e.Hash, sum
 	return nil
 }

@@ -3,16 +3,18 @@ package ledger
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/custody-dev/custody"
 )
 
 // TestSealerMatchesSeal: a reused Sealer, given the body's canonical form
-// or not, seals every fixture exactly as Seal does.
+// or not, or the entry prepared, seals every fixture exactly as Seal does.
 func TestSealerMatchesSeal(t *testing.T) {
-	var s Sealer
+	var s, sp Sealer
 	var z Canonicalizer
+	var p Prepared
 	prev := ""
 	for i, body := range fixtureBodies() {
 		e := custody.Entry{Seq: int64(i + 1), At: "2026-03-01T12:00:00Z", Kind: custody.KindCallSucceeded,
@@ -36,7 +38,19 @@ func TestSealerMatchesSeal(t *testing.T) {
 		if err := s.SealCanonical(prev, &given, canon); err != nil {
 			t.Fatalf("Sealer.SealCanonical %d: %v", e.Seq, err)
 		}
-		for _, got := range []custody.Entry{plain, given} {
+		prepared := e
+		if err := z.Prepare(&p, &prepared); err != nil {
+			t.Fatalf("Canonicalizer.Prepare %d: %v", e.Seq, err)
+		}
+		// A fresh Sealer decodes prev; the reused one knows it already.
+		fresh := prepared
+		if err := new(Sealer).SealPrepared(prev, &fresh, &p); err != nil {
+			t.Fatalf("Sealer.SealPrepared (fresh) %d: %v", e.Seq, err)
+		}
+		if err := sp.SealPrepared(prev, &prepared, &p); err != nil {
+			t.Fatalf("Sealer.SealPrepared %d: %v", e.Seq, err)
+		}
+		for _, got := range []custody.Entry{plain, given, prepared, fresh} {
 			if got.Hash != want.Hash || got.BodySHA256 != want.BodySHA256 || got.Prev != want.Prev || got.Refs == nil {
 				t.Fatalf("entry %d: sealed %+v, want %+v", e.Seq, got, want)
 			}
@@ -65,6 +79,27 @@ func TestSealerRefuses(t *testing.T) {
 	}
 	if err := s.Seal("not hex", &custody.Entry{Seq: 1, Kind: "k", Body: []byte(`{}`)}); err == nil {
 		t.Fatal("Sealer.Seal accepted a prev that is not hex")
+	}
+	var z Canonicalizer
+	var p Prepared
+	for _, e := range []custody.Entry{
+		{Seq: 1, At: "now", Kind: "k", Body: []byte(`{"a":1,"a":2}`)},
+		{Seq: 1, At: "now", Kind: "k", Actor: "\xff", Body: []byte(`{}`)},
+		{Seq: 1, At: "now", Kind: "k", Refs: map[string]string{"r": "\xff"}, Body: []byte(`{}`)},
+		{Seq: 1, At: "now", Kind: "k", Trace: "\xff", Body: []byte(`{}`)},
+	} {
+		if err := z.Prepare(&p, &e); err == nil {
+			t.Fatalf("Prepare accepted %+v", e)
+		}
+	}
+	e = custody.Entry{Seq: 1, At: "now", Kind: "k", Body: []byte(`{}`)}
+	if err := z.Prepare(&p, &e); err != nil {
+		t.Fatal(err)
+	}
+	for _, prev := range []string{"not hex", strings.Repeat("A", 64), strings.Repeat("0", 63)} {
+		if err := s.SealPrepared(prev, &e, &p); err == nil {
+			t.Fatalf("Sealer.SealPrepared accepted prev %q", prev)
+		}
 	}
 }
 

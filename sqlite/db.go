@@ -108,8 +108,8 @@ type DB struct {
 	// head is the receipt of the last committed entry.
 	head atomic.Pointer[custody.Receipt]
 
-	// canons holds *canonBuf for Append.
-	canons sync.Pool
+	// prepared holds *preparedBuf for Append.
+	prepared sync.Pool
 }
 
 var (

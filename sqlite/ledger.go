@@ -15,53 +15,51 @@ import (
 // Append seals e onto the chain (setting Seq, Prev, BodySHA256, Hash, and At
 // when empty) and returns the sealed entry. It returns only once the entry
 // and the chain head are durable. A body that canonical JSON refuses
-// (invalid JSON or UTF-8, duplicate keys, integers beyond ±2^53) or an entry
-// without a kind is refused with EINVALID and nothing is written; a storage
-// failure is EUNAVAILABLE and nothing is written either.
+// (invalid JSON or UTF-8, duplicate keys, integers beyond ±2^53), a field
+// that is not valid UTF-8 or an entry without a kind is refused with
+// EINVALID and nothing is written; a storage failure is EUNAVAILABLE and
+// nothing is written either.
 //
 // Once e is queued Append waits for the outcome even if ctx ends, so that
 // an error always means the entry is not on the ledger.
 func (db *DB) Append(ctx context.Context, e custody.Entry) (custody.Entry, error) {
-	z, _ := db.canons.Get().(*canonBuf)
-	if z == nil {
-		z = new(canonBuf)
+	if e.At == "" {
+		e.At = custody.FormatTime(db.opts.Now())
 	}
-	canon, err := checkEntry(z, &e)
-	if err != nil {
-		db.canons.Put(z)
+	p, _ := db.prepared.Get().(*preparedBuf)
+	if p == nil {
+		p = new(preparedBuf)
+	}
+	defer db.prepared.Put(p) // the writer is done with it once do returns
+	if err := p.prepare(&e); err != nil {
 		return custody.Entry{}, err
 	}
-	resp, err := db.do(ctx, &request{what: "append evidence", entry: &e, canon: canon})
-	// The writer is done with canon once do returns: sealing copied it.
-	z.out = canon[:0]
-	db.canons.Put(z)
+	resp, err := db.do(ctx, &request{what: "append evidence", entry: &e, prepared: &p.p})
 	if err != nil {
 		return custody.Entry{}, err
 	}
 	return resp.entry, nil
 }
 
-// canonBuf is a canonicalizer and its output buffer, pooled by the DB so
-// that canonicalizing bodies stops allocating under load.
-type canonBuf struct {
-	z   ledger.Canonicalizer
-	out []byte
+// preparedBuf is a canonicalizer and an entry prepared with it, pooled by
+// the DB so that preparing entries stops allocating under load.
+type preparedBuf struct {
+	z ledger.Canonicalizer
+	p ledger.Prepared
 }
 
-// checkEntry refuses, in the caller's goroutine, what the writer would
-// refuse, and returns the canonical form of the body in z's buffer: the
-// canonicalization of the body is the costly part of sealing and runs here
-// in parallel rather than in the single writer, which hashes the form
-// returned instead of canonicalizing the body again.
-func checkEntry(z *canonBuf, e *custody.Entry) ([]byte, error) {
+// prepare refuses, in the caller's goroutine, what the writer would
+// refuse, and readies e for sealing: the canonical form of the entry is
+// the costly part of sealing and is built here, in parallel, leaving the
+// single writer only the chain's SHA-256 to compute.
+func (p *preparedBuf) prepare(e *custody.Entry) error {
 	if e.Kind == "" {
-		return nil, custody.Errorf(custody.EINVALID, "entry: kind is empty")
+		return custody.Errorf(custody.EINVALID, "entry: kind is empty")
 	}
-	canon, err := z.z.Append(z.out[:0], e.Body)
-	if err != nil {
-		return nil, &custody.Error{Kind: custody.EINVALID, Message: "entry body: " + err.Error(), Err: err}
+	if err := p.z.Prepare(&p.p, e); err != nil {
+		return &custody.Error{Kind: custody.EINVALID, Message: "entry: " + err.Error(), Err: err}
 	}
-	return canon, nil
+	return nil
 }
 
 // do hands r to the writer and waits for its outcome.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/ledger"
@@ -179,35 +180,45 @@ func TestAppendRefusesBadInput(t *testing.T) {
 	}
 }
 
-// TestBatchRefusesOnlyTheBadEntry puts a valid entry, one that only the
-// writer can refuse, and another valid entry in one batch.
-func TestBatchRefusesOnlyTheBadEntry(t *testing.T) {
+// TestBadEntryRefusedBeforeTheWriter puts a valid entry, an entry that
+// cannot be sealed and another valid entry to a busy writer: the bad one
+// is refused at once, in its caller, without waiting for the writer, and
+// the valid ones commit as one batch, chained to each other.
+func TestBadEntryRefusedBeforeTheWriter(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, Options{})
 	release := holdWriter(t, db)
 	bad := entry("k", "t", nil, 2)
-	bad.At = "\xff" // passes the caller's check, fails sealing
-	in := []custody.Entry{entry("k", "t", nil, 1), bad, entry("k", "t", nil, 3)}
-	out, errs := make([]custody.Entry, len(in)), make([]error, len(in))
+	bad.At = "\xff" // not UTF-8: the entry cannot be hashed
+	good := []custody.Entry{entry("k", "t", nil, 1), entry("k", "t", nil, 3)}
+	out, errs := make([]custody.Entry, len(good)), make([]error, len(good))
 	var wg sync.WaitGroup
-	for i := range in {
-		wg.Go(func() { out[i], errs[i] = db.Append(ctx, in[i]) })
-		waitQueued(t, db, i+1) // keep the queue order
+	wg.Go(func() { out[0], errs[0] = db.Append(ctx, good[0]) })
+	waitQueued(t, db, 1)
+	refused := make(chan error, 1)
+	go func() { _, err := db.Append(ctx, bad); refused <- err }()
+	select {
+	case err := <-refused:
+		if kindOf(err) != custody.EINVALID || !strings.Contains(custody.ErrorMessage(err), "at") {
+			t.Errorf("bad entry: err = %v, want EINVALID naming at", err)
+		}
+	case <-time.After(10 * time.Second):
+		release() // the writer is still held: only the caller can refuse
+		t.Fatal("the bad entry waited for the writer")
 	}
+	wg.Go(func() { out[1], errs[1] = db.Append(ctx, good[1]) })
+	waitQueued(t, db, 2)
 	before := db.w.batches.Load()
 	release()
 	wg.Wait()
 	if n := db.w.batches.Load() - before; n != 2 {
 		t.Errorf("%d transactions, want 2 (the hold and one batch)", n)
 	}
-	if errs[0] != nil || errs[2] != nil {
-		t.Fatalf("valid entries failed: %v, %v", errs[0], errs[2])
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("valid entries failed: %v, %v", errs[0], errs[1])
 	}
-	if kindOf(errs[1]) != custody.EINVALID {
-		t.Fatalf("bad entry: err = %v, want EINVALID", errs[1])
-	}
-	if out[0].Seq != 1 || out[2].Seq != 2 || out[2].Prev != out[0].Hash {
-		t.Fatalf("seqs %d, %d; prev of the second %s", out[0].Seq, out[2].Seq, out[2].Prev)
+	if out[0].Seq != 1 || out[1].Seq != 2 || out[1].Prev != out[0].Hash {
+		t.Fatalf("seqs %d, %d; prev of the second %s", out[0].Seq, out[1].Seq, out[1].Prev)
 	}
 	if _, err := db.Verify(ctx); err != nil {
 		t.Fatalf("Verify: %v", err)

@@ -31,8 +31,8 @@ type request struct {
 	entry      *custody.Entry
 	op         func(ctx context.Context, tx *sql.Tx) error
 	checkpoint bool
-	// canon is the canonical form of entry's body, computed by Append.
-	canon []byte
+	// prepared is entry readied for sealing by Append.
+	prepared *ledger.Prepared
 
 	resp response
 	done chan struct{} // closed once resp is final
@@ -267,7 +267,7 @@ func (w *writer) apply(ctx context.Context, tx *sql.Tx, b *batch, reqs []*reques
 		}
 		switch {
 		case r.entry != nil:
-			w.seal(b, r, now)
+			w.seal(b, r)
 		case r.op != nil:
 			runOp(ctx, tx, r)
 		case r.checkpoint:
@@ -282,13 +282,10 @@ func (w *writer) apply(ctx context.Context, tx *sql.Tx, b *batch, reqs []*reques
 
 // seal puts r's entry on the chain after b.head; an entry that cannot be
 // sealed is refused alone and the chain goes on without it.
-func (w *writer) seal(b *batch, r *request, now time.Time) {
+func (w *writer) seal(b *batch, r *request) {
 	e := *r.entry
 	e.Seq = b.head.Seq + 1
-	if e.At == "" {
-		e.At = custody.FormatTime(now)
-	}
-	if err := w.sealer.SealCanonical(b.head.Hash, &e, r.canon); err != nil {
+	if err := w.sealer.SealPrepared(b.head.Hash, &e, r.prepared); err != nil {
 		r.resp.err = &custody.Error{Kind: custody.EINVALID, Message: "entry: " + err.Error(), Err: err}
 		return
 	}
