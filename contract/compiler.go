@@ -37,6 +37,7 @@ func newCompiler(loader jsonschema.URLLoader, assertFormats bool) *jsonschema.Co
 	c.RegisterFormat(&jsonschema.Format{Name: "date-time", Validate: stringFormat(checkDateTime)})
 	c.RegisterFormat(&jsonschema.Format{Name: "uri", Validate: stringFormat(checkURI)})
 	c.RegisterFormat(&jsonschema.Format{Name: "uri-reference", Validate: stringFormat(checkURIReference)})
+	c.RegisterFormat(&jsonschema.Format{Name: "uuid", Validate: stringFormat(checkUUID)})
 	if loader == nil {
 		loader = noLoader{}
 	}

@@ -106,6 +106,7 @@ const (
 	formatDateTime
 	formatURI
 	formatURIReference
+	formatUUID
 )
 
 // formatNamed returns the format named v, or noFormat.
@@ -117,6 +118,8 @@ func formatNamed(v any) formatKind {
 		return formatURI
 	case "uri-reference":
 		return formatURIReference
+	case "uuid":
+		return formatUUID
 	}
 	return noFormat
 }
@@ -130,6 +133,8 @@ func (f formatKind) check(s []byte) bool {
 		return checkURI(string(s)) == nil
 	case formatURIReference:
 		return checkURIReference(string(s)) == nil
+	case formatUUID:
+		return checkUUID(string(s)) == nil
 	}
 	return true
 }

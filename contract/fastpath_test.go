@@ -133,6 +133,10 @@ func TestFastPathBoundaries(t *testing.T) {
 		{"DateTime", `{"format": "date-time"}`, []fastCase{
 			ok(`"2026-08-14T21:04:00Z"`), bad(`"2026-08-14 21:04:00Z"`), bad(`"2026-02-30T00:00:00Z"`), ok(`5`),
 		}},
+		{"UUID", `{"format": "uuid"}`, []fastCase{
+			ok(`"6F1C2A9E-4b7d-4e8a-9c3f-2d5b8e7a1c40"`), bad(`"6f1c2a9e4b7d-4e8a-9c3f-2d5b8e7a1c40-"`),
+			bad(`"6f1c2a9e-4b7d-4e8a-9c3f-2d5b8e7a1c4g"`), bad(`"6f1c2a9e-4b7d-4e8a-9c3f-2d5b8e7a1c4"`), ok(`7`),
+		}},
 		{"URI", `{"format": "uri"}`, []fastCase{ok(`"https://cdn.example/a%20b"`), bad(`"https://cdn.example/a b"`), bad(`"/a"`)}},
 		{"PatternRuns", `{"pattern": "^[0-9a-f]{4}-[a-z][a-z0-9_]+$"}`, []fastCase{
 			ok(`"00ff-ab"`), bad(`"00ff-a"`), bad(`"00fF-ab"`), bad(`"00ff-ab\n"`), bad(`"00ff-aé"`),

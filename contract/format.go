@@ -12,6 +12,28 @@ import (
 // spaces, "<>", "{}", "|", "^", "`", "\", '"', non-ASCII bytes and "[]"
 // in a path. The checkers below follow the RFC grammars exactly.
 
+// checkUUID accepts the RFC 9562 string form of a UUID: 32 hex digits,
+// either case, in groups of 8-4-4-4-12 joined by hyphens. It accepts what
+// the library's own "uuid" checker accepts.
+func checkUUID(s string) error {
+	if len(s) != 36 {
+		return errors.New("a UUID is 36 characters: 8-4-4-4-12 hex digits")
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return fmt.Errorf("character %d must be '-'", i+1)
+			}
+			continue
+		}
+		if !isDigit(c) && (c < 'a' || c > 'f') && (c < 'A' || c > 'F') {
+			return fmt.Errorf("character %d is not a hex digit", i+1)
+		}
+	}
+	return nil
+}
+
 // checkDateTime accepts an RFC 3339 date-time (section 5.6) and nothing
 // else: four-digit year, two-digit fields, valid day of month, a second
 // of 60 only at 23:59 UTC, and a mandatory offset.
