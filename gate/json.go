@@ -26,7 +26,10 @@ func splitPointer(ptr string) ([]string, error) {
 }
 
 // lookup returns the raw value at ptr in the JSON document raw, and
-// whether there is one.
+// whether there is one. It reads raw in place, without decoding it: the
+// gateway only looks into documents that passed their contract, so raw is
+// strict JSON without duplicate names. Given anything else it may answer
+// either way, but it never panics.
 func lookup(raw json.RawMessage, ptr string) (json.RawMessage, bool) {
 	toks, err := splitPointer(ptr)
 	if err != nil {
@@ -37,29 +40,135 @@ func lookup(raw json.RawMessage, ptr string) (json.RawMessage, bool) {
 		if len(v) == 0 {
 			return nil, false
 		}
+		var ok bool
 		switch v[0] {
 		case '{':
-			var obj map[string]json.RawMessage
-			if json.Unmarshal(v, &obj) != nil {
-				return nil, false
-			}
-			next, ok := obj[tok]
-			if !ok {
-				return nil, false
-			}
-			raw = next
+			raw, ok = member(v, tok)
 		case '[':
-			var arr []json.RawMessage
-			i, err := strconv.Atoi(tok)
-			if json.Unmarshal(v, &arr) != nil || err != nil || i < 0 || i >= len(arr) || strconv.Itoa(i) != tok {
-				return nil, false
-			}
-			raw = arr[i]
-		default:
+			raw, ok = element(v, tok)
+		}
+		if !ok {
 			return nil, false
 		}
 	}
 	return raw, true
+}
+
+// member returns the value of the member of the object obj named name.
+func member(obj []byte, name string) ([]byte, bool) {
+	for i := skipSpace(obj, 1); i < len(obj) && obj[i] == '"'; {
+		kend, ok := skipString(obj, i)
+		if !ok {
+			return nil, false
+		}
+		key := obj[i+1 : kend-1]
+		if i = skipSpace(obj, kend); i >= len(obj) || obj[i] != ':' {
+			return nil, false
+		}
+		start := skipSpace(obj, i+1)
+		end, ok := skipValue(obj, start)
+		if !ok {
+			return nil, false
+		}
+		if keyIs(key, name) {
+			return obj[start:end], true
+		}
+		if i = skipSpace(obj, end); i >= len(obj) || obj[i] != ',' {
+			return nil, false
+		}
+		i = skipSpace(obj, i+1)
+	}
+	return nil, false
+}
+
+// element returns the element of the array arr at the index tok spells
+// (decimal, no leading zeros).
+func element(arr []byte, tok string) ([]byte, bool) {
+	n, err := strconv.Atoi(tok)
+	if err != nil || n < 0 || strconv.Itoa(n) != tok {
+		return nil, false
+	}
+	for i := skipSpace(arr, 1); i < len(arr) && arr[i] != ']'; n-- {
+		end, ok := skipValue(arr, i)
+		if !ok {
+			return nil, false
+		}
+		if n == 0 {
+			return arr[i:end], true
+		}
+		if i = skipSpace(arr, end); i >= len(arr) || arr[i] != ',' {
+			return nil, false
+		}
+		i = skipSpace(arr, i+1)
+	}
+	return nil, false
+}
+
+// keyIs reports whether the raw member name key, between its quotes,
+// names name.
+func keyIs(key []byte, name string) bool {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return string(key) == name
+	}
+	var s string
+	q := make([]byte, 0, len(key)+2)
+	q = append(append(append(q, '"'), key...), '"')
+	return json.Unmarshal(q, &s) == nil && s == name
+}
+
+// skipValue returns where the value starting at b[i] ends, and false when
+// there is no value there.
+func skipValue(b []byte, i int) (int, bool) {
+	start, depth := i, 0
+	for i < len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			end, ok := skipString(b, i)
+			if !ok {
+				return 0, false
+			}
+			if i = end; depth == 0 {
+				return i, true
+			}
+			continue
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth == 0 { // the end of what holds a scalar
+				return i, i > start
+			}
+			if depth--; depth == 0 {
+				return i + 1, true
+			}
+		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return i, i > start
+		}
+		i++
+	}
+	return i, depth == 0 && i > start
+}
+
+// skipString returns where the string starting at b[i] ends, after its
+// closing quote.
+func skipString(b []byte, i int) (int, bool) {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1, true
+		}
+	}
+	return 0, false
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // refValue renders a JSON scalar as a ref value: a string as its text, a
@@ -71,6 +180,11 @@ func refValue(raw json.RawMessage) (string, bool) {
 	}
 	switch raw[0] {
 	case '"':
+		if len(raw) >= 2 && raw[len(raw)-1] == '"' {
+			if body := raw[1 : len(raw)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+				return string(body), true // nothing to unescape
+			}
+		}
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
 			return "", false

@@ -1,8 +1,10 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +111,14 @@ func TestLookup(t *testing.T) {
 		{"ErrThroughScalar", "/e~0f/x", "", false},
 		{"ErrNoSlash", "a", "", false},
 	}
+	spaced := json.RawMessage(" {\n \"a\" : 1 , \"b\\u0022\" :\t[ true , \"x]\\\"\" , { } ] ,\"c\":{\"d\":-2.5e3}\r} ")
+	for _, tt := range []struct{ ptr, want string }{
+		{"/a", `1`}, {"/b\"/0", `true`}, {"/b\"/1", `"x]\""`}, {"/b\"/2", `{ }`}, {"/c/d", `-2.5e3`}, {"/c", `{"d":-2.5e3}`},
+	} {
+		if got, ok := lookup(spaced, tt.ptr); !ok || string(got) != tt.want {
+			t.Errorf("lookup(%q) in spaced = %q, %v; want %s", tt.ptr, got, ok, tt.want)
+		}
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, ok := lookup(doc, tt.ptr)
@@ -190,5 +200,111 @@ func TestBodyStart(t *testing.T) {
 				t.Fatalf("body is not JSON")
 			}
 		})
+	}
+}
+
+// lookupByDecoding is what lookup answers, found by decoding with
+// encoding/json: the reference the in-place reader is held to.
+func lookupByDecoding(raw json.RawMessage, ptr string) (json.RawMessage, bool) {
+	toks, err := splitPointer(ptr)
+	if err != nil {
+		return nil, false
+	}
+	for _, tok := range toks {
+		v := bytes.TrimSpace(raw)
+		var obj map[string]json.RawMessage
+		var arr []json.RawMessage
+		switch {
+		case json.Unmarshal(v, &obj) == nil && obj != nil:
+			next, ok := obj[tok]
+			if !ok {
+				return nil, false
+			}
+			raw = next
+		case json.Unmarshal(v, &arr) == nil && arr != nil:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(arr) || strconv.Itoa(i) != tok {
+				return nil, false
+			}
+			raw = arr[i]
+		default:
+			return nil, false
+		}
+	}
+	return raw, true
+}
+
+// FuzzLookup: on strict JSON, lookup finds what decoding finds, and on
+// anything it does not panic.
+func FuzzLookup(f *testing.F) {
+	f.Add([]byte(`{"a":{"b/c":[10,{"d":"x"}]},"e~f":true,"n":null}`), "/a/b~1c/1/d")
+	f.Add([]byte(` { "k\u0065y" : [ 1 , "2\"]" , {"x":[]} ] } `), "/key/2/x")
+	f.Add([]byte(`[[],{},"",0,-1.5e3,true,false,null]`), "/4")
+	f.Add([]byte(`{"a":"\\","b":1}`), "/b")
+	f.Add([]byte(`{"a":1 ,"b":[ 2 ,3 ]}`), "/b/0")
+	f.Fuzz(func(t *testing.T, doc []byte, ptr string) {
+		got, ok := lookup(doc, ptr)
+		if !json.Valid(doc) || hasDuplicateNames(doc) {
+			return
+		}
+		want, wok := lookupByDecoding(doc, ptr)
+		if ok != wok || !bytes.Equal(got, want) {
+			t.Fatalf("lookup(%q, %q) = %q, %v; decoding finds %q, %v", doc, ptr, got, ok, want, wok)
+		}
+		if ok {
+			rv, rok := refValue(got)
+			var v any
+			json.Unmarshal(got, &v)
+			if s, isStr := v.(string); isStr && (!rok || rv != s) {
+				t.Fatalf("refValue(%q) = %q, %v; want %q", got, rv, rok, s)
+			}
+		}
+	})
+}
+
+// hasDuplicateNames reports whether some object in the valid JSON doc
+// names a member twice.
+func hasDuplicateNames(doc []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	type frame struct {
+		obj   bool
+		names map[string]bool
+		key   bool // the next string token of an object is a name
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if s, ok := tok.(string); ok && top != nil && top.obj && top.key {
+			if top.names[s] {
+				return true
+			}
+			top.names[s], top.key = true, false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{obj: true, names: map[string]bool{}, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 {
+				top = stack[len(stack)-1]
+			} else {
+				top = nil
+			}
+		}
+		if top != nil && top.obj {
+			top.key = true // a value ended: a name comes next
+		}
 	}
 }
