@@ -108,8 +108,8 @@ type DB struct {
 	// head is the receipt of the last committed entry.
 	head atomic.Pointer[custody.Receipt]
 
-	// prepared holds *preparedBuf for Append.
-	prepared sync.Pool
+	// appends holds *appendReq for Append.
+	appends sync.Pool
 }
 
 var (

@@ -26,37 +26,50 @@ func (db *DB) Append(ctx context.Context, e custody.Entry) (custody.Entry, error
 	if e.At == "" {
 		e.At = custody.FormatTime(db.opts.Now())
 	}
-	p, _ := db.prepared.Get().(*preparedBuf)
-	if p == nil {
-		p = new(preparedBuf)
+	a, _ := db.appends.Get().(*appendReq)
+	if a == nil {
+		a = &appendReq{done: make(chan struct{}, 1)}
 	}
-	defer db.prepared.Put(p) // the writer is done with it once do returns
-	if err := p.prepare(&e); err != nil {
+	defer db.appends.Put(a)
+	defer a.reset() // the writer is done with a once do returns
+	a.e = e
+	if err := a.prepare(); err != nil {
 		return custody.Entry{}, err
 	}
-	resp, err := db.do(ctx, &request{what: "append evidence", entry: &e, prepared: &p.p})
+	a.req = request{what: "append evidence", entry: &a.e, prepared: &a.p, done: a.done}
+	resp, err := db.do(ctx, &a.req)
 	if err != nil {
 		return custody.Entry{}, err
 	}
 	return resp.entry, nil
 }
 
-// preparedBuf is a canonicalizer and an entry prepared with it, pooled by
-// the DB so that preparing entries stops allocating under load.
-type preparedBuf struct {
-	z ledger.Canonicalizer
-	p ledger.Prepared
+// appendReq is an append on its way to the writer: the entry, prepared
+// for sealing, and the request carrying it. The DB pools them, so that an
+// append stops allocating its request, and the canonicalizer's buffers,
+// under load.
+type appendReq struct {
+	e    custody.Entry
+	z    ledger.Canonicalizer
+	p    ledger.Prepared
+	req  request
+	done chan struct{} // req's, kept from one append to the next
+}
+
+// reset lets go of the last append's entry, keeping the buffers.
+func (a *appendReq) reset() {
+	a.e, a.req = custody.Entry{}, request{}
 }
 
 // prepare refuses, in the caller's goroutine, what the writer would
-// refuse, and readies e for sealing: the canonical form of the entry is
-// the costly part of sealing and is built here, in parallel, leaving the
-// single writer only the chain's SHA-256 to compute.
-func (p *preparedBuf) prepare(e *custody.Entry) error {
-	if e.Kind == "" {
+// refuse, and readies the entry for sealing: the canonical form of the
+// entry is the costly part of sealing and is built here, in parallel,
+// leaving the single writer only the chain's SHA-256 to compute.
+func (a *appendReq) prepare() error {
+	if a.e.Kind == "" {
 		return custody.Errorf(custody.EINVALID, "entry: kind is empty")
 	}
-	if err := p.z.Prepare(&p.p, e); err != nil {
+	if err := a.z.Prepare(&a.p, &a.e); err != nil {
 		return &custody.Error{Kind: custody.EINVALID, Message: "entry: " + err.Error(), Err: err}
 	}
 	return nil
@@ -67,7 +80,10 @@ func (db *DB) do(ctx context.Context, r *request) (response, error) {
 	if err := ctx.Err(); err != nil {
 		return response{}, unavailable(r.what, err)
 	}
-	r.ctx, r.done = ctx, make(chan struct{})
+	r.ctx = ctx
+	if r.done == nil {
+		r.done = make(chan struct{}, 1)
+	}
 	if err := db.enqueue(ctx, r); err != nil {
 		return response{}, err
 	}

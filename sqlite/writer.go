@@ -35,7 +35,9 @@ type request struct {
 	prepared *ledger.Prepared
 
 	resp response
-	done chan struct{} // closed once resp is final
+	// done receives one value once resp is final; its buffer of one
+	// lets the writer go on without waiting for the caller.
+	done chan struct{}
 }
 
 type response struct {
@@ -166,7 +168,7 @@ func (w *writer) checkpointIfPending(now bool) {
 		return
 	}
 	// A failure leaves pendingSince set: the next tick or batch retries.
-	w.commit([]*request{{ctx: context.Background(), what: "write checkpoint", checkpoint: true, done: make(chan struct{})}})
+	w.commit([]*request{{ctx: context.Background(), what: "write checkpoint", checkpoint: true, done: make(chan struct{}, 1)}})
 }
 
 // commit runs one batch in one transaction and answers its requests.
@@ -188,7 +190,7 @@ func (w *writer) commit(reqs []*request) {
 		w.committed(b)
 	}
 	for _, r := range reqs {
-		close(r.done)
+		r.done <- struct{}{}
 	}
 }
 
