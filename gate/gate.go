@@ -133,6 +133,8 @@ type Gateway struct {
 	// canons holds *ledger.Canonicalizer for strict-JSON checks, which
 	// then stop allocating under load.
 	canons sync.Pool
+	// ids makes the trace ids of calls that come without one.
+	ids idSource
 }
 
 // tool is a Tool with its declarations parsed once.

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/custody-dev/custody"
 )
@@ -305,6 +308,36 @@ func hasDuplicateNames(doc []byte) bool {
 		}
 		if top != nil && top.obj {
 			top.key = true // a value ended: a name comes next
+		}
+	}
+}
+
+// TestIDSource: trace ids are distinct UUID v4s, from any number of
+// goroutines, across the blocks of randomness they are cut from.
+func TestIDSource(t *testing.T) {
+	var s idSource
+	const workers, each = 8, 300 // more ids than one block holds
+	ids := make([][]string, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for range each {
+				ids[w] = append(ids[w], s.newID())
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for _, list := range ids {
+		for _, id := range list {
+			u, err := uuid.Parse(id)
+			if err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 || u.String() != id {
+				t.Fatalf("id %q is not a canonical UUID v4 (%v)", id, err)
+			}
+			if seen[id] {
+				t.Fatalf("id %q made twice", id)
+			}
+			seen[id] = true
 		}
 	}
 }
