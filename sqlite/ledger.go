@@ -36,7 +36,9 @@ func (db *DB) Append(ctx context.Context, e custody.Entry) (custody.Entry, error
 	if err := a.prepare(); err != nil {
 		return custody.Entry{}, err
 	}
-	a.req = request{what: "append evidence", entry: &a.e, prepared: &a.p, done: a.done}
+	// The index row is made here too, off the writer; it goes to the
+	// indexer, so it is not pooled.
+	a.req = request{what: "append evidence", entry: &a.e, prepared: &a.p, row: rowOf(&a.e), done: a.done}
 	resp, err := db.do(ctx, &a.req)
 	if err != nil {
 		return custody.Entry{}, err

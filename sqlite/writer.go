@@ -31,8 +31,10 @@ type request struct {
 	entry      *custody.Entry
 	op         func(ctx context.Context, tx *sql.Tx) error
 	checkpoint bool
-	// prepared is entry readied for sealing by Append.
+	// prepared is entry readied for sealing by Append, and row what the
+	// index keeps of it but for its seq.
 	prepared *ledger.Prepared
+	row      indexRow
 
 	resp response
 	// done receives one value once resp is final; its buffer of one
@@ -79,6 +81,7 @@ type writer struct {
 type batch struct {
 	head    custody.Receipt
 	entries []*custody.Entry // sealed, in seq order
+	rows    []indexRow       // the entries' index rows
 	cp      *custody.Checkpoint
 }
 
@@ -186,7 +189,7 @@ func (w *writer) commit(reqs []*request) {
 	} else {
 		// Fed before the head is published: a reader who sees the new
 		// head and waits for the index finds the rows on their way.
-		w.feedIndex(b.entries)
+		w.feedIndex(b.rows)
 		w.committed(b)
 	}
 	for _, r := range reqs {
@@ -194,17 +197,12 @@ func (w *writer) commit(reqs []*request) {
 	}
 }
 
-// feedIndex hands the committed entries to the indexer, which indexes
-// them while the next batch commits.
-func (w *writer) feedIndex(entries []*custody.Entry) {
-	if len(entries) == 0 {
-		return
+// feedIndex hands the committed entries' rows to the indexer, which
+// indexes them while the next batch commits.
+func (w *writer) feedIndex(rows []indexRow) {
+	if len(rows) > 0 {
+		w.lk.feed <- rows
 	}
-	rows := make([]indexRow, len(entries))
-	for i, e := range entries {
-		rows[i] = rowOf(e)
-	}
-	w.lk.feed <- rows
 }
 
 // committed makes the batch's outcome the writer's state.
@@ -294,6 +292,9 @@ func (w *writer) seal(b *batch, r *request) {
 	r.resp.entry = e
 	b.head = custody.Receipt{Seq: e.Seq, Hash: e.Hash}
 	b.entries = append(b.entries, &r.resp.entry)
+	row := r.row
+	row.seq = e.Seq
+	b.rows = append(b.rows, row)
 }
 
 // runOp runs an approval or state operation; a panic is handed back to the
