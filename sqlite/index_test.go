@@ -121,6 +121,11 @@ func TestTwoWriters(t *testing.T) {
 	if got := seqsOf(t, a, custody.Query{Trace: "c"}); got != "[6]" {
 		t.Errorf("first writer finds trace c, appended last by the other, at %s, want [6]", got)
 	}
+	// A checkpoint by the writer that did not append last still covers
+	// the ledger's head.
+	if cp, err := a.Checkpoint(context.Background()); err != nil || cp.Size != 6 {
+		t.Errorf("checkpoint after the other's append: size %d, %v; want 6", cp.Size, err)
+	}
 	if _, err := a.Verify(context.Background()); err != nil {
 		t.Fatalf("Verify: %v", err)
 	}

@@ -174,11 +174,19 @@ func (w *writer) checkpointIfPending(now bool) {
 	w.commit([]*request{{ctx: context.Background(), what: "write checkpoint", checkpoint: true, done: make(chan struct{}, 1)}})
 }
 
+// maxRebases bounds how many times one batch goes again after finding
+// that other processes appended.
+const maxRebases = 8
+
 // commit runs one batch in one transaction and answers its requests.
 func (w *writer) commit(reqs []*request) {
 	ctx := context.Background()
-	b := &batch{}
-	err := w.inTx(ctx, func(tx *sql.Tx) error { return w.apply(ctx, tx, b, reqs) })
+	b, err := w.try(ctx, reqs)
+	for n := 0; err != nil && n < maxRebases && w.rebase(ctx); n++ {
+		// Another process appended since this one last committed: the
+		// batch goes again, after the new head.
+		b, err = w.try(ctx, reqs)
+	}
 	if err != nil {
 		for _, r := range reqs {
 			r.resp.entry, r.resp.cp = custody.Entry{}, custody.Checkpoint{}
@@ -195,6 +203,28 @@ func (w *writer) commit(reqs []*request) {
 	for _, r := range reqs {
 		r.done <- struct{}{}
 	}
+}
+
+// try runs reqs in one transaction, from a clean slate.
+func (w *writer) try(ctx context.Context, reqs []*request) (*batch, error) {
+	for _, r := range reqs {
+		r.resp = response{}
+	}
+	b := &batch{}
+	return b, w.inTx(ctx, func(tx *sql.Tx) error { return w.apply(ctx, tx, b, reqs) })
+}
+
+// rebase reports whether the ledger's head is no longer the one this
+// writer committed last, because another process appended, and then takes
+// the new head as its own.
+func (w *writer) rebase(ctx context.Context) bool {
+	head, err := readHead(ctx, w.conn)
+	if err != nil || head == w.head {
+		return false
+	}
+	w.head = head
+	w.publish(head)
+	return true
 }
 
 // feedIndex hands the committed entries' rows to the indexer, which
@@ -251,13 +281,19 @@ func ignoreDone(err error) error {
 // entries and writes a checkpoint when one is due. An error fails the whole
 // batch; a refused entry or a failed operation only its own request.
 func (w *writer) apply(ctx context.Context, tx *sql.Tx, b *batch, reqs []*request) error {
-	head, err := w.stmts.readHead(ctx, tx)
-	if err != nil {
-		return err
+	// The chain goes on from the head this writer committed last. Should
+	// another process have appended since, the entry at the next seq is
+	// there already: inserting this batch's first entry fails, and
+	// commit tries again after the database's head. A batch without
+	// entries proves nothing by inserting, so it reads the head.
+	b.head = w.head
+	if !hasEntry(reqs) {
+		head, err := w.stmts.readHead(ctx, tx)
+		if err != nil {
+			return err
+		}
+		b.head = head
 	}
-	// The database, not memory, says where the chain ends: another
-	// process may have appended since this one last did.
-	b.head = head
 	now := w.opts.Now()
 	wantCP := false
 	for _, r := range reqs {
@@ -278,6 +314,15 @@ func (w *writer) apply(ctx context.Context, tx *sql.Tx, b *batch, reqs []*reques
 		return err
 	}
 	return w.checkpoint(ctx, tx, b, reqs, now, wantCP)
+}
+
+func hasEntry(reqs []*request) bool {
+	for _, r := range reqs {
+		if r.entry != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // seal puts r's entry on the chain after b.head; an entry that cannot be
