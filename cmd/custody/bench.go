@@ -33,7 +33,7 @@ type benchResult struct {
 
 // runBench measures the gateway:
 //
-//	custody bench gateway [--callers 64] [--seconds 10] [--rate 0]
+//	custody bench gateway [--callers 64] [--seconds 10] [--rate 0] [--writes 0.5]
 //
 // Callers drive a small READ tool and a WRITE tool (no approval) through the
 // full pipeline on a temporary SQLite data directory; then, in the same
@@ -43,10 +43,10 @@ type benchResult struct {
 // start. The last line is one JSON object.
 func (m *Main) runBench(ctx context.Context, args []string) int {
 	if len(args) == 0 || args[0] != "gateway" {
-		fmt.Fprintln(m.Stderr, "usage: custody bench gateway [--callers N] [--seconds S] [--rate R]")
+		fmt.Fprintln(m.Stderr, "usage: custody bench gateway [--callers N] [--seconds S] [--rate R] [--writes F]")
 		return exitUsage
 	}
-	fs := m.flags("bench gateway", "[--callers N] [--seconds S] [--rate R]")
+	fs := m.flags("bench gateway", "[--callers N] [--seconds S] [--rate R] [--writes F]")
 	callers := fs.Int("callers", 64, "concurrent `N` callers")
 	seconds := fs.Float64("seconds", 10, "measure for `S` seconds")
 	rate := fs.Float64("rate", 0, "pace a steady `R` calls per second; 0 runs flat out")
