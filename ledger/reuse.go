@@ -100,14 +100,14 @@ type Prepared struct {
 
 // Prepare readies e, whose At, Kind, Trace, Actor, Refs and Body are
 // final, for Sealer.SealPrepared into p. It refuses what Seal refuses of
-// such an entry, with the same errors: a body Canonicalize refuses, or a
-// field that is not valid UTF-8.
+// such an entry: a body Canonicalize refuses, or a field that is not
+// valid UTF-8, with an error naming it.
 func (z *Canonicalizer) Prepare(p *Prepared, e *custody.Entry) error {
 	sum := sha256.Sum256(e.Body)
 	p.bodySHA256 = hex.EncodeToString(sum[:])
 	w := entryWriter{dst: p.buf[:0]}
 	if err := w.head(&z.c, e, p.bodySHA256, nil); err != nil {
-		return fmt.Errorf("seal entry %d: %w", e.Seq, err)
+		return err
 	}
 	w.dst = append(w.dst, `,"prev":"`...)
 	p.prevAt = len(w.dst)
@@ -118,7 +118,7 @@ func (z *Canonicalizer) Prepare(p *Prepared, e *custody.Entry) error {
 	w.field(`,"trace":`, e.Trace, "trace")
 	p.buf = append(w.dst, '}')
 	if w.bad != "" {
-		return fmt.Errorf("seal entry %d: %s is not valid UTF-8", e.Seq, w.bad)
+		return fmt.Errorf("%s is not valid UTF-8", w.bad)
 	}
 	return nil
 }

@@ -284,16 +284,8 @@ func (w *writer) apply(ctx context.Context, tx *sql.Tx, b *batch, reqs []*reques
 	// The chain goes on from the head this writer committed last. Should
 	// another process have appended since, the entry at the next seq is
 	// there already: inserting this batch's first entry fails, and
-	// commit tries again after the database's head. A batch without
-	// entries proves nothing by inserting, so it reads the head.
+	// commit tries again after the database's head.
 	b.head = w.head
-	if !hasEntry(reqs) {
-		head, err := w.stmts.readHead(ctx, tx)
-		if err != nil {
-			return err
-		}
-		b.head = head
-	}
 	now := w.opts.Now()
 	wantCP := false
 	for _, r := range reqs {
@@ -310,19 +302,18 @@ func (w *writer) apply(ctx context.Context, tx *sql.Tx, b *batch, reqs []*reques
 			wantCP = true
 		}
 	}
-	if err := w.stmts.insert(ctx, tx, b.entries); err != nil {
+	if len(b.entries) == 0 {
+		// Nothing inserted proves the head: a checkpoint in this batch
+		// must cover the database's.
+		head, err := w.stmts.readHead(ctx, tx)
+		if err != nil {
+			return err
+		}
+		b.head = head
+	} else if err := w.stmts.insert(ctx, tx, b.entries); err != nil {
 		return err
 	}
 	return w.checkpoint(ctx, tx, b, reqs, now, wantCP)
-}
-
-func hasEntry(reqs []*request) bool {
-	for _, r := range reqs {
-		if r.entry != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // seal puts r's entry on the chain after b.head; an entry that cannot be
