@@ -14,26 +14,13 @@ import (
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/sqlite"
+
+	"github.com/custody-dev/custody/internal/testclock"
 )
 
 // clock is a settable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+func newClock() *testclock.Clock {
+	return testclock.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 }
 
 // notifier records what it was told and fails when err is set.
@@ -62,7 +49,7 @@ func (n *notifier) count() int {
 type fixture struct {
 	db  *sqlite.DB
 	svc *approval.Service
-	clk *clock
+	clk *testclock.Clock
 }
 
 func newFixture(t *testing.T, ns ...approval.Notifier) *fixture {
@@ -210,7 +197,7 @@ func TestDecide(t *testing.T) {
 			f := newFixture(t)
 			ctx := context.Background()
 			a := f.request(t, approval.Request{})
-			f.clk.Advance(tt.advance)
+			f.clk.Add(tt.advance)
 			if tt.twice {
 				if _, err := f.svc.Decide(ctx, a.ID, tt.d); err != nil {
 					t.Fatalf("first decision: %v", err)
@@ -292,7 +279,7 @@ func TestConsume(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			f.clk.Advance(tt.advance)
+			f.clk.Add(tt.advance)
 			digest := a.Digest
 			if tt.digest != "" {
 				digest = tt.digest
@@ -357,11 +344,11 @@ func TestExpireDueEscalates(t *testing.T) {
 		t.Fatalf("notified sms %d, pager %d times; want 0 and 1", sms.count(), pager.count())
 	}
 
-	f.clk.Advance(approval.DefaultTTL - time.Second)
+	f.clk.Add(approval.DefaultTTL - time.Second)
 	if n, err := f.svc.ExpireDue(ctx); err != nil || n != 0 {
 		t.Fatalf("early sweep expired %d (%v), want 0", n, err)
 	}
-	f.clk.Advance(time.Second)
+	f.clk.Add(time.Second)
 	if n, err := f.svc.ExpireDue(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep expired %d (%v), want 1", n, err)
 	}
@@ -376,7 +363,7 @@ func TestExpireDueEscalates(t *testing.T) {
 		t.Errorf("a decided request changed to %q", d.Status)
 	}
 
-	f.clk.Advance(10 * time.Minute)
+	f.clk.Add(10 * time.Minute)
 	if n, err := f.svc.ExpireDue(ctx); err != nil || n != 1 {
 		t.Fatalf("second sweep expired %d (%v), want 1", n, err)
 	}
@@ -421,7 +408,7 @@ func TestNotifierFailureKeepsPending(t *testing.T) {
 func TestRunSweeps(t *testing.T) {
 	f := newFixture(t)
 	a := f.request(t, approval.Request{})
-	f.clk.Advance(approval.DefaultTTL)
+	f.clk.Add(approval.DefaultTTL)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { f.svc.Run(ctx, 5*time.Millisecond); close(done) }()

@@ -93,7 +93,7 @@ func TestWebhookAsEscalationChannel(t *testing.T) {
 	defer srv.Close()
 	f := newFixture(t, &approval.Webhook{Name_: "pager", URL: srv.URL, Client: srv.Client()})
 	a := f.request(t, approval.Request{})
-	f.clk.Advance(approval.DefaultTTL)
+	f.clk.Add(approval.DefaultTTL)
 	if n, err := f.svc.ExpireDue(context.Background()); err != nil || n != 1 {
 		t.Fatalf("ExpireDue = %d, %v", n, err)
 	}

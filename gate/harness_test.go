@@ -16,6 +16,7 @@ import (
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/internal/gatetest"
+	"github.com/custody-dev/custody/internal/testclock"
 	"github.com/custody-dev/custody/sqlite"
 )
 
@@ -25,7 +26,7 @@ type harness struct {
 	reg  *contract.Registry
 	svc  *approval.Service
 	gw   *gate.Gateway
-	clk  *gatetest.Clock
+	clk  *testclock.Clock
 	runs map[string]*atomic.Int64
 }
 
@@ -53,7 +54,7 @@ func newHarness(t testing.TB, notifiers ...approval.Notifier) *harness {
 	}
 	t.Cleanup(func() { db.Close() })
 	h := &harness{db: db, led: &gatetest.FlakyLedger{Ledger: db}, reg: loadRegistry(t),
-		clk: gatetest.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)), runs: map[string]*atomic.Int64{}}
+		clk: testclock.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)), runs: map[string]*atomic.Int64{}}
 	h.svc, err = approval.New(approval.Config{Store: db, Ledger: h.led, Notifiers: notifiers, Now: h.clk.Now})
 	if err != nil {
 		t.Fatal(err)

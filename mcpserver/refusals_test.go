@@ -18,6 +18,7 @@ import (
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/internal/gatetest"
+	"github.com/custody-dev/custody/internal/testclock"
 	"github.com/custody-dev/custody/mcpserver"
 	"github.com/custody-dev/custody/sqlite"
 )
@@ -27,7 +28,7 @@ import (
 type refusalEnv struct {
 	db        *sqlite.DB
 	ledger    *gatetest.FlakyLedger
-	clock     *gatetest.Clock
+	clock     *testclock.Clock
 	approvals *approval.Service
 	url       string
 	runs      atomic.Int64 // handler runs of the test tools
@@ -35,7 +36,7 @@ type refusalEnv struct {
 
 func newRefusalEnv(t *testing.T) *refusalEnv {
 	t.Helper()
-	e := &refusalEnv{clock: gatetest.NewClock(time.Now().UTC())}
+	e := &refusalEnv{clock: testclock.New(time.Now().UTC())}
 	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)

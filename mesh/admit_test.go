@@ -393,7 +393,7 @@ func TestStoredAdvisoryOwnsItsID(t *testing.T) {
 	env := newEnv(t)
 	a, _ := newTestAggregator(env)
 	feed(t, env, a, "forward-ridge-1", "11SKU1234567890", clearReading())
-	env.clock.Advance(time.Minute)
+	env.clock.Add(time.Minute)
 	feed(t, env, a, "forward-ridge-1", "11SKU1234567890", clearReading())
 	st := a.nodes["forward-ridge-1"]
 	if st == nil || st.id != "forward-ridge-1" || st.sector != "11SKU" {

@@ -38,7 +38,7 @@ func TestAllInfoAggregationStaysInfo(t *testing.T) {
 	for i := range 12 {
 		feed(t, env, a, fmt.Sprintf("forward-ridge-%d", i+1), "11SKU1234567890", clearReading())
 	}
-	env.clock.Advance(time.Minute)
+	env.clock.Add(time.Minute)
 	aggs, err := a.Tick(context.Background())
 	if err != nil || len(aggs) != 1 {
 		t.Fatalf("tick = %d aggregations, %v", len(aggs), err)
@@ -59,7 +59,7 @@ func TestAllInfoAggregationRefusesEscalatingComposer(t *testing.T) {
 	a := NewAggregator(AggregatorConfig{Wire: env.wire("aggregator"), Now: env.clock.Now,
 		Composer: fakeBackend("Sector 11SKU: forward-ridge-1 (info) but a fire is spreading; severity emergency.")})
 	feed(t, env, a, "forward-ridge-1", "11SKU1234567890", clearReading())
-	env.clock.Advance(time.Minute)
+	env.clock.Add(time.Minute)
 	aggs, err := a.Tick(context.Background())
 	if err != nil || len(aggs) != 1 {
 		t.Fatal(err)
@@ -73,9 +73,9 @@ func TestStaleNodeCappedAtWarning(t *testing.T) {
 	env := newEnv(t)
 	a, _ := newTestAggregator(env)
 	feed(t, env, a, "forward-ridge-1", "11SKU1234567890", fireReading())
-	env.clock.Advance(30 * time.Second)
+	env.clock.Add(30 * time.Second)
 	feed(t, env, a, "forward-ridge-2", "11SKU1234567890", clearReading())
-	env.clock.Advance(61 * time.Second) // ridge-1 silent 91 s > 3 × 30 s; ridge-2 61 s
+	env.clock.Add(61 * time.Second) // ridge-1 silent 91 s > 3 × 30 s; ridge-2 61 s
 	aggs, err := a.Tick(context.Background())
 	if err != nil || len(aggs) != 1 {
 		t.Fatalf("tick: %d, %v", len(aggs), err)
@@ -96,11 +96,11 @@ func TestStaleBoundaryIsThreePeriods(t *testing.T) {
 	env := newEnv(t)
 	a, _ := newTestAggregator(env)
 	feed(t, env, a, "forward-ridge-1", "11SKU1234567890", fireReading())
-	env.clock.Advance(90 * time.Second)
+	env.clock.Add(90 * time.Second)
 	if n := a.Nodes()[0]; n.Stale || n.Tier != Emergency {
 		t.Fatalf("at exactly 3 periods: %+v", n)
 	}
-	env.clock.Advance(time.Second)
+	env.clock.Add(time.Second)
 	if n := a.Nodes()[0]; !n.Stale || n.Tier != Warning {
 		t.Fatalf("past 3 periods: stale=%v tier=%s", n.Stale, n.Tier)
 	}
@@ -115,7 +115,7 @@ func TestCadenceTimer(t *testing.T) {
 		want    int
 	}{{59 * time.Second, 0}, {time.Second, 1}, {30 * time.Second, 1}, {29 * time.Second, 1}, {time.Second, 2}}
 	for i, s := range steps {
-		env.clock.Advance(s.advance)
+		env.clock.Add(s.advance)
 		if _, err := a.Tick(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func TestCadenceEventTrigger(t *testing.T) {
 		{"CriticalAgain", critical, 3},
 	}
 	for _, s := range steps {
-		env.clock.Advance(10 * time.Second)
+		env.clock.Add(10 * time.Second)
 		aggs := feed(t, env, a, "forward-ridge-1", "11SKU1234567890", s.r)
 		if len(*got) != s.want {
 			t.Fatalf("%s: %d aggregations, want %d", s.name, len(*got), s.want)
@@ -167,7 +167,7 @@ func TestSectorSplitAbove32Nodes(t *testing.T) {
 	for i := range 5 {
 		feed(t, env, a, fmt.Sprintf("forward-b-%02d", i), "11SLT1234567890", hotReading())
 	}
-	env.clock.Advance(time.Minute)
+	env.clock.Add(time.Minute)
 	aggs, err := a.Tick(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func TestAggregationOverflowSplitAndShortened(t *testing.T) {
 		id := fmt.Sprintf("forward-%02d-%s", i, strings.Repeat("z", 50))
 		feed(t, env, a, id, "11SKU1234567890", hotReading())
 	}
-	env.clock.Advance(time.Minute)
+	env.clock.Add(time.Minute)
 	aggs, err := a.Tick(context.Background())
 	if err != nil {
 		t.Fatal(err)

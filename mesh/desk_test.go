@@ -45,7 +45,7 @@ func newDeskFixture(t *testing.T) *deskFixture {
 		t.Fatalf("event aggregation: %+v", aggs)
 	}
 	f.critical = aggs[0]
-	env.clock.Advance(time.Minute)
+	env.clock.Add(time.Minute)
 	ticked, err := f.agg.Tick(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -127,9 +127,9 @@ func TestBroadcastRaisedTierRefused(t *testing.T) {
 	f := newDeskFixture(t)
 	ctx := context.Background()
 	// A warning aggregation: a hot spot alone.
-	f.env.clock.Advance(time.Second)
+	f.env.clock.Add(time.Second)
 	feed(t, f.env, f.agg, "forward-ridge-5", "11SMT1234567890", hotReading())
-	f.env.clock.Advance(time.Minute)
+	f.env.clock.Add(time.Minute)
 	ticked, _ := f.agg.Tick(ctx)
 	var warn Aggregation
 	for _, a := range ticked {
@@ -172,7 +172,7 @@ func TestBroadcastConsoleEditRaisingTierRefused(t *testing.T) {
 	ctx := context.Background()
 	// A warning aggregation approved in the console with the tier raised.
 	feed(t, f.env, f.agg, "forward-ridge-5", "11SMT1234567890", hotReading())
-	f.env.clock.Advance(time.Minute)
+	f.env.clock.Add(time.Minute)
 	ticked, _ := f.agg.Tick(ctx)
 	var id string
 	for _, a := range ticked {
@@ -324,7 +324,7 @@ func TestAggregationHeldWhileApprovalWaits(t *testing.T) {
 	if _, err := f.env.approvals.Get(ctx, hs[0].Aggregation.ApprovalRequestID); custody.ErrorKind(err) != custody.ENOTFOUND {
 		t.Fatalf("a held aggregation opened an approval: %v", err)
 	}
-	f.env.clock.Advance(approval.DefaultTTL + time.Minute)
+	f.env.clock.Add(approval.DefaultTTL + time.Minute)
 	ticked, err := f.agg.Tick(ctx)
 	if err != nil {
 		t.Fatal(err)

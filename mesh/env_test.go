@@ -2,7 +2,6 @@ package mesh
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,34 +9,19 @@ import (
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/sqlite"
+
+	"github.com/custody-dev/custody/internal/testclock"
 )
 
 // testClock is an injected clock that only moves when told.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *testClock {
-	return &testClock{now: time.Date(2026, 7, 14, 14, 0, 0, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+func newClock() *testclock.Clock {
+	return testclock.New(time.Date(2026, 7, 14, 14, 0, 0, 0, time.UTC))
 }
 
 // testEnv is a real stack: the embedded contracts, SQLite in a temp dir,
 // the approval service and a loopback transport.
 type testEnv struct {
-	clock     *testClock
+	clock     *testclock.Clock
 	reg       *contract.Registry
 	db        *sqlite.DB
 	approvals *approval.Service

@@ -74,7 +74,7 @@ func TestReorderedAdvisoriesKeepLatest(t *testing.T) {
 	env := newEnv(t)
 	a, _ := newTestAggregator(env)
 	_, older := env.advisoryOf(t, "forward-ridge-1", "11SKU1234567890", fireReading(), Conditions{})
-	env.clock.Advance(30 * time.Second)
+	env.clock.Add(30 * time.Second)
 	_, newer := env.advisoryOf(t, "forward-ridge-1", "11SKU1234567890", clearReading(), Conditions{})
 	for _, raw := range [][]byte{newer, older} {
 		if _, err := a.Receive(context.Background(), Msg{Subject: "mesh.advisory.forward-ridge-1", Data: raw}); err != nil {

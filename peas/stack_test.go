@@ -3,7 +3,6 @@ package peas_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,25 +13,9 @@ import (
 	"github.com/custody-dev/custody/llm"
 	"github.com/custody-dev/custody/peas"
 	"github.com/custody-dev/custody/sqlite"
+
+	"github.com/custody-dev/custody/internal/testclock"
 )
-
-// clock is a test clock that only moves when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // stack is the real system on a temp data directory: SQLite store,
 // contract registry, approval service and gateway.
@@ -42,12 +25,12 @@ type stack struct {
 	approvals *approval.Service
 	gw        *gate.Gateway
 	sys       *peas.System
-	clock     *clock
+	clock     *testclock.Clock
 }
 
 func newStack(t *testing.T, router llm.Router, opts ...func(*peas.Deps)) *stack {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 1, 9, 14, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 1, 9, 14, 0, 0, 0, time.UTC))
 	db, err := sqlite.Open(t.TempDir(), sqlite.Options{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)

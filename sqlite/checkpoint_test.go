@@ -10,6 +10,8 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/ledger"
+
+	"github.com/custody-dev/custody/internal/testclock"
 )
 
 func sizes(t *testing.T, db *DB) []int64 {
@@ -65,7 +67,7 @@ func TestCheckpointEvery(t *testing.T) {
 
 func TestCheckpointInterval(t *testing.T) {
 	t.Run("InjectedClock", func(t *testing.T) {
-		c := &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+		c := testclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 		db := openTest(t, Options{CheckpointInterval: time.Hour, Now: c.Now})
 		mustAppend(t, db, entry("k", "t", nil, 1))
 		c.Add(59 * time.Minute)

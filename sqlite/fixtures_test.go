@@ -95,24 +95,6 @@ func waitQueued(t testing.TB, db *DB, n int) {
 	}
 }
 
-// clock is a settable Now.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 func kindOf(err error) string { return custody.ErrorKind(err) }
 
 func runtimeYield() { time.Sleep(100 * time.Microsecond) }

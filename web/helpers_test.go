@@ -18,6 +18,7 @@ import (
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/internal/gatetest"
+	"github.com/custody-dev/custody/internal/testclock"
 	"github.com/custody-dev/custody/sqlite"
 	"github.com/custody-dev/custody/web"
 )
@@ -37,7 +38,7 @@ type env struct {
 	ledger    *gatetest.FlakyLedger
 	approvals *approval.Service
 	gw        *gate.Gateway
-	clock     *gatetest.Clock
+	clock     *testclock.Clock
 	srv       *httptest.Server
 	// runs counts the runs of the test tools' handlers.
 	runs atomic.Int64
@@ -46,7 +47,7 @@ type env struct {
 // newEnv starts the server with apps mounted.
 func newEnv(t *testing.T, apps ...web.App) *env {
 	t.Helper()
-	e := &env{t: t, clock: gatetest.NewClock(time.Now().UTC())}
+	e := &env{t: t, clock: testclock.New(time.Now().UTC())}
 	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatalf("open store: %v", err)

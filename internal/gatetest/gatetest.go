@@ -8,9 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/gate"
@@ -58,29 +56,6 @@ func Tools(runs *atomic.Int64) []gate.Tool {
 		{Spec: spec("bad_output", custody.Read, 0), Handler: answer(`{"ok":"yes","secret":"s3cr3t"}`)},
 		{Spec: spec("count_write", custody.Write, 0), Handler: answer(`{"ok":true}`)},
 	}
-}
-
-// Clock is a settable clock for the gateway, approvals and servers.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// NewClock returns a clock standing at t.
-func NewClock(t time.Time) *Clock { return &Clock{t: t} }
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Add moves the clock forward by d.
-func (c *Clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // FlakyLedger is a ledger whose appends fail while Down is set.
