@@ -67,12 +67,6 @@ type hasher struct {
 // entryHash computes the hash of e. prev holds the bytes e.Prev spells
 // when the caller knows them already, or is nil.
 func (h *hasher) entryHash(e *custody.Entry, prev []byte) ([32]byte, error) {
-	return h.entryHashCanonical(e, prev, nil)
-}
-
-// entryHashCanonical is entryHash for a body whose canonical form is
-// canonBody, or nil to canonicalize e.Body here.
-func (h *hasher) entryHashCanonical(e *custody.Entry, prev, canonBody []byte) ([32]byte, error) {
 	if prev == nil && !isHashHex(e.Prev) {
 		return [32]byte{}, fmt.Errorf("prev %q is not 64 lowercase hex digits", e.Prev)
 	}
@@ -87,7 +81,7 @@ func (h *hasher) entryHashCanonical(e *custody.Entry, prev, canonBody []byte) ([
 	} else {
 		buf = appendHexBytes(buf, e.Prev)
 	}
-	buf, err := h.appendEntryCanonical(buf, e, canonBody)
+	buf, err := h.appendEntry(buf, e)
 	h.buf = buf
 	if err != nil {
 		return [32]byte{}, err
@@ -118,15 +112,9 @@ func AppendEntryCanonical(dst []byte, e *custody.Entry) ([]byte, error) {
 }
 
 func (h *hasher) appendEntry(dst []byte, e *custody.Entry) ([]byte, error) {
-	return h.appendEntryCanonical(dst, e, nil)
-}
-
-// appendEntryCanonical is appendEntry with the body's canonical form
-// given, or nil to canonicalize e.Body here.
-func (h *hasher) appendEntryCanonical(dst []byte, e *custody.Entry, canonBody []byte) ([]byte, error) {
 	mark := len(dst)
 	w := entryWriter{dst: dst}
-	if err := w.head(&h.c, e, e.BodySHA256, canonBody); err != nil {
+	if err := w.head(&h.c, e, e.BodySHA256); err != nil {
 		return dst[:mark], err
 	}
 	w.field(`,"prev":`, e.Prev, "prev")
@@ -149,19 +137,14 @@ type entryWriter struct {
 }
 
 // head appends the members of a canonical entry that come before "prev":
-// actor, at, body (canonicalized with c unless canonBody is given) and
-// body_sha256.
-func (w *entryWriter) head(c *canon, e *custody.Entry, bodySHA256 string, canonBody []byte) error {
+// actor, at, body (canonicalized with c), body_sha256 and kind.
+func (w *entryWriter) head(c *canon, e *custody.Entry, bodySHA256 string) error {
 	w.field(`{"actor":`, e.Actor, "actor")
 	w.field(`,"at":`, e.At, "at")
 	w.dst = append(w.dst, `,"body":`...)
-	if canonBody != nil {
-		w.dst = append(w.dst, canonBody...)
-	} else {
-		var err error
-		if w.dst, err = c.appendDoc(w.dst, e.Body); err != nil {
-			return fmt.Errorf("body %w", err)
-		}
+	var err error
+	if w.dst, err = c.appendDoc(w.dst, e.Body); err != nil {
+		return fmt.Errorf("body %w", err)
 	}
 	w.field(`,"body_sha256":`, bodySHA256, "body_sha256")
 	w.field(`,"kind":`, e.Kind, "kind")

@@ -48,23 +48,10 @@ type Sealer struct {
 
 // Seal is Seal with the Sealer's buffers.
 func (s *Sealer) Seal(prev string, e *custody.Entry) error {
-	return s.seal(prev, e, nil)
+	return s.seal(prev, e)
 }
 
-// SealCanonical is Seal for an entry whose body was already canonicalized:
-// canonBody must be the canonical form of e.Body, as Canonicalize or
-// Canonicalizer.Append returned it. The body is then not parsed again; the
-// hash is the one Seal computes, provided canonBody is what it must be.
-// An empty canonBody means none was given and the body is canonicalized
-// here.
-func (s *Sealer) SealCanonical(prev string, e *custody.Entry, canonBody []byte) error {
-	if len(canonBody) == 0 {
-		canonBody = nil
-	}
-	return s.seal(prev, e, canonBody)
-}
-
-func (s *Sealer) seal(prev string, e *custody.Entry, canonBody []byte) error {
+func (s *Sealer) seal(prev string, e *custody.Entry) error {
 	if prev == "" {
 		prev = genesisPrev
 	}
@@ -77,7 +64,7 @@ func (s *Sealer) seal(prev string, e *custody.Entry, canonBody []byte) error {
 	if prev == s.lastHex {
 		prevBytes = s.last[:]
 	}
-	sum, err := s.h.entryHashCanonical(e, prevBytes, canonBody)
+	sum, err := s.h.entryHash(e, prevBytes)
 	if err != nil {
 		return fmt.Errorf("seal entry %d: %w", e.Seq, err)
 	}
@@ -106,7 +93,7 @@ func (z *Canonicalizer) Prepare(p *Prepared, e *custody.Entry) error {
 	sum := sha256.Sum256(e.Body)
 	p.bodySHA256 = hex.EncodeToString(sum[:])
 	w := entryWriter{dst: p.buf[:0]}
-	if err := w.head(&z.c, e, p.bodySHA256, nil); err != nil {
+	if err := w.head(&z.c, e, p.bodySHA256); err != nil {
 		return err
 	}
 	w.dst = append(w.dst, `,"prev":"`...)

@@ -16,40 +16,35 @@ import (
 // chainRecorder seals entries into an in-memory hash chain: the CPU cost
 // of recording evidence without the disk, whose group commit amortises
 // one fsync over every append waiting. Like the SQLite store, it
-// canonicalizes a body in the caller's goroutine and only links it to the
+// prepares an entry in the caller's goroutine and only links it to the
 // chain under the lock.
 type chainRecorder struct {
-	mu     sync.Mutex
-	head   string
-	seq    int64
-	sealer ledger.Sealer
-	canons sync.Pool // of *canonBuf, as the store pools its canonicalizers
+	mu       sync.Mutex
+	head     string
+	seq      int64
+	sealer   ledger.Sealer
+	prepared sync.Pool // of *preparedEntry, as the store pools its own
 }
 
-type canonBuf struct {
-	z   ledger.Canonicalizer
-	out []byte
+type preparedEntry struct {
+	z ledger.Canonicalizer
+	p ledger.Prepared
 }
 
 func (c *chainRecorder) Append(_ context.Context, e custody.Entry) (custody.Entry, error) {
-	cb, _ := c.canons.Get().(*canonBuf)
-	if cb == nil {
-		cb = &canonBuf{}
+	pe, _ := c.prepared.Get().(*preparedEntry)
+	if pe == nil {
+		pe = &preparedEntry{}
 	}
-	defer c.canons.Put(cb)
-	canon, err := cb.z.Append(cb.out[:0], e.Body)
-	if err != nil {
+	defer c.prepared.Put(pe)
+	if err := pe.z.Prepare(&pe.p, &e); err != nil {
 		return e, err
 	}
-	cb.out = canon
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.head == "" {
-		c.head = ledger.GenesisPrev()
-	}
 	c.seq++
 	e.Seq = c.seq
-	if err := c.sealer.SealCanonical(c.head, &e, canon); err != nil {
+	if err := c.sealer.SealPrepared(c.head, &e, &pe.p); err != nil {
 		return e, err
 	}
 	c.head = e.Hash
