@@ -33,33 +33,37 @@ type benchResult struct {
 
 // runBench measures the gateway:
 //
-//	custody bench gateway [--callers 64] [--seconds 10] [--rate 0] [--writes 0.5]
+//	custody bench gateway [--callers 64] [--seconds 10] [--rate 0] [--writes 0.5] [--rounds 5]
 //
 // Callers drive a small READ tool and a WRITE tool (no approval) through the
-// full pipeline on a temporary SQLite data directory; then, in the same
-// run, the same load generator drives the raw group-commit baseline of the
-// same database: what SQLite alone does. With --rate R both are paced at a
+// full pipeline on a temporary SQLite data directory, and the same load
+// generator drives the raw group-commit baseline of the same database:
+// what SQLite alone does. The two sides take turns, in rounds, so that both
+// meet the same disk: a shared machine's fsync latency drifts by half from
+// one ten-second stretch to the next. With --rate R both are paced at a
 // steady R per second and latency is measured from each call's scheduled
 // start. The last line is one JSON object.
 func (m *Main) runBench(ctx context.Context, args []string) int {
+	const usage = "[--callers N] [--seconds S] [--rate R] [--writes F] [--rounds N]"
 	if len(args) == 0 || args[0] != "gateway" {
-		fmt.Fprintln(m.Stderr, "usage: custody bench gateway [--callers N] [--seconds S] [--rate R] [--writes F]")
+		fmt.Fprintln(m.Stderr, "usage: custody bench gateway "+usage)
 		return exitUsage
 	}
-	fs := m.flags("bench gateway", "[--callers N] [--seconds S] [--rate R] [--writes F]")
+	fs := m.flags("bench gateway", usage)
 	callers := fs.Int("callers", 64, "concurrent `N` callers")
-	seconds := fs.Float64("seconds", 10, "measure for `S` seconds")
+	seconds := fs.Float64("seconds", 10, "measure each side for `S` seconds in all")
 	rate := fs.Float64("rate", 0, "pace a steady `R` calls per second; 0 runs flat out")
 	writes := fs.Float64("writes", 0.5, "`FRACTION` of calls that go to the WRITE tool")
+	rounds := fs.Int("rounds", 5, "split each side's time into `N` turns, alternating with the other side's")
 	baseline := fs.Bool("baseline", true, "also measure the raw group-commit baseline")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the gateway run to `FILE` (go tool pprof reads it)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof reads it); with --baseline=false it holds the gateway alone")
 	if ok, code := m.parse(fs, args[1:]); !ok {
 		return code
 	}
-	if *callers < 1 || *seconds <= 0 || *rate < 0 || *writes < 0 || *writes > 1 {
-		return m.flagUsage(fs, "--callers, --seconds must be positive, --rate not negative, --writes within [0,1]")
+	if *callers < 1 || *seconds <= 0 || *rate < 0 || *writes < 0 || *writes > 1 || *rounds < 1 {
+		return m.flagUsage(fs, "--callers, --seconds, --rounds must be positive, --rate not negative, --writes within [0,1]")
 	}
-	load := benchLoad{callers: *callers, d: time.Duration(*seconds * float64(time.Second)), rate: *rate}
+	load := benchLoad{callers: *callers, d: time.Duration(*seconds * float64(time.Second) / float64(*rounds)), rate: *rate}
 	dir, err := os.MkdirTemp("", "custody-bench-")
 	if err != nil {
 		return m.fail(fmt.Errorf("bench: temp dir: %w", err))
@@ -84,44 +88,162 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 	if err != nil {
 		return m.fail(err)
 	}
-	res, err := m.benchGateway(ctx, filepath.Join(dir, "data"), load, *writes)
+	res, err := m.benchCompare(ctx, dir, load, *writes, *rounds, *baseline)
 	if perr := stopProfile(); err == nil {
 		err = perr
 	}
 	if err != nil {
 		return m.fail(err)
 	}
-	if *baseline {
-		if err := m.benchBaseline(ctx, dir, load, &res); err != nil {
-			return m.fail(err)
-		}
-	}
 	return m.printJSON(res)
 }
 
-// benchBaseline drives the raw group-commit baseline with load and adds its
-// figures, and the ratio of the gateway's rate to its, to res.
-func (m *Main) benchBaseline(ctx context.Context, dir string, load benchLoad, res *benchResult) error {
-	fmt.Fprintf(m.Stdout, "raw group-commit baseline: %s ...\n", load)
-	var lat []int64
-	var elapsed time.Duration
-	err := sqlite.RawGroupCommit(ctx, dir, func(insert func(custody.Entry) error) error {
-		var err error
-		lat, elapsed, err = load.run(ctx, func(_ context.Context, n int64) error {
-			return insert(sqlite.SampleEntry(int(n%int64(load.callers)), int(n)))
-		})
-		return err
+// benchCompare runs the gateway side and, with baseline, the raw
+// group-commit side for rounds turns of load each, alternating which goes
+// first, and returns both sides' figures and their ratio.
+func (m *Main) benchCompare(ctx context.Context, dir string, load benchLoad, writes float64, rounds int, baseline bool) (benchResult, error) {
+	s, err := m.openStack(ctx, filepath.Join(dir, "data"), "", benchTools()...)
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer s.Close()
+	gw := gatewaySide(s, writes)
+	fmt.Fprintf(m.Stdout, "%s, %.0f%% writes; %d rounds of %s per side ...\n", load, writes*100, rounds, load.d)
+	if !baseline {
+		if err := m.benchRounds(ctx, load, rounds, gw); err != nil {
+			return benchResult{}, err
+		}
+		return m.benchSummary(gw, nil), nil
+	}
+	var raw *benchSide
+	err = sqlite.RawGroupCommit(ctx, dir, func(insert func(custody.Entry) error) error {
+		raw = rawSide(insert, load.callers)
+		return m.benchRounds(ctx, load, rounds, gw, raw)
 	})
 	if err != nil {
-		return fmt.Errorf("bench: baseline: %w", err)
+		return benchResult{}, err
 	}
-	res.BaselinePerS = round(float64(len(lat))/elapsed.Seconds(), 0)
-	res.BaselineP50us, res.BaselineP99us = percentile(lat, 0.50), percentile(lat, 0.99)
-	fmt.Fprintf(m.Stdout, "baseline: %d inserts, %.0f inserts/s, p50 %d µs, p99 %d µs\n", len(lat), res.BaselinePerS, res.BaselineP50us, res.BaselineP99us)
+	return m.benchSummary(gw, raw), nil
+}
+
+// benchRounds gives each side rounds turns of load, the order of the
+// sides reversed every other round, and prints each round's rates.
+func (m *Main) benchRounds(ctx context.Context, load benchLoad, rounds int, sides ...*benchSide) error {
+	for r := range rounds {
+		order := slices.Clone(sides)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, side := range order {
+			if err := side.turn(ctx, load); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(m.Stdout, "round %d/%d:", r+1, rounds)
+		for _, side := range sides {
+			fmt.Fprintf(m.Stdout, " %s %.0f %s/s", side.name, side.lastRate, side.unit)
+		}
+		fmt.Fprintln(m.Stdout)
+	}
+	return nil
+}
+
+// benchSummary prints each side's totals and returns them as the result.
+func (m *Main) benchSummary(gw, raw *benchSide) benchResult {
+	var res benchResult
+	res.CallsPerS, res.P50us, res.P99us = gw.summary()
+	fmt.Fprintf(m.Stdout, "gateway: %d calls, %.0f calls/s, p50 %d µs, p99 %d µs\n", gw.count(), res.CallsPerS, res.P50us, res.P99us)
+	if raw == nil {
+		return res
+	}
+	res.BaselinePerS, res.BaselineP50us, res.BaselineP99us = raw.summary()
+	fmt.Fprintf(m.Stdout, "baseline: %d inserts, %.0f inserts/s, p50 %d µs, p99 %d µs\n", raw.count(), res.BaselinePerS, res.BaselineP50us, res.BaselineP99us)
 	if res.BaselinePerS > 0 {
 		res.Ratio = round(res.CallsPerS/res.BaselinePerS, 3)
 	}
+	return res
+}
+
+// benchSide is one side of the comparison, measured over its turns.
+type benchSide struct {
+	name, unit string
+	// do makes call n; n counts on across turns.
+	do func(ctx context.Context, n int64) error
+	// settle, when set, finishes what the side's calls left running in
+	// the background; its time counts as the side's.
+	settle func(ctx context.Context) error
+
+	n        atomic.Int64
+	lat      [][]int64 // each turn's latencies, sorted
+	elapsed  time.Duration
+	lastRate float64
+}
+
+// gatewaySide calls the bench tools through the stack's gateway, the
+// fraction writes of them the WRITE tool. After each turn it waits for
+// the lookup index to take in the turn's entries, which it does in the
+// background.
+func gatewaySide(s *stack, writes float64) *benchSide {
+	reads := json.RawMessage(`{"zone":"UTC"}`)
+	notes := json.RawMessage(`{"title":"bench","text":"a note written by the benchmark"}`)
+	return &benchSide{name: "gateway", unit: "calls",
+		do: func(ctx context.Context, n int64) error {
+			call := custody.Call{Tool: "bench_read", Args: reads, Actor: "bench", Via: "bench"}
+			if float64(n%100) < writes*100 {
+				call.Tool, call.Args = "bench_write", notes
+			}
+			_, err := s.gw.Call(ctx, call)
+			return err
+		},
+		settle: func(ctx context.Context) error {
+			// A lookup first waits for the index to hold the head.
+			_, err := s.db.Entries(ctx, custody.Query{Trace: "bench-settle", Limit: 1})
+			return err
+		}}
+}
+
+// rawSide inserts SampleEntry rows through the raw group commit.
+func rawSide(insert func(custody.Entry) error, callers int) *benchSide {
+	return &benchSide{name: "baseline", unit: "inserts",
+		do: func(_ context.Context, n int64) error {
+			return insert(sqlite.SampleEntry(int(n%int64(callers)), int(n)))
+		}}
+}
+
+// turn runs load once against the side.
+func (b *benchSide) turn(ctx context.Context, load benchLoad) error {
+	lat, elapsed, err := load.run(ctx, func(ctx context.Context, _ int64) error { return b.do(ctx, b.n.Add(1)) })
+	if err == nil && b.settle != nil {
+		start := time.Now()
+		err = b.settle(ctx)
+		elapsed += time.Since(start)
+	}
+	if err != nil {
+		return fmt.Errorf("bench: %s: %w", b.name, err)
+	}
+	b.lat = append(b.lat, lat)
+	b.elapsed += elapsed
+	b.lastRate = float64(len(lat)) / elapsed.Seconds()
 	return nil
+}
+
+func (b *benchSide) count() int {
+	n := 0
+	for _, l := range b.lat {
+		n += len(l)
+	}
+	return n
+}
+
+// summary returns the side's rate over all its turns and its latency
+// percentiles.
+func (b *benchSide) summary() (perSec float64, p50, p99 int64) {
+	lat := slices.Concat(b.lat...)
+	slices.Sort(lat)
+	if b.elapsed > 0 {
+		perSec = round(float64(len(lat))/b.elapsed.Seconds(), 0)
+	}
+	return perSec, percentile(lat, 0.50), percentile(lat, 0.99)
 }
 
 // startCPUProfile starts profiling the process into path, when set, and
@@ -164,32 +286,6 @@ func benchTools() []gate.Tool {
 			Refs: map[string]string{"note_id": "/note_id"}},
 			Handler: func(context.Context, custody.Call) (json.RawMessage, error) { return writeOut, nil }},
 	}
-}
-
-// benchGateway drives the gateway and returns throughput and latency.
-func (m *Main) benchGateway(ctx context.Context, dataDir string, load benchLoad, writes float64) (benchResult, error) {
-	s, err := m.openStack(ctx, dataDir, "", benchTools()...)
-	if err != nil {
-		return benchResult{}, err
-	}
-	defer s.Close()
-	fmt.Fprintf(m.Stdout, "gateway: %s, %.0f%% writes ...\n", load, writes*100)
-	reads := json.RawMessage(`{"zone":"UTC"}`)
-	notes := json.RawMessage(`{"title":"bench","text":"a note written by the benchmark"}`)
-	lat, elapsed, err := load.run(ctx, func(ctx context.Context, n int64) error {
-		call := custody.Call{Tool: "bench_read", Args: reads, Actor: "bench", Via: "bench"}
-		if float64(n%100) < writes*100 {
-			call.Tool, call.Args = "bench_write", notes
-		}
-		_, err := s.gw.Call(ctx, call)
-		return err
-	})
-	if err != nil {
-		return benchResult{}, err
-	}
-	res := benchResult{CallsPerS: round(float64(len(lat))/elapsed.Seconds(), 0), P50us: percentile(lat, 0.50), P99us: percentile(lat, 0.99)}
-	fmt.Fprintf(m.Stdout, "gateway: %d calls, %.0f calls/s, p50 %d µs, p99 %d µs\n", len(lat), res.CallsPerS, res.P50us, res.P99us)
-	return res, nil
 }
 
 // benchLoad is the load both sides of a comparison get: callers goroutines

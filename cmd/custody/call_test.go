@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // callOutput is what `custody call` prints.
@@ -142,6 +148,45 @@ func TestBenchGatewayShort(t *testing.T) {
 	if res.CallsPerS <= 0 || res.P99us < res.P50us || res.BaselinePerS <= 0 || res.Ratio <= 0 ||
 		res.BaselineP50us <= 0 || res.BaselineP99us < res.BaselineP50us {
 		t.Fatalf("result = %+v", res)
+	}
+	// The sides take turns, and each round reports both.
+	for r := 1; r <= 5; r++ {
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^round %d/5: gateway \d+ calls/s baseline \d+ inserts/s$`, r)).MatchString(out) {
+			t.Errorf("no round %d in:\n%s", r, out)
+		}
+	}
+
+	code, _, errOut = runMain(t, nil, "", "bench", "gateway", "--rounds", "0")
+	if code != exitUsage || !strings.Contains(errOut, "--rounds must be positive") {
+		t.Errorf("--rounds 0: exit %d, %s", code, errOut)
+	}
+}
+
+// A side's rate counts the time it takes to settle what its calls left
+// running: work deferred past a turn is not free.
+func TestBenchSideCountsSettle(t *testing.T) {
+	var calls atomic.Int64
+	side := &benchSide{name: "gateway", unit: "calls",
+		do: func(context.Context, int64) error {
+			calls.Add(1)
+			time.Sleep(time.Millisecond)
+			return nil
+		},
+		settle: func(context.Context) error { time.Sleep(200 * time.Millisecond); return nil }}
+	if err := side.turn(context.Background(), benchLoad{callers: 1, d: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if side.elapsed < 300*time.Millisecond {
+		t.Errorf("elapsed %s leaves out the settle", side.elapsed)
+	}
+	if rate, _, _ := side.summary(); rate > float64(calls.Load())/0.3 {
+		t.Errorf("rate %.0f/s for %d calls in over 300ms", rate, calls.Load())
+	}
+
+	failing := &benchSide{name: "gateway", do: func(context.Context, int64) error { return nil },
+		settle: func(context.Context) error { return errors.New("index failed") }}
+	if err := failing.turn(context.Background(), benchLoad{callers: 1, d: 10 * time.Millisecond}); err == nil || !strings.Contains(err.Error(), "gateway: index failed") {
+		t.Errorf("failed settle: %v", err)
 	}
 }
 
