@@ -3,9 +3,15 @@ package gate_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/example"
+	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/ledger"
 )
 
 // BenchmarkGatewayCall measures durable governed calls through the whole
@@ -36,4 +42,93 @@ func BenchmarkGatewayCall(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 		})
 	}
+}
+
+// BenchmarkGatewayCPU measures what a call costs the processors outside
+// the store's writer: the gateway's steps and an append's work in the
+// caller (the entry's canonical form and body hash), on a ledger that
+// does nothing more. Under load this work stands between a durable
+// commit and the caller's next append, so it decides how full the next
+// group commit is:
+//
+//	go test -run '^$' -bench GatewayCPU -benchtime 2s ./gate/
+func BenchmarkGatewayCPU(b *testing.B) {
+	for _, bc := range []struct{ name, tool, args string }{
+		{"READ", "cpu_read", `{"zone":"UTC"}`},
+		{"WRITE", "cpu_write", `{"title":"bench","text":"a note written by the benchmark"}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			h := newHarness(b)
+			led := &preparingLedger{Ledger: h.db}
+			svc, err := approval.New(approval.Config{Store: h.db, Ledger: led})
+			if err != nil {
+				b.Fatal(err)
+			}
+			env := example.Envelope(h.db, nil)
+			env.Tools = append(env.Tools, cpuTools()...)
+			gw, err := gate.New(gate.Config{Registry: h.reg, Ledger: led, Approvals: svc, State: h.db, Logger: discard()}, env)
+			if err != nil {
+				b.Fatal(err)
+			}
+			args := json.RawMessage(bc.args)
+			b.SetParallelism(32)
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				for pb.Next() {
+					if _, err := gw.Call(ctx, custody.Call{Tool: bc.tool, Args: args, Actor: "bench", Via: "bench"}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// cpuTools are the tools of `custody bench gateway`: a READ and a WRITE
+// on the example contract with constant outputs.
+func cpuTools() []gate.Tool {
+	ref := func(def string) string { return example.ContractID + "#/$defs/" + def }
+	readOut := json.RawMessage(`{"time":"2026-01-02T03:04:05Z","zone":"UTC","unix":1767323045}`)
+	writeOut := json.RawMessage(`{"note_id":"6f1c2a9e-4b7d-4e8a-9c3f-2d5b8e7a1c40","created_at":"2026-01-02T03:04:05Z"}`)
+	return []gate.Tool{
+		{Spec: custody.ToolSpec{Name: "cpu_read", Description: "benchmark read",
+			Input: ref("get_time_input"), Output: ref("get_time_output"),
+			Access: custody.Read, Effect: custody.EffectNone, Approval: custody.NotRequired},
+			Handler: func(context.Context, custody.Call) (json.RawMessage, error) { return readOut, nil }},
+		{Spec: custody.ToolSpec{Name: "cpu_write", Description: "benchmark write",
+			Input: ref("write_note_input"), Output: ref("write_note_output"),
+			Access: custody.Write, Effect: custody.EffectReversible, Approval: custody.NotRequired,
+			Refs: map[string]string{"note_id": "/note_id"}},
+			Handler: func(context.Context, custody.Call) (json.RawMessage, error) { return writeOut, nil }},
+	}
+}
+
+// preparingLedger does the caller's part of an append, as the SQLite
+// store does before handing the entry to its writer, and numbers the
+// entries; it keeps nothing.
+type preparingLedger struct {
+	custody.Ledger
+	seq      atomic.Int64
+	prepares sync.Pool // of *preparation
+}
+
+type preparation struct {
+	z ledger.Canonicalizer
+	p ledger.Prepared
+}
+
+func (l *preparingLedger) Append(_ context.Context, e custody.Entry) (custody.Entry, error) {
+	p, _ := l.prepares.Get().(*preparation)
+	if p == nil {
+		p = &preparation{}
+	}
+	defer l.prepares.Put(p)
+	if err := p.z.Prepare(&p.p, &e); err != nil {
+		return custody.Entry{}, err
+	}
+	e.Seq = l.seq.Add(1)
+	return e, nil
 }

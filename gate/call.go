@@ -26,7 +26,10 @@ type flight struct {
 	// intent step.
 	approval string
 	// refs thread the chain of custody onto every entry of the call.
-	refs map[string]string
+	// Once an entry carries them they are shared: ref copies them before
+	// adding, so that no entry's refs change after it was appended.
+	refs       map[string]string
+	refsShared bool
 	// elapsed is how long the handler ran.
 	elapsed time.Duration
 }

@@ -73,20 +73,20 @@ func settleTrace(f *flight, newID func() string) error {
 }
 
 // idSource makes UUID v4 ids from crypto/rand read in blocks: one read
-// of the system's source per 256 ids rather than one per call. The zero
-// value is ready to use.
+// of the system's source per 256 ids rather than one per call. Each
+// processor takes ids from a block of its own, so that callers do not
+// queue for one. The zero value is ready to use.
 type idSource struct {
-	mu sync.Mutex
-	r  *bufio.Reader
+	blocks sync.Pool // of *bufio.Reader over crypto/rand
 }
 
 func (s *idSource) newID() string {
-	s.mu.Lock()
-	if s.r == nil {
-		s.r = bufio.NewReaderSize(rand.Reader, 16*256)
+	r, _ := s.blocks.Get().(*bufio.Reader)
+	if r == nil {
+		r = bufio.NewReaderSize(rand.Reader, 16*256)
 	}
-	u, err := uuid.NewRandomFromReader(s.r)
-	s.mu.Unlock()
+	u, err := uuid.NewRandomFromReader(r)
+	s.blocks.Put(r)
 	if err != nil {
 		panic(fmt.Sprintf("gate: crypto/rand failed: %v", err)) // as uuid.New does
 	}

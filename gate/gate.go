@@ -135,6 +135,9 @@ type Gateway struct {
 	canons sync.Pool
 	// ids makes the trace ids of calls that come without one.
 	ids idSource
+	// outcomes holds the channels handlers answer on (chan outcome, with
+	// room for one), back from calls whose handler did answer.
+	outcomes sync.Pool
 }
 
 // tool is a Tool with its declarations parsed once.

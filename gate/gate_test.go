@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/custody-dev/custody"
 )
@@ -343,5 +346,28 @@ func TestCancelledCaller(t *testing.T) {
 	_, err := h.gw.Call(ctx, custody.Call{Trace: "t", Tool: "echo", Args: json.RawMessage(`{}`)})
 	if err == nil {
 		t.Fatal("a cancelled call succeeded")
+	}
+}
+
+// TestAbandonedHandlerAnswersLate: a handler abandoned at the deadline
+// that answers afterwards never answers for a later call.
+func TestAbandonedHandlerAnswersLate(t *testing.T) {
+	// One processor: whatever the gateway keeps for reuse per processor,
+	// the later calls meet it.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	h := newHarness(t)
+	if _, err := h.call("trace-late", "stuck", `{"n":1}`); custody.ErrorKind(err) != custody.EUNAVAILABLE {
+		t.Fatalf("stuck call: %v", err)
+	}
+	time.Sleep(1100 * time.Millisecond) // the stuck handler has answered
+	for i := range 16 {
+		s := strconv.Itoa(i)
+		res, err := h.call("trace-late", "make_brief", `{"n":1,"s":"`+s+`"}`)
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if want := `"brief_id":"B-` + s + `"`; !strings.Contains(string(res.Output), want) {
+			t.Fatalf("call %d got output %s, not its own (%s)", i, res.Output, want)
+		}
 	}
 }

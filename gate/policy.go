@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/custody-dev/custody"
@@ -222,12 +223,26 @@ func entryTool(e custody.Entry) string {
 	return b.Tool
 }
 
-// ref adds a ref to the call's entries.
+// ref adds a ref to the call's next entries.
 func (f *flight) ref(k, v string) {
-	if f.refs == nil {
+	switch {
+	case f.refs == nil:
 		f.refs = make(map[string]string, 2)
+	case f.refsShared:
+		if f.refs[k] == v {
+			return
+		}
+		f.refs = maps.Clone(f.refs)
+		f.refsShared = false
 	}
 	f.refs[k] = v
+}
+
+// entryRefs returns the refs for the call's next entry, which shares them
+// from then on.
+func (f *flight) entryRefs() map[string]string {
+	f.refsShared = f.refs != nil
+	return f.refs
 }
 
 // unavailableState is the error a caller sees when the state store fails.

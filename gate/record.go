@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -115,7 +114,7 @@ func (g *Gateway) append(ctx context.Context, f *flight, kind string, body []byt
 		Kind:  kind,
 		Trace: f.Trace,
 		Actor: validUTF8(f.Actor),
-		Refs:  maps.Clone(f.refs),
+		Refs:  f.entryRefs(),
 		Body:  body,
 	})
 	if err != nil {

@@ -42,7 +42,10 @@ type outcome struct {
 func (g *Gateway) run(ctx context.Context, f *flight) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.deadline)
 	defer cancel()
-	done := make(chan outcome, 1)
+	done, _ := g.outcomes.Get().(chan outcome)
+	if done == nil {
+		done = make(chan outcome, 1)
+	}
 	start := g.now()
 	go func() {
 		defer func() {
@@ -56,7 +59,10 @@ func (g *Gateway) run(ctx context.Context, f *flight) (json.RawMessage, error) {
 	var o outcome
 	select {
 	case o = <-done:
+		// Empty again, and the handler's goroutine is done with it.
+		g.outcomes.Put(done)
 	case <-ctx.Done():
+		// An abandoned handler still answers on done: it is not reused.
 		o.err = ctx.Err()
 	}
 	f.elapsed = g.now().Sub(start)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -339,5 +341,30 @@ func TestIDSource(t *testing.T) {
 			}
 			seen[id] = true
 		}
+	}
+}
+
+// TestEntryRefs: refs handed to an entry never change afterwards, though
+// the call goes on adding refs for its later entries.
+func TestEntryRefs(t *testing.T) {
+	f := &flight{}
+	if f.entryRefs() != nil {
+		t.Fatal("a call without refs gave its entry some")
+	}
+	f.ref("approval_request_id", "a1")
+	intent := f.entryRefs()
+	f.ref("note_id", "n1")
+	f.ref("approval_request_id", "a2")
+	if want := map[string]string{"approval_request_id": "a1"}; !maps.Equal(intent, want) {
+		t.Errorf("intent's refs became %v, want %v", intent, want)
+	}
+	outcome := f.entryRefs()
+	if want := map[string]string{"approval_request_id": "a2", "note_id": "n1"}; !maps.Equal(outcome, want) {
+		t.Errorf("outcome's refs = %v, want %v", outcome, want)
+	}
+	// Adding a ref the entries already hold copies nothing.
+	f.ref("note_id", "n1")
+	if again := f.entryRefs(); reflect.ValueOf(again).Pointer() != reflect.ValueOf(outcome).Pointer() {
+		t.Error("an unchanged ref copied the refs")
 	}
 }
