@@ -197,8 +197,10 @@ func gatewaySide(s *stack, writes float64) *benchSide {
 		},
 		settle: func(ctx context.Context) error {
 			// A lookup first waits for the index to hold the head.
-			_, err := s.db.Entries(ctx, custody.Query{Trace: "bench-settle", Limit: 1})
-			return err
+			if _, err := s.db.Entries(ctx, custody.Query{Trace: "bench-settle", Limit: 1}); err != nil {
+				return fmt.Errorf("waiting for the lookup index: %w", err)
+			}
+			return nil
 		}}
 }
 
@@ -210,7 +212,7 @@ func rawSide(insert func(custody.Entry) error, callers int) *benchSide {
 		}}
 }
 
-// turn runs load once against the side.
+// turn runs load once against the side, then settles it.
 func (b *benchSide) turn(ctx context.Context, load benchLoad) error {
 	lat, elapsed, err := load.run(ctx, func(ctx context.Context, _ int64) error { return b.do(ctx, b.n.Add(1)) })
 	if err == nil && b.settle != nil {
@@ -227,6 +229,7 @@ func (b *benchSide) turn(ctx context.Context, load benchLoad) error {
 	return nil
 }
 
+// count returns how many calls the side made over its turns.
 func (b *benchSide) count() int {
 	n := 0
 	for _, l := range b.lat {
@@ -338,7 +341,7 @@ func (l benchLoad) run(ctx context.Context, do func(ctx context.Context, n int64
 	wg.Wait()
 	elapsed := time.Since(start)
 	if failed.err != nil {
-		return nil, 0, fmt.Errorf("bench: %d calls failed, first: %w", failed.n, failed.err)
+		return nil, 0, fmt.Errorf("%d calls failed, first: %w", failed.n, failed.err)
 	}
 	lat := slices.Concat(lats...)
 	slices.Sort(lat)
