@@ -167,3 +167,23 @@ func put(ctx context.Context, state custody.StateStore, ns string, doc any) (str
 	}
 	return id, nil
 }
+
+// BenchTools are the tools the gateway's benchmarks drive: a READ and a
+// WRITE on the example contract's schemas, named read and write, whose
+// handlers return constant outputs, so that a benchmark measures the
+// gateway rather than a tool. The WRITE's output id becomes a ref.
+func BenchTools(read, write string) []gate.Tool {
+	readOut := json.RawMessage(`{"time":"2026-01-02T03:04:05Z","zone":"UTC","unix":1767323045}`)
+	writeOut := json.RawMessage(`{"note_id":"6f1c2a9e-4b7d-4e8a-9c3f-2d5b8e7a1c40","created_at":"2026-01-02T03:04:05Z"}`)
+	return []gate.Tool{
+		{Spec: custody.ToolSpec{Name: read, Description: "benchmark read",
+			Input: schema("get_time_input"), Output: schema("get_time_output"),
+			Access: custody.Read, Effect: custody.EffectNone, Approval: custody.NotRequired},
+			Handler: func(context.Context, custody.Call) (json.RawMessage, error) { return readOut, nil }},
+		{Spec: custody.ToolSpec{Name: write, Description: "benchmark write",
+			Input: schema("write_note_input"), Output: schema("write_note_output"),
+			Access: custody.Write, Effect: custody.EffectReversible, Approval: custody.NotRequired,
+			Refs: map[string]string{"note_id": "/note_id"}},
+			Handler: func(context.Context, custody.Call) (json.RawMessage, error) { return writeOut, nil }},
+	}
+}

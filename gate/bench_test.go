@@ -25,20 +25,7 @@ func BenchmarkGatewayCall(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			h := newHarness(b)
-			args := json.RawMessage(bc.args)
-			b.SetParallelism(32)
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				ctx := context.Background()
-				for pb.Next() {
-					if _, err := h.gw.Call(ctx, custody.Call{Tool: bc.tool, Args: args, Actor: "bench"}); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			b.StopTimer()
+			callParallel(b, h.gw, custody.Call{Tool: bc.tool, Args: json.RawMessage(bc.args), Actor: "bench"})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 		})
 	}
@@ -65,45 +52,31 @@ func BenchmarkGatewayCPU(b *testing.B) {
 				b.Fatal(err)
 			}
 			env := example.Envelope(h.db, nil)
-			env.Tools = append(env.Tools, cpuTools()...)
+			env.Tools = append(env.Tools, example.BenchTools("cpu_read", "cpu_write")...)
 			gw, err := gate.New(gate.Config{Registry: h.reg, Ledger: led, Approvals: svc, State: h.db, Logger: discard()}, env)
 			if err != nil {
 				b.Fatal(err)
 			}
-			args := json.RawMessage(bc.args)
-			b.SetParallelism(32)
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				ctx := context.Background()
-				for pb.Next() {
-					if _, err := gw.Call(ctx, custody.Call{Tool: bc.tool, Args: args, Actor: "bench", Via: "bench"}); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+			callParallel(b, gw, custody.Call{Tool: bc.tool, Args: json.RawMessage(bc.args), Actor: "bench", Via: "bench"})
 		})
 	}
 }
 
-// cpuTools are the tools of `custody bench gateway`: a READ and a WRITE
-// on the example contract with constant outputs.
-func cpuTools() []gate.Tool {
-	ref := func(def string) string { return example.ContractID + "#/$defs/" + def }
-	readOut := json.RawMessage(`{"time":"2026-01-02T03:04:05Z","zone":"UTC","unix":1767323045}`)
-	writeOut := json.RawMessage(`{"note_id":"6f1c2a9e-4b7d-4e8a-9c3f-2d5b8e7a1c40","created_at":"2026-01-02T03:04:05Z"}`)
-	return []gate.Tool{
-		{Spec: custody.ToolSpec{Name: "cpu_read", Description: "benchmark read",
-			Input: ref("get_time_input"), Output: ref("get_time_output"),
-			Access: custody.Read, Effect: custody.EffectNone, Approval: custody.NotRequired},
-			Handler: func(context.Context, custody.Call) (json.RawMessage, error) { return readOut, nil }},
-		{Spec: custody.ToolSpec{Name: "cpu_write", Description: "benchmark write",
-			Input: ref("write_note_input"), Output: ref("write_note_output"),
-			Access: custody.Write, Effect: custody.EffectReversible, Approval: custody.NotRequired,
-			Refs: map[string]string{"note_id": "/note_id"}},
-			Handler: func(context.Context, custody.Call) (json.RawMessage, error) { return writeOut, nil }},
-	}
+// callParallel makes b.N calls through gw from 32 callers per CPU.
+func callParallel(b *testing.B, gw *gate.Gateway, call custody.Call) {
+	b.SetParallelism(32)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			if _, err := gw.Call(ctx, call); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
 }
 
 // preparingLedger does the caller's part of an append, as the SQLite

@@ -14,7 +14,6 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/example"
-	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/sqlite"
 )
 
@@ -102,7 +101,7 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 // group-commit side for rounds turns of load each, alternating which goes
 // first, and returns both sides' figures and their ratio.
 func (m *Main) benchCompare(ctx context.Context, dir string, load benchLoad, writes float64, rounds int, baseline bool) (benchResult, error) {
-	s, err := m.openStack(ctx, filepath.Join(dir, "data"), "", benchTools()...)
+	s, err := m.openStack(ctx, filepath.Join(dir, "data"), "", example.BenchTools("bench_read", "bench_write")...)
 	if err != nil {
 		return benchResult{}, err
 	}
@@ -270,25 +269,6 @@ func startCPUProfile(path string) (stop func() error, err error) {
 		}
 		return nil
 	}, nil
-}
-
-// benchTools are the tools the benchmark drives: a READ and a WRITE with
-// constant outputs, on the example contract's schemas.
-func benchTools() []gate.Tool {
-	ref := func(def string) string { return example.ContractID + "#/$defs/" + def }
-	readOut := json.RawMessage(`{"time":"2026-01-02T03:04:05Z","zone":"UTC","unix":1767323045}`)
-	writeOut := json.RawMessage(`{"note_id":"6f1c2a9e-4b7d-4e8a-9c3f-2d5b8e7a1c40","created_at":"2026-01-02T03:04:05Z"}`)
-	return []gate.Tool{
-		{Spec: custody.ToolSpec{Name: "bench_read", Description: "benchmark read",
-			Input: ref("get_time_input"), Output: ref("get_time_output"),
-			Access: custody.Read, Effect: custody.EffectNone, Approval: custody.NotRequired},
-			Handler: func(context.Context, custody.Call) (json.RawMessage, error) { return readOut, nil }},
-		{Spec: custody.ToolSpec{Name: "bench_write", Description: "benchmark write",
-			Input: ref("write_note_input"), Output: ref("write_note_output"),
-			Access: custody.Write, Effect: custody.EffectReversible, Approval: custody.NotRequired,
-			Refs: map[string]string{"note_id": "/note_id"}},
-			Handler: func(context.Context, custody.Call) (json.RawMessage, error) { return writeOut, nil }},
-	}
 }
 
 // benchLoad is the load both sides of a comparison get: callers goroutines
