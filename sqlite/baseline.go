@@ -22,12 +22,11 @@ const baselineFile = "raw-baseline.db"
 // RawGroupCommit runs load against what the database alone can do. It
 // opens a scratch database in dir with the store's schema, settings (WAL,
 // synchronous=FULL), prepared statements and group-commit writer, and
-// hands load an insert function that puts a row shaped like e on it and
-// returns once the row is durable, with no validation, sealing, hashing
-// or indexing: the bar an append path is measured against. insert is safe
-// for concurrent use until load returns. The scratch database is removed
-// afterwards.
-func RawGroupCommit(ctx context.Context, dir string, load func(insert func(e custody.Entry) error) error) error {
+// hands load a RawGroup whose Insert puts a row shaped like an entry on it
+// and returns once the row is durable, with no validation, sealing,
+// hashing or indexing: the bar an append path is measured against. The
+// scratch database is removed afterwards.
+func RawGroupCommit(ctx context.Context, dir string, load func(g *RawGroup) error) error {
 	path := filepath.Join(dir, baselineFile)
 	defer removeDatabase(path)
 	removeDatabase(path)
@@ -43,20 +42,39 @@ func RawGroupCommit(ctx context.Context, dir string, load func(insert func(e cus
 	defer stmts.close()
 
 	reqs := make(chan *rawInsert, queueSize)
+	g := &RawGroup{ctx: ctx, reqs: reqs}
 	var loop sync.WaitGroup
-	loop.Go(func() { rawWriter(ctx, conn, stmts, reqs) })
+	loop.Go(func() { g.write(conn, stmts, reqs) })
 	defer loop.Wait()
 	defer close(reqs)
-	return load(func(e custody.Entry) error {
-		r := &rawInsert{e: e, done: make(chan struct{})}
-		select {
-		case reqs <- r:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		<-r.done
-		return r.err
-	})
+	return load(g)
+}
+
+// RawGroup is the raw group commit that RawGroupCommit hands its load.
+// It is safe for concurrent use until the load returns.
+type RawGroup struct {
+	ctx           context.Context
+	reqs          chan<- *rawInsert
+	rows, commits atomic.Int64
+}
+
+// Insert puts a row shaped like e on the scratch database and returns
+// once it is durable.
+func (g *RawGroup) Insert(e custody.Entry) error {
+	r := &rawInsert{e: e, done: make(chan struct{})}
+	select {
+	case g.reqs <- r:
+	case <-g.ctx.Done():
+		return g.ctx.Err()
+	}
+	<-r.done
+	return r.err
+}
+
+// Committed returns how many rows the raw writer has committed, in how
+// many transactions: rows over commits is how many shared each fsync.
+func (g *RawGroup) Committed() (rows, commits int64) {
+	return g.rows.Load(), g.commits.Load()
 }
 
 // RawGroupCommitBaseline runs RawGroupCommit with writers goroutines
@@ -67,9 +85,9 @@ func RawGroupCommitBaseline(ctx context.Context, dir string, writers int, d time
 		return 0, custody.Errorf(custody.EINVALID, "baseline: want at least one writer and a positive duration")
 	}
 	var n int64
-	err = RawGroupCommit(ctx, dir, func(insert func(custody.Entry) error) error {
+	err = RawGroupCommit(ctx, dir, func(g *RawGroup) error {
 		var err error
-		n, err = rawLoad(ctx, insert, writers, d)
+		n, err = rawLoad(ctx, g.Insert, writers, d)
 		return err
 	})
 	if err != nil {
@@ -108,9 +126,9 @@ func rawLoad(ctx context.Context, insert func(custody.Entry) error, writers int,
 	return n.Load(), errors.Join(first, ctx.Err())
 }
 
-// rawWriter is the writer loop of DB without the ledger: drain, insert,
+// write is the writer loop of DB without the ledger: drain, insert,
 // commit, acknowledge.
-func rawWriter(ctx context.Context, conn *sql.DB, stmts *insertStmts, reqs <-chan *rawInsert) {
+func (g *RawGroup) write(conn *sql.DB, stmts *insertStmts, reqs <-chan *rawInsert) {
 	var seq int64
 	fill := strings.Repeat("0", 64)
 	batch := make([]*rawInsert, 0, maxBatch)
@@ -123,7 +141,11 @@ func rawWriter(ctx context.Context, conn *sql.DB, stmts *insertStmts, reqs <-cha
 			r.e.Seq, r.e.Prev, r.e.Hash, r.e.BodySHA256 = seq, fill, fill, fill
 			entries = append(entries, &r.e)
 		}
-		err := rawCommit(ctx, conn, stmts, entries)
+		err := rawCommit(g.ctx, conn, stmts, entries)
+		if err == nil {
+			g.rows.Add(int64(len(entries)))
+			g.commits.Add(1)
+		}
 		for _, r := range batch {
 			r.err = err
 			close(r.done)

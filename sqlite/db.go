@@ -255,6 +255,11 @@ func (db *DB) PublicKey() ed25519.PublicKey { return db.pub }
 // process.
 func (db *DB) Size() int64 { return db.head.Load().Seq }
 
+// Commits returns how many write transactions this process has committed.
+// Concurrent appends share them (group commit), so that the entries
+// appended over the commits is how many shared each fsync.
+func (db *DB) Commits() int64 { return db.w.batches.Load() }
+
 // unavailable wraps a storage failure: the caller learns that the store is
 // unavailable; the cause is kept for the log.
 func unavailable(what string, err error) error {

@@ -208,10 +208,10 @@ func TestBadEntryRefusedBeforeTheWriter(t *testing.T) {
 	}
 	wg.Go(func() { out[1], errs[1] = db.Append(ctx, good[1]) })
 	waitQueued(t, db, 2)
-	before := db.w.batches.Load()
+	before := db.Commits()
 	release()
 	wg.Wait()
-	if n := db.w.batches.Load() - before; n != 2 {
+	if n := db.Commits() - before; n != 2 {
 		t.Errorf("%d transactions, want 2 (the hold and one batch)", n)
 	}
 	if errs[0] != nil || errs[1] != nil {
@@ -332,16 +332,16 @@ func TestGroupCommit(t *testing.T) {
 			wg.Go(func() { mustAppend(t, db, entry("k", "t", nil, i)) })
 		}
 		waitQueued(t, db, n)
-		before := db.w.batches.Load()
+		before := db.Commits()
 		release()
 		wg.Wait()
-		if got := db.w.batches.Load() - before; got != 2 {
+		if got := db.Commits() - before; got != 2 {
 			t.Fatalf("%d appends queued behind one write committed in %d transactions, want 2", n, got)
 		}
 	})
 	t.Run("Concurrent", func(t *testing.T) {
 		db := openTest(t, Options{})
-		before := db.w.batches.Load()
+		before := db.Commits()
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for i := range n {
@@ -352,7 +352,7 @@ func TestGroupCommit(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
-		if got := db.w.batches.Load() - before; got > n/2 {
+		if got := db.Commits() - before; got > n/2 {
 			t.Fatalf("%d concurrent appends took %d transactions, want at most %d", n, got, n/2)
 		} else {
 			t.Logf("%d concurrent appends committed in %d transactions", n, got)

@@ -28,6 +28,11 @@ type benchResult struct {
 	BaselineP50us int64   `json:"baseline_p50_us"`
 	BaselineP99us int64   `json:"baseline_p99_us"`
 	Ratio         float64 `json:"ratio"`
+	// EntriesPerCommit and BaselineRowsPerCommit are how many rows each
+	// side's group commits carried on average: a WRITE call appends two
+	// entries, a READ call one.
+	EntriesPerCommit      float64 `json:"entries_per_commit"`
+	BaselineRowsPerCommit float64 `json:"baseline_rows_per_commit"`
 }
 
 // runBench measures the gateway:
@@ -115,8 +120,8 @@ func (m *Main) benchCompare(ctx context.Context, dir string, load benchLoad, wri
 		return m.benchSummary(gw, nil), nil
 	}
 	var raw *benchSide
-	err = sqlite.RawGroupCommit(ctx, dir, func(insert func(custody.Entry) error) error {
-		raw = rawSide(insert, load.callers)
+	err = sqlite.RawGroupCommit(ctx, dir, func(g *sqlite.RawGroup) error {
+		raw = rawSide(g, load.callers)
 		return m.benchRounds(ctx, load, rounds, gw, raw)
 	})
 	if err != nil {
@@ -151,12 +156,16 @@ func (m *Main) benchRounds(ctx context.Context, load benchLoad, rounds int, side
 func (m *Main) benchSummary(gw, raw *benchSide) benchResult {
 	var res benchResult
 	res.CallsPerS, res.P50us, res.P99us = gw.summary()
-	fmt.Fprintf(m.Stdout, "gateway: %d calls, %.0f calls/s, p50 %d µs, p99 %d µs\n", gw.count(), res.CallsPerS, res.P50us, res.P99us)
+	res.EntriesPerCommit = gw.perCommit()
+	fmt.Fprintf(m.Stdout, "gateway: %d calls, %.0f calls/s, p50 %d µs, p99 %d µs; %d entries in %d commits, %.1f per commit\n",
+		gw.count(), res.CallsPerS, res.P50us, res.P99us, gw.rows, gw.commits, res.EntriesPerCommit)
 	if raw == nil {
 		return res
 	}
 	res.BaselinePerS, res.BaselineP50us, res.BaselineP99us = raw.summary()
-	fmt.Fprintf(m.Stdout, "baseline: %d inserts, %.0f inserts/s, p50 %d µs, p99 %d µs\n", raw.count(), res.BaselinePerS, res.BaselineP50us, res.BaselineP99us)
+	res.BaselineRowsPerCommit = raw.perCommit()
+	fmt.Fprintf(m.Stdout, "baseline: %d inserts, %.0f inserts/s, p50 %d µs, p99 %d µs; %d rows in %d commits, %.1f per commit\n",
+		raw.count(), res.BaselinePerS, res.BaselineP50us, res.BaselineP99us, raw.rows, raw.commits, res.BaselineRowsPerCommit)
 	if res.BaselinePerS > 0 {
 		res.Ratio = round(res.CallsPerS/res.BaselinePerS, 3)
 	}
@@ -171,11 +180,16 @@ type benchSide struct {
 	// settle, when set, finishes what the side's calls left running in
 	// the background; its time counts as the side's.
 	settle func(ctx context.Context) error
+	// committed, when set, reads how many rows the side's store has
+	// committed so far, in how many transactions.
+	committed func() (rows, commits int64)
 
 	n        atomic.Int64
 	lat      [][]int64 // each turn's latencies, sorted
 	elapsed  time.Duration
 	lastRate float64
+	// rows and commits are what the side's turns committed.
+	rows, commits int64
 }
 
 // gatewaySide calls the bench tools through the stack's gateway, the
@@ -200,19 +214,25 @@ func gatewaySide(s *stack, writes float64) *benchSide {
 				return fmt.Errorf("waiting for the lookup index: %w", err)
 			}
 			return nil
-		}}
+		},
+		committed: func() (int64, int64) { return s.db.Size(), s.db.Commits() }}
 }
 
 // rawSide inserts SampleEntry rows through the raw group commit.
-func rawSide(insert func(custody.Entry) error, callers int) *benchSide {
+func rawSide(g *sqlite.RawGroup, callers int) *benchSide {
 	return &benchSide{name: "baseline", unit: "inserts",
 		do: func(_ context.Context, n int64) error {
-			return insert(sqlite.SampleEntry(int(n%int64(callers)), int(n)))
-		}}
+			return g.Insert(sqlite.SampleEntry(int(n%int64(callers)), int(n)))
+		},
+		committed: g.Committed}
 }
 
 // turn runs load once against the side, then settles it.
 func (b *benchSide) turn(ctx context.Context, load benchLoad) error {
+	var rows0, commits0 int64
+	if b.committed != nil {
+		rows0, commits0 = b.committed()
+	}
 	lat, elapsed, err := load.run(ctx, func(ctx context.Context, _ int64) error { return b.do(ctx, b.n.Add(1)) })
 	if err == nil && b.settle != nil {
 		start := time.Now()
@@ -221,6 +241,10 @@ func (b *benchSide) turn(ctx context.Context, load benchLoad) error {
 	}
 	if err != nil {
 		return fmt.Errorf("bench: %s: %w", b.name, err)
+	}
+	if b.committed != nil {
+		rows, commits := b.committed()
+		b.rows, b.commits = b.rows+rows-rows0, b.commits+commits-commits0
 	}
 	b.lat = append(b.lat, lat)
 	b.elapsed += elapsed
@@ -246,6 +270,15 @@ func (b *benchSide) summary() (perSec float64, p50, p99 int64) {
 		perSec = round(float64(len(lat))/b.elapsed.Seconds(), 0)
 	}
 	return perSec, percentile(lat, 0.50), percentile(lat, 0.99)
+}
+
+// perCommit returns how many rows the side's commits carried on average,
+// 0 when it made none.
+func (b *benchSide) perCommit() float64 {
+	if b.commits == 0 {
+		return 0
+	}
+	return round(float64(b.rows)/float64(b.commits), 1)
 }
 
 // startCPUProfile starts profiling the process into path, when set, and

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -146,8 +147,24 @@ func TestBenchGatewayShort(t *testing.T) {
 	}
 	res := lastBenchResult(t, out)
 	if res.CallsPerS <= 0 || res.P99us < res.P50us || res.BaselinePerS <= 0 || res.Ratio <= 0 ||
-		res.BaselineP50us <= 0 || res.BaselineP99us < res.BaselineP50us {
+		res.BaselineP50us <= 0 || res.BaselineP99us < res.BaselineP50us ||
+		res.EntriesPerCommit < 1 || res.BaselineRowsPerCommit < 1 {
 		t.Fatalf("result = %+v", res)
+	}
+	// A call appends one entry, or two for the WRITE tool: the entries
+	// counted are the calls' own.
+	m := regexp.MustCompile(`(?m)^gateway: (\d+) calls, .*; (\d+) entries in (\d+) commits, [\d.]+ per commit$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no gateway summary in:\n%s", out)
+	}
+	calls, entries, commits := atoi(t, m[1]), atoi(t, m[2]), atoi(t, m[3])
+	if entries < calls || entries > 2*calls || commits < 1 || commits > entries {
+		t.Errorf("%d calls appended %d entries in %d commits", calls, entries, commits)
+	}
+	// Every acknowledged insert is a committed row.
+	m = regexp.MustCompile(`(?m)^baseline: (\d+) inserts, .*; (\d+) rows in \d+ commits, [\d.]+ per commit$`).FindStringSubmatch(out)
+	if m == nil || m[1] != m[2] {
+		t.Errorf("baseline rows are not its inserts in:\n%s", out)
 	}
 	// The sides take turns, and each round reports both.
 	for r := 1; r <= 5; r++ {
@@ -241,4 +258,13 @@ func lastBenchResult(t *testing.T, out string) benchResult {
 		t.Fatalf("last line %q is not the result JSON: %v", lines[len(lines)-1], err)
 	}
 	return res
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
