@@ -3,6 +3,8 @@ package web_test
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -447,4 +449,26 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}
 	}
+	// Every durable call commits at least once, its refusals included.
+	before := commitsMetric(t, body)
+	if before < 1 {
+		t.Errorf("custody_ledger_commits_total %d after five entries", before)
+	}
+	e.call("t-m", "write_note", `{"title":"a","extra":1}`)
+	if after := commitsMetric(t, string(e.do("GET", "/metrics", "", nil).Body)); after <= before {
+		t.Errorf("custody_ledger_commits_total went from %d to %d over a refused call", before, after)
+	}
+}
+
+func commitsMetric(t *testing.T, body string) int64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^custody_ledger_commits_total (\d+)$`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no custody_ledger_commits_total in:\n%s", body)
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -115,6 +115,11 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	s.metrics.writeCalls(w)
 	s.gauge(r.Context(), w, "custody_ledger_entries", "Entries on the evidence ledger.", s.ledgerEntries)
+	if s.cfg.Commits != nil {
+		fmt.Fprint(w, "# HELP custody_ledger_commits_total Transactions committed to the store by this process; concurrent appends share them.\n"+
+			"# TYPE custody_ledger_commits_total counter\n")
+		fmt.Fprintf(w, "custody_ledger_commits_total %d\n", s.cfg.Commits())
+	}
 	s.gauge(r.Context(), w, "custody_approvals_pending", "Approval requests waiting for a decision.", s.pendingApprovals)
 }
 

@@ -34,7 +34,11 @@ type Config struct {
 	// Checkpoint returns the latest signed checkpoint; nil answers 503 on
 	// /v1/ledger/checkpoint.
 	Checkpoint func(ctx context.Context) (custody.Checkpoint, error)
-	Tokens     Tokens
+	// Commits counts the write transactions the store has committed;
+	// when set, /metrics reports it, and entries over commits is how
+	// many appends shared each fsync.
+	Commits func() int64
+	Tokens  Tokens
 	// Apps are domain systems mounted at /apps/{Name}/ and linked from
 	// the console.
 	Apps []App

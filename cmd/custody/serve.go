@@ -331,7 +331,7 @@ func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems) (http.Han
 		}
 	}
 	ws, err := web.New(web.Config{
-		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify,
+		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify, Commits: st.db.Commits,
 		Checkpoint: st.db.LatestCheckpoint, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -103,6 +104,10 @@ func TestServe(t *testing.T) {
 	}
 	post(t, base+"/v1/calls", operator, `{"tool":"get_time","arguments":{}}`, 403)
 	post(t, base+"/v1/approvals/x/decision", agent, `{"decision":"approved"}`, 403)
+	// The store's commit count reaches /metrics.
+	if m := get(t, base+"/metrics"); !regexp.MustCompile(`(?m)^custody_ledger_commits_total [1-9]\d*$`).MatchString(m) {
+		t.Errorf("metrics lack the store's commits:\n%s", m)
+	}
 	if code := stop(); code != exitOK {
 		t.Fatalf("exit code %d", code)
 	}
@@ -190,6 +195,20 @@ func post(t *testing.T, url, token, body string, want int) string {
 	b, _ := io.ReadAll(res.Body)
 	if res.StatusCode != want {
 		t.Fatalf("POST %s: %d, want %d: %s", url, res.StatusCode, want, b)
+	}
+	return string(b)
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 {
+		t.Fatalf("GET %s: %d: %s", url, res.StatusCode, b)
 	}
 	return string(b)
 }
