@@ -66,7 +66,7 @@ type Options struct {
 	// such as rebuilding the lookup index; nil discards it.
 	Logger *slog.Logger
 
-	// indexRecent is how many postings the index's recent level holds
+	// indexRecent is how many rows the index's recent level holds
 	// before merging; 0 means defaultIndexRecent. Tests set it small.
 	indexRecent int
 }

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -16,7 +15,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -37,40 +35,52 @@ const IndexFile = "index.db"
 
 // indexVersion is the schema version of the index, kept in its
 // user_version; an index of another version is rebuilt.
-const indexVersion = 2
+const indexVersion = 3
 
-// indexSchema keeps one posting per entry and looked-up field: its trace,
-// its kind and each of its refs. A posting is keyed by a 64-bit hash of the
-// field and value (see postingKey): integer keys make the index several
-// times cheaper to write than text ones, and the rare hash collision is
-// filtered out by checking the entries found.
+// indexSchema keeps, for each looked-up field and value of the entries
+// (their trace, their kind and each of their refs), the seqs of the
+// entries that have it. A field and value is keyed by a 64-bit hash
+// (see postingKey): integer keys make the index several times cheaper to
+// write than text ones, and the rare hash collision is filtered out by
+// checking the entries found.
 //
-// Hashed keys scatter the postings of new entries over the whole table: an
-// index update dirties about one page per posting once the table outgrows
-// the update, and the cost of an append would grow with the ledger. So
-// postings are written in two levels. New postings go to recent, a table
-// small enough that an update dirties few pages; each update then moves
-// one key range of recent, a slice of the key space, into postings, where
-// the moved rows land in neighbouring pages. Postings of kinds, a few keys
-// with long runs, go straight to postings: they land at the end of their
-// key's run. A lookup reads both levels.
+// One update of the index writes one row per key it touches: the seqs of
+// that update's entries with the key, from first to last, packed in seqs
+// (see appendRun). The index is written under its write lock after
+// reading upto, so two rows of one key never hold the same seq and their
+// [first, last] ranges never overlap: the row holding a seq is the row of
+// its key with the greatest first <= seq.
+//
+// Hashed keys scatter the rows of an update over the whole table: an
+// update dirties about one page per row once the table outgrows the
+// update, and the cost of an append would grow with the ledger. So rows
+// are written in two levels. New rows go to recent, a table small enough
+// that an update dirties few pages; each update then moves one key range
+// of recent, a slice of the key space, into runs, where the moved rows
+// land in neighbouring pages. The rows of kinds, a few keys with long
+// histories, go straight to runs: they land at the end of their key's
+// run of rows. A lookup reads both levels.
 const indexSchema = `
 CREATE TABLE index_meta (
 	id   INTEGER PRIMARY KEY CHECK (id = 1),
 	upto INTEGER NOT NULL -- every entry with seq <= upto is indexed
 );
 INSERT INTO index_meta (id, upto) VALUES (1, 0);
-CREATE TABLE postings (
-	key INTEGER NOT NULL,
-	seq INTEGER NOT NULL,
-	PRIMARY KEY (key, seq)
+CREATE TABLE runs (
+	key   INTEGER NOT NULL,
+	first INTEGER NOT NULL,
+	last  INTEGER NOT NULL,
+	seqs  BLOB    NOT NULL,
+	PRIMARY KEY (key, first)
 ) WITHOUT ROWID;
 CREATE TABLE recent (
-	key INTEGER NOT NULL,
-	seq INTEGER NOT NULL,
-	PRIMARY KEY (key, seq)
+	key   INTEGER NOT NULL,
+	first INTEGER NOT NULL,
+	last  INTEGER NOT NULL,
+	seqs  BLOB    NOT NULL,
+	PRIMARY KEY (key, first)
 ) WITHOUT ROWID;
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 `
 
 // Posting fields.
@@ -102,11 +112,11 @@ const (
 	indexDelay = 50 * time.Millisecond
 	// indexRetry is how often a failed index retries on its own.
 	indexRetry = time.Second
-	// defaultIndexRecent is how many postings the recent level of the
+	// defaultIndexRecent is how many rows the recent level of the
 	// index holds before updates start moving them to the main level.
 	defaultIndexRecent = 4096
 	// mergeSlices is how many key ranges the key space is cut into: an
-	// update moves one, so a posting waits at most mergeSlices updates
+	// update moves one, so a row waits at most mergeSlices updates
 	// once recent is full.
 	mergeSlices = 16
 )
@@ -132,17 +142,17 @@ func rowOf(e *custody.Entry) indexRow {
 type lookups struct {
 	wdb, rdb *sql.DB
 	insert   *multiInsert // into recent
-	// insertMain inserts into the main level, for the postings of kinds.
+	// insertMain inserts into the main level, for the rows of kinds.
 	insertMain *multiInsert
 	getUpto    *sql.Stmt
 	setUpto    *sql.Stmt
-	// merge is the rolling move of recent postings to the main level.
+	// merge is the rolling move of recent rows to the main level.
 	merge merger
 	// log reports a long catch-up; never nil.
-	log      *slog.Logger
-	args     []any     // reused by every update
-	postings []posting // reused by every update
-	kinds    []posting // reused by every update
+	log   *slog.Logger
+	args  []any    // reused by every update
+	runs  runGroup // the rows of trace and ref keys, reused by every update
+	kinds runGroup // the rows of kind keys, reused by every update
 	// feed carries the rows of each committed batch to the indexer.
 	feed chan []indexRow
 	// poke asks the indexer to commit what it holds: a reader waits.
@@ -227,10 +237,10 @@ func (lk *lookups) init(ctx context.Context) error {
 	// OR IGNORE: a statement that cannot abort half-way needs no statement
 	// journal, which would otherwise copy every page it touches; and
 	// indexing an entry twice is harmless.
-	if lk.insert, err = prepareMultiInsert(ctx, lk.wdb, "OR IGNORE INTO recent", "key", "seq"); err != nil {
+	if lk.insert, err = prepareMultiInsert(ctx, lk.wdb, "OR IGNORE INTO recent", runColumns...); err != nil {
 		return err
 	}
-	if lk.insertMain, err = prepareMultiInsert(ctx, lk.wdb, "OR IGNORE INTO postings", "key", "seq"); err != nil {
+	if lk.insertMain, err = prepareMultiInsert(ctx, lk.wdb, "OR IGNORE INTO runs", runColumns...); err != nil {
 		return err
 	}
 	if err := lk.merge.prepare(ctx, lk.wdb); err != nil {
@@ -477,44 +487,49 @@ func readRows(ctx context.Context, main *sql.DB, after, until int64) ([]indexRow
 
 // addRows indexes the rows beyond upto and returns the new upto.
 func (lk *lookups) addRows(ctx context.Context, tx *sql.Tx, upto int64, rows []indexRow) (int64, error) {
-	ps, ks := lk.postings[:0], lk.kinds[:0]
+	lk.runs.reset()
+	lk.kinds.reset()
 	next := upto
 	for _, r := range rows {
 		if r.seq <= upto {
 			continue
 		}
-		ps = append(ps, posting{postingKey(fieldTrace, r.trace), r.seq})
-		ks = append(ks, posting{postingKey(fieldKind, r.kind), r.seq})
+		lk.runs.add(postingKey(fieldTrace, r.trace), r.seq)
+		lk.kinds.add(postingKey(fieldKind, r.kind), r.seq)
 		for i := 0; i+1 < len(r.refs); i += 2 {
-			ps = append(ps, posting{postingKey(fieldRef+r.refs[i], r.refs[i+1]), r.seq})
+			lk.runs.add(postingKey(fieldRef+r.refs[i], r.refs[i+1]), r.seq)
 		}
 		next = r.seq
 	}
-	lk.postings, lk.kinds = ps[:0], ks[:0]
-	// A kind has few values, each with many entries: its postings go
-	// straight to the end of their key's run in the main level, a few
+	// A kind has few values, each with many entries: its rows go
+	// straight to the end of their key's rows in the main level, a few
 	// pages, and need no merge.
-	if err := lk.insertPostings(ctx, tx, lk.insertMain, ks); err != nil {
+	if err := lk.insertRuns(ctx, tx, lk.insertMain, &lk.kinds); err != nil {
 		return upto, err
 	}
-	if err := lk.insertPostings(ctx, tx, lk.insert, ps); err != nil {
+	if err := lk.insertRuns(ctx, tx, lk.insert, &lk.runs); err != nil {
 		return upto, err
 	}
-	lk.merge.added(len(ps))
+	lk.merge.added(len(lk.runs.keys))
 	if err := lk.merge.step(ctx, tx); err != nil {
 		return upto, err
 	}
 	return next, nil
 }
 
-// insertPostings inserts ps with m, in key order: each insert lands next
-// to the one before, so SQLite walks the tree once rather than jumping to
-// a random leaf per row.
-func (lk *lookups) insertPostings(ctx context.Context, tx *sql.Tx, m *multiInsert, ps []posting) error {
-	slices.SortFunc(ps, comparePostings)
+// runColumns are the columns of a row of the index, in the order
+// insertRuns binds them.
+var runColumns = []string{"key", "first", "last", "seqs"}
+
+// insertRuns inserts the rows of g with m, in key order: each insert lands
+// next to the one before, so SQLite walks the tree once rather than
+// jumping to a random leaf per row.
+func (lk *lookups) insertRuns(ctx context.Context, tx *sql.Tx, m *multiInsert, g *runGroup) error {
+	slices.Sort(g.keys)
 	args := lk.args[:0]
-	for _, p := range ps {
-		args = append(args, p.key, p.seq)
+	for _, k := range g.keys {
+		seqs := g.seqs[k]
+		args = append(args, k, seqs[0], seqs[len(seqs)-1], appendRun(nil, seqs))
 	}
 	err := m.exec(ctx, tx, args)
 	clear(args)
@@ -525,14 +540,57 @@ func (lk *lookups) insertPostings(ctx context.Context, tx *sql.Tx, m *multiInser
 	return nil
 }
 
-// posting is one row of the postings table.
-type posting struct{ key, seq int64 }
+// runGroup gathers the seqs of one update by key.
+type runGroup struct {
+	keys []int64           // in the order first seen
+	seqs map[int64][]int64 // by key, ascending
+}
 
-func comparePostings(a, b posting) int {
-	if c := cmp.Compare(a.key, b.key); c != 0 {
-		return c
+func (g *runGroup) reset() {
+	g.keys = g.keys[:0]
+	if g.seqs == nil {
+		g.seqs = map[int64][]int64{}
 	}
-	return cmp.Compare(a.seq, b.seq)
+	clear(g.seqs)
+}
+
+// add records that the entry at seq has key; seqs come in ascending
+// order. A key met twice for one entry (two fields whose hashes collide)
+// is kept once.
+func (g *runGroup) add(key, seq int64) {
+	seqs, ok := g.seqs[key]
+	if !ok {
+		g.keys = append(g.keys, key)
+	} else if seqs[len(seqs)-1] == seq {
+		return
+	}
+	g.seqs[key] = append(seqs, seq)
+}
+
+// appendRun appends to dst the packed form of seqs, ascending: the first
+// seq, then each one's distance from the one before, as uvarints.
+func appendRun(dst []byte, seqs []int64) []byte {
+	var prev int64
+	for _, s := range seqs {
+		dst = binary.AppendUvarint(dst, uint64(s-prev))
+		prev = s
+	}
+	return dst
+}
+
+// readRun decodes a row's packed seqs into dst.
+func readRun(dst []int64, b []byte) ([]int64, error) {
+	var prev int64
+	for len(b) > 0 {
+		d, n := binary.Uvarint(b)
+		if n <= 0 {
+			return dst, errors.New("index: a row's seqs are corrupt")
+		}
+		prev += int64(d)
+		dst = append(dst, prev)
+		b = b[n:]
+	}
+	return dst, nil
 }
 
 // waitFor waits until every entry up to seq is indexed. It fails at once
@@ -562,32 +620,63 @@ func (lk *lookups) waitFor(ctx context.Context, seq int64) error {
 }
 
 // seqs returns the seqs of the entries matching q's filters, in order,
-// after q.After and at most q.Limit of them.
+// after q.After and at most q.Limit of them. The most selective filter (a
+// ref, then the trace, then the kind) drives: its rows are read in order
+// and each of their seqs is looked up in the rows of the other filters.
+// All reads share one transaction, so a row moving between levels is
+// seen exactly once.
 func (lk *lookups) seqs(ctx context.Context, q custody.Query) ([]int64, error) {
-	text, args := lookupQuery(q)
-	rows, err := lk.rdb.QueryContext(ctx, text, args...)
+	keys := queryKeys(q)
+	tx, err := lk.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	after := max(q.After, 0)
+	rows, err := tx.QueryContext(ctx, runsAfter, keys[0], after)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []int64
+	others := make([]runFinder, len(keys)-1)
+	for i := range others {
+		others[i] = runFinder{tx: tx, key: keys[i+1]}
+	}
+	var out, run []int64
 	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
 			return nil, err
 		}
-		out = append(out, seq)
+		if run, err = readRun(run[:0], b); err != nil {
+			return nil, err
+		}
+	seqs:
+		for _, seq := range run {
+			if seq <= after {
+				continue
+			}
+			for i := range others {
+				ok, err := others[i].holds(ctx, seq)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					continue seqs
+				}
+			}
+			if out = append(out, seq); len(out) == q.Limit {
+				return out, nil
+			}
+		}
 	}
 	return out, rows.Err()
 }
 
-// lookupQuery builds the SELECT of seqs for q. The most selective filter
-// (a ref, then the trace, then the kind) drives the scan of each level;
-// the others are point lookups in both levels for each candidate. One
-// statement reads one snapshot, so a posting moving between levels is
-// seen exactly once.
-func lookupQuery(q custody.Query) (string, []any) {
-	var keys []any
+// queryKeys returns the keys of q's filters, the most selective first: a
+// ref, then the trace, then the kind.
+func queryKeys(q custody.Query) []int64 {
+	var keys []int64
 	for _, k := range slices.Sorted(maps.Keys(q.Refs)) {
 		keys = append(keys, postingKey(fieldRef+k, q.Refs[k]))
 	}
@@ -597,21 +686,53 @@ func lookupQuery(q custody.Query) (string, []any) {
 	if q.Kind != "" {
 		keys = append(keys, postingKey(fieldKind, q.Kind))
 	}
-	// ?1 is the after seq, ?2 the limit, ?3 the driving key, ?4... the
-	// others.
-	args := append([]any{max(q.After, 0), q.Limit}, keys...)
-	var level strings.Builder
-	level.WriteString(`p.seq FROM %s p WHERE p.key = ?3 AND p.seq > ?1`)
-	for i := range keys[1:] {
-		fmt.Fprintf(&level, ` AND (EXISTS (SELECT 1 FROM postings o WHERE o.key = ?%[1]d AND o.seq = p.seq)`+
-			` OR EXISTS (SELECT 1 FROM recent o WHERE o.key = ?%[1]d AND o.seq = p.seq))`, i+4)
+	return keys
+}
+
+// runsAfter selects the packed seqs of the rows of key ?1 that hold seqs
+// after ?2, in order, from both levels: the rows that start after ?2 and
+// the one row, if any, that starts at or before ?2 and ends after it.
+const runsAfter = `SELECT seqs FROM (
+	SELECT first, seqs FROM runs WHERE key = ?1 AND first > ?2
+	UNION ALL SELECT first, seqs FROM recent WHERE key = ?1 AND first > ?2
+	UNION ALL SELECT first, seqs FROM (SELECT first, last, seqs FROM runs WHERE key = ?1 AND first <= ?2 ORDER BY first DESC LIMIT 1) WHERE last > ?2
+	UNION ALL SELECT first, seqs FROM (SELECT first, last, seqs FROM recent WHERE key = ?1 AND first <= ?2 ORDER BY first DESC LIMIT 1) WHERE last > ?2
+) ORDER BY first`
+
+// runAt selects the row of key ?1 whose range holds seq ?2, from either
+// level: rows of one key never overlap.
+const runAt = `SELECT first, last, seqs FROM (
+	SELECT * FROM (SELECT first, last, seqs FROM runs WHERE key = ?1 AND first <= ?2 ORDER BY first DESC LIMIT 1)
+	UNION ALL SELECT * FROM (SELECT first, last, seqs FROM recent WHERE key = ?1 AND first <= ?2 ORDER BY first DESC LIMIT 1)
+) WHERE last >= ?2`
+
+// runFinder answers whether the entry at a seq has a key, for ascending
+// seqs: it keeps the last row it read, which usually holds the next seq
+// asked for too.
+type runFinder struct {
+	tx          *sql.Tx
+	key         int64
+	first, last int64 // the range of seqs; last < first when none is read
+	seqs        []int64
+}
+
+func (f *runFinder) holds(ctx context.Context, seq int64) (bool, error) {
+	if seq < f.first || seq > f.last {
+		var b []byte
+		err := f.tx.QueryRowContext(ctx, runAt, f.key, seq).Scan(&f.first, &f.last, &b)
+		if errors.Is(err, sql.ErrNoRows) {
+			f.first, f.last = 1, 0
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if f.seqs, err = readRun(f.seqs[:0], b); err != nil {
+			return false, err
+		}
 	}
-	level.WriteString(` ORDER BY p.seq LIMIT ?2`)
-	each := level.String()
-	text := `SELECT seq FROM (SELECT ` + fmt.Sprintf(each, "postings") + `)` +
-		` UNION ALL SELECT seq FROM (SELECT ` + fmt.Sprintf(each, "recent") + `)` +
-		` ORDER BY seq LIMIT ?2`
-	return text, args
+	_, found := slices.BinarySearch(f.seqs, seq)
+	return found, nil
 }
 
 // matches reports whether e is selected by q's filters: the index is keyed

@@ -78,7 +78,12 @@ func TestIndexRecovers(t *testing.T) {
 		}},
 		{"OtherVersion", func(t *testing.T, dir string) { rawIndex(t, dir, `PRAGMA user_version = 99`) }},
 		{"Behind", func(t *testing.T, dir string) {
-			rawIndex(t, dir, `DELETE FROM postings WHERE seq > 2`, `DELETE FROM recent WHERE seq > 2`, `UPDATE index_meta SET upto = 2`)
+			// Rows holding seqs past 2 go, and upto falls to before
+			// the first of them.
+			rawIndex(t, dir,
+				`UPDATE index_meta SET upto = min(2, coalesce((SELECT min(first) FROM (
+					SELECT first FROM runs WHERE last > 2 UNION ALL SELECT first FROM recent WHERE last > 2)) - 1, 2))`,
+				`DELETE FROM runs WHERE last > 2`, `DELETE FROM recent WHERE last > 2`)
 		}},
 	}
 	for _, tt := range tests {
@@ -138,7 +143,7 @@ func TestIndexCollisionFiltered(t *testing.T) {
 	db := openDir(t, dir, Options{})
 	appendTraced(t, db, "y", 2)
 	mustAppend(t, db, entry("k", "x", nil, 3))
-	rawIndex(t, dir, fmt.Sprintf(`INSERT INTO postings (key, seq) VALUES (%d, 1)`, postingKey(fieldTrace, "x")))
+	rawIndex(t, dir, fmt.Sprintf(`INSERT INTO runs (key, first, last, seqs) VALUES (%d, 1, 1, x'01')`, postingKey(fieldTrace, "x")))
 	if got := seqsOf(t, db, custody.Query{Trace: "x"}); got != "[3]" {
 		t.Errorf("trace x: %s, want [3]", got)
 	}

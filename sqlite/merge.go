@@ -7,13 +7,13 @@ import (
 	"math"
 )
 
-// merger moves the postings of the index's recent level to its main level
+// merger moves the rows of the index's recent level to its main level
 // one key range at a time (see indexSchema). Its statements run in the
 // indexer's transactions; only the indexer goroutine uses it.
 type merger struct {
-	// limit is how many postings recent holds before updates move some.
+	// limit is how many rows recent holds before updates move some.
 	limit int
-	// rows is about how many postings recent holds: counted when the
+	// rows is about how many rows recent holds: counted when the
 	// index opens, then kept up to date by this process. Another process
 	// indexing the same directory makes it a guess, which only moves a
 	// merge earlier or later.
@@ -26,13 +26,13 @@ type merger struct {
 
 func (m *merger) prepare(ctx context.Context, db *sql.DB) error {
 	var err error
-	// Selected in key order, the moved postings are inserted in key order:
+	// Selected in key order, the moved rows are inserted in key order:
 	// SQLite fills neighbouring pages of the main level rather than
 	// touching a random page per row. OR IGNORE, as for every insert into
 	// the index: a statement that cannot abort half-way needs no
 	// statement journal.
-	const move = `INSERT OR IGNORE INTO postings (key, seq)
-		SELECT key, seq FROM recent WHERE key BETWEEN ? AND ? ORDER BY key, seq`
+	const move = `INSERT OR IGNORE INTO runs (key, first, last, seqs)
+		SELECT key, first, last, seqs FROM recent WHERE key BETWEEN ? AND ? ORDER BY key, first`
 	if m.move, err = db.PrepareContext(ctx, move); err != nil {
 		return fmt.Errorf("prepare index merge: %w", err)
 	}
@@ -40,7 +40,7 @@ func (m *merger) prepare(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("prepare index merge: %w", err)
 	}
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM recent`).Scan(&m.rows); err != nil {
-		return fmt.Errorf("count recent postings: %w", err)
+		return fmt.Errorf("count recent rows: %w", err)
 	}
 	if m.limit <= 0 {
 		m.limit = defaultIndexRecent
@@ -48,7 +48,7 @@ func (m *merger) prepare(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// added counts n postings inserted into recent.
+// added counts n rows inserted into recent.
 func (m *merger) added(n int) { m.rows += n }
 
 // step moves the next key range of recent to the main level in tx, when

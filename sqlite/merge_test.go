@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/custody-dev/custody"
 )
@@ -107,13 +110,122 @@ func scanSeqs(all []custody.Entry, q custody.Query) string {
 	return fmt.Sprint(seqs)
 }
 
-// levelSizes counts the postings of the main and the recent level.
+// levelSizes counts the postings (a key's seq) of the main and the
+// recent level.
 func levelSizes(t *testing.T, dir string) (main, recent int64) {
 	t.Helper()
 	raw := openRawIndex(t, dir)
 	defer raw.Close()
-	if err := raw.QueryRow(`SELECT (SELECT count(*) FROM postings), (SELECT count(*) FROM recent)`).Scan(&main, &recent); err != nil {
-		t.Fatal(err)
+	count := func(table string) int64 {
+		rows, err := raw.Query(`SELECT seqs FROM ` + table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var n int64
+		for rows.Next() {
+			var b []byte
+			if err := rows.Scan(&b); err != nil {
+				t.Fatal(err)
+			}
+			seqs, err := readRun(nil, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += int64(len(seqs))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
-	return main, recent
+	return count("runs"), count("recent")
+}
+
+// TestIndexRuns indexes two updates of ten entries each, so that every
+// key has one row per update, and looks up from inside the rows, across
+// them, and with a second key, on both levels.
+func TestIndexRuns(t *testing.T) {
+	for _, recent := range []int{1 << 20, 1} { // all rows in recent; moved to the main level
+		t.Run(fmt.Sprintf("recent=%d", recent), func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			main, err := openWriteDB(ctx, filepath.Join(dir, DatabaseFile), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer main.Close()
+			opts := Options{indexRecent: recent}.withDefaults()
+			lk, err := openLookups(ctx, dir, main, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lk.close()
+			var seq int64
+			for range 2 {
+				var rows []indexRow
+				for range 10 {
+					seq++
+					rows = append(rows, indexRow{seq: seq, trace: "t", kind: fmt.Sprint("k", seq%2),
+						refs: []string{"n", fmt.Sprint(seq % 3)}})
+				}
+				if err := lk.update(ctx, main, rows); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if recent == 1 {
+				// Each update moves one key range; these move the rest.
+				for range mergeSlices {
+					if err := lk.update(ctx, main, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if main, recent := levelSizes(t, dir); main == 0 || recent > 20 {
+					t.Fatalf("the main level holds %d postings, recent %d: nothing moved", main, recent)
+				}
+			}
+			for _, tt := range []struct {
+				q    custody.Query
+				want string
+			}{
+				{custody.Query{Trace: "t", After: 4, Limit: 3}, "[5 6 7]"},
+				{custody.Query{Trace: "t", After: 8, Limit: 4}, "[9 10 11 12]"},
+				{custody.Query{Trace: "t", After: 19, Limit: 4}, "[20]"},
+				{custody.Query{Trace: "t", After: 20, Limit: 4}, "[]"},
+				{custody.Query{Kind: "k1", After: 3, Limit: 4}, "[5 7 9 11]"},
+				{custody.Query{Kind: "k0", Refs: map[string]string{"n": "0"}, Limit: 10}, "[6 12 18]"},
+				{custody.Query{Trace: "t", Kind: "k1", Refs: map[string]string{"n": "2"}, After: 5, Limit: 10}, "[11 17]"},
+				{custody.Query{Trace: "u", Limit: 10}, "[]"},
+			} {
+				got, err := lk.seqs(ctx, tt.q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(nilToEmpty(got)) != tt.want {
+					t.Errorf("%+v: %v, want %s", tt.q, got, tt.want)
+				}
+			}
+			if main, recent := levelSizes(t, dir); main+recent != 20*3 {
+				t.Errorf("the levels hold %d + %d postings, want 60", main, recent)
+			}
+		})
+	}
+}
+
+func nilToEmpty(s []int64) []int64 {
+	if s == nil {
+		return []int64{}
+	}
+	return s
+}
+
+func TestRunEncoding(t *testing.T) {
+	seqs := []int64{1, 2, 300, 70000, 1 << 40}
+	got, err := readRun(nil, appendRun(nil, seqs))
+	if err != nil || !slices.Equal(got, seqs) {
+		t.Fatalf("round trip: %v, %v", got, err)
+	}
+	if _, err := readRun(nil, []byte{0x80}); err == nil {
+		t.Error("a truncated row decoded")
+	}
 }
