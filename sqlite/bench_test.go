@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/custody-dev/custody"
 )
 
 // BenchmarkAppend measures durable appends from 1, 8 and 64 concurrent
@@ -103,6 +105,62 @@ func BenchmarkIndex(b *testing.B) {
 			b.ResetTimer()
 			index(b.N)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+		})
+	}
+}
+
+// BenchmarkLookup measures the index's part of the lookups on the call
+// path (a custody link: trace, kind and ref; an approval: trace and ref)
+// and of a ledger query by kind, on an index of 262,144 entries indexed
+// in updates of indexBatch: chains of four entries, two kinds, a ref
+// each.
+func BenchmarkLookup(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	main, err := openWriteDB(ctx, filepath.Join(dir, DatabaseFile), time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer main.Close()
+	lk, err := openLookups(ctx, dir, main, Options{}.withDefaults())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lk.close()
+	const size = 1 << 18
+	row := func(seq int64) indexRow {
+		return indexRow{seq: seq, trace: fmt.Sprint("chain-", seq/4), kind: fmt.Sprint("kind-", seq%2),
+			refs: []string{"id", fmt.Sprint("id-", seq)}}
+	}
+	for seq := int64(1); seq <= size; {
+		rows := make([]indexRow, 0, indexBatch)
+		for ; len(rows) < indexBatch && seq <= size; seq++ {
+			rows = append(rows, row(seq))
+		}
+		if err := lk.update(ctx, main, rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	queries := map[string]func(seq int64) custody.Query{
+		"link": func(seq int64) custody.Query {
+			r := row(seq)
+			return custody.Query{Trace: r.trace, Kind: r.kind, Refs: map[string]string{"id": r.refs[1]}, Limit: 1}
+		},
+		"approval": func(seq int64) custody.Query {
+			r := row(seq)
+			return custody.Query{Trace: r.trace, Refs: map[string]string{"id": r.refs[1]}, Limit: 1}
+		},
+		"kind": func(seq int64) custody.Query { return custody.Query{Kind: row(seq).kind, After: seq, Limit: 100} },
+	}
+	for _, name := range []string{"link", "approval", "kind"} {
+		b.Run(name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				seq := int64(i*7919)%size + 1
+				got, err := lk.seqs(ctx, queries[name](seq))
+				if err != nil || len(got) == 0 {
+					b.Fatalf("%s at %d: %v, %v", name, seq, got, err)
+				}
+			}
 		})
 	}
 }

@@ -146,6 +146,8 @@ type lookups struct {
 	insertMain *multiInsert
 	getUpto    *sql.Stmt
 	setUpto    *sql.Stmt
+	// runsAfter and runAt are the lookups' statements, on the read pool.
+	runsAfter, runAt *sql.Stmt
 	// merge is the rolling move of recent rows to the main level.
 	merge merger
 	// log reports a long catch-up; never nil.
@@ -209,6 +211,14 @@ func tryOpenLookups(ctx context.Context, path string, main *sql.DB, opts Options
 	if lk.rdb, err = sql.Open("sqlite", indexDSN(path, url.Values{"_query_only": {"1"}})); err != nil {
 		lk.close()
 		return nil, err
+	}
+	if lk.runsAfter, err = lk.rdb.PrepareContext(ctx, runsAfterQuery); err != nil {
+		lk.close()
+		return nil, fmt.Errorf("prepare index lookup: %w", err)
+	}
+	if lk.runAt, err = lk.rdb.PrepareContext(ctx, runAtQuery); err != nil {
+		lk.close()
+		return nil, fmt.Errorf("prepare index lookup: %w", err)
 	}
 	if err := lk.update(ctx, main, nil); err != nil {
 		lk.close()
@@ -633,24 +643,15 @@ func (lk *lookups) seqs(ctx context.Context, q custody.Query) ([]int64, error) {
 	}
 	defer tx.Rollback()
 	after := max(q.After, 0)
-	rows, err := tx.QueryContext(ctx, runsAfter, keys[0], after)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
+	at := tx.StmtContext(ctx, lk.runAt)
 	others := make([]runFinder, len(keys)-1)
 	for i := range others {
-		others[i] = runFinder{tx: tx, key: keys[i+1]}
+		others[i] = newRunFinder(at, keys[i+1])
 	}
-	var out, run []int64
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return nil, err
-		}
-		if run, err = readRun(run[:0], b); err != nil {
-			return nil, err
-		}
+	var out []int64
+	// take adds the seqs of one row of the driving key that match the
+	// other keys, and reports whether the limit is reached.
+	take := func(run []int64) (bool, error) {
 	seqs:
 		for _, seq := range run {
 			if seq <= after {
@@ -659,15 +660,45 @@ func (lk *lookups) seqs(ctx context.Context, q custody.Query) ([]int64, error) {
 			for i := range others {
 				ok, err := others[i].holds(ctx, seq)
 				if err != nil {
-					return nil, err
+					return false, err
 				}
 				if !ok {
 					continue seqs
 				}
 			}
 			if out = append(out, seq); len(out) == q.Limit {
-				return out, nil
+				return true, nil
 			}
+		}
+		return false, nil
+	}
+	// First the row that holds after+1 but starts before it, if any.
+	drive := newRunFinder(at, keys[0])
+	if _, err := drive.holds(ctx, after+1); err != nil {
+		return nil, err
+	}
+	if drive.first <= after && drive.last > after {
+		if done, err := take(drive.seqs); done || err != nil {
+			return out, err
+		}
+	}
+	rows, err := tx.StmtContext(ctx, lk.runsAfter).QueryContext(ctx, keys[0], after)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var run []int64
+	for rows.Next() {
+		var first int64
+		var b []byte
+		if err := rows.Scan(&first, &b); err != nil {
+			return nil, err
+		}
+		if run, err = readRun(run[:0], b); err != nil {
+			return nil, err
+		}
+		if done, err := take(run); done || err != nil {
+			return out, err
 		}
 	}
 	return out, rows.Err()
@@ -689,19 +720,18 @@ func queryKeys(q custody.Query) []int64 {
 	return keys
 }
 
-// runsAfter selects the packed seqs of the rows of key ?1 that hold seqs
-// after ?2, in order, from both levels: the rows that start after ?2 and
-// the one row, if any, that starts at or before ?2 and ends after it.
-const runsAfter = `SELECT seqs FROM (
-	SELECT first, seqs FROM runs WHERE key = ?1 AND first > ?2
+// runsAfterQuery selects the packed seqs of the rows of key ?1 that start
+// after ?2, in order, from both levels. (The one row that may start at or
+// before ?2 and end after it is found with runAtQuery: as an arm of this
+// query it would make SQLite sort the rows rather than merge two ordered
+// scans.)
+const runsAfterQuery = `SELECT first, seqs FROM runs WHERE key = ?1 AND first > ?2
 	UNION ALL SELECT first, seqs FROM recent WHERE key = ?1 AND first > ?2
-	UNION ALL SELECT first, seqs FROM (SELECT first, last, seqs FROM runs WHERE key = ?1 AND first <= ?2 ORDER BY first DESC LIMIT 1) WHERE last > ?2
-	UNION ALL SELECT first, seqs FROM (SELECT first, last, seqs FROM recent WHERE key = ?1 AND first <= ?2 ORDER BY first DESC LIMIT 1) WHERE last > ?2
-) ORDER BY first`
+	ORDER BY first`
 
-// runAt selects the row of key ?1 whose range holds seq ?2, from either
+// runAtQuery selects the row of key ?1 whose range holds seq ?2, from either
 // level: rows of one key never overlap.
-const runAt = `SELECT first, last, seqs FROM (
+const runAtQuery = `SELECT first, last, seqs FROM (
 	SELECT * FROM (SELECT first, last, seqs FROM runs WHERE key = ?1 AND first <= ?2 ORDER BY first DESC LIMIT 1)
 	UNION ALL SELECT * FROM (SELECT first, last, seqs FROM recent WHERE key = ?1 AND first <= ?2 ORDER BY first DESC LIMIT 1)
 ) WHERE last >= ?2`
@@ -710,16 +740,22 @@ const runAt = `SELECT first, last, seqs FROM (
 // seqs: it keeps the last row it read, which usually holds the next seq
 // asked for too.
 type runFinder struct {
-	tx          *sql.Tx
+	at          *sql.Stmt // runAtQuery in the lookup's transaction
 	key         int64
 	first, last int64 // the range of seqs; last < first when none is read
 	seqs        []int64
 }
 
+func newRunFinder(at *sql.Stmt, key int64) runFinder {
+	return runFinder{at: at, key: key, first: 1, last: 0}
+}
+
+// holds reports whether the entry at seq has f's key, and leaves in f the
+// row whose range holds seq, if any.
 func (f *runFinder) holds(ctx context.Context, seq int64) (bool, error) {
 	if seq < f.first || seq > f.last {
 		var b []byte
-		err := f.tx.QueryRowContext(ctx, runAt, f.key, seq).Scan(&f.first, &f.last, &b)
+		err := f.at.QueryRowContext(ctx, f.key, seq).Scan(&f.first, &f.last, &b)
 		if errors.Is(err, sql.ErrNoRows) {
 			f.first, f.last = 1, 0
 			return false, nil
@@ -769,7 +805,7 @@ func (lk *lookups) close() error {
 			errs = append(errs, m.close())
 		}
 	}
-	for _, st := range []*sql.Stmt{lk.getUpto, lk.setUpto, lk.merge.move, lk.merge.drop} {
+	for _, st := range []*sql.Stmt{lk.getUpto, lk.setUpto, lk.merge.move, lk.merge.drop, lk.runsAfter, lk.runAt} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
