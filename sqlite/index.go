@@ -511,6 +511,7 @@ func (lk *lookups) addRows(ctx context.Context, tx *sql.Tx, upto int64, rows []i
 		}
 		next = r.seq
 	}
+	lk.kinds.moveShared(&lk.runs)
 	// A kind has few values, each with many entries: its rows go
 	// straight to the end of their key's rows in the main level, a few
 	// pages, and need no merge.
@@ -575,6 +576,24 @@ func (g *runGroup) add(key, seq int64) {
 		return
 	}
 	g.seqs[key] = append(seqs, seq)
+}
+
+// moveShared moves into to the seqs of the keys g shares with it, so that
+// one update writes one row per key even when the hashes of a kind and of
+// a trace or ref collide: two rows of one key with the same first seq
+// would clash in the table, and one would be dropped.
+func (g *runGroup) moveShared(to *runGroup) {
+	keys := g.keys[:0]
+	for _, k := range g.keys {
+		theirs, ok := to.seqs[k]
+		if !ok {
+			keys = append(keys, k)
+			continue
+		}
+		to.seqs[k] = slices.Compact(slices.Sorted(slices.Values(append(theirs, g.seqs[k]...))))
+		delete(g.seqs, k)
+	}
+	g.keys = keys
 }
 
 // appendRun appends to dst the packed form of seqs, ascending: the first

@@ -229,3 +229,28 @@ func TestRunEncoding(t *testing.T) {
 		t.Error("a truncated row decoded")
 	}
 }
+
+// A kind and a trace whose keys collide still get one row per update,
+// holding both's seqs.
+func TestRunGroupMoveShared(t *testing.T) {
+	var kinds, runs runGroup
+	kinds.reset()
+	runs.reset()
+	for _, seq := range []int64{1, 2, 4} {
+		kinds.add(7, seq)
+	}
+	kinds.add(9, 3)
+	runs.add(7, 2)
+	runs.add(7, 3)
+	runs.add(8, 1)
+	kinds.moveShared(&runs)
+	if !slices.Equal(kinds.keys, []int64{9}) || len(kinds.seqs) != 1 {
+		t.Errorf("kinds keep %v %v, want only key 9", kinds.keys, kinds.seqs)
+	}
+	if got := runs.seqs[7]; !slices.Equal(got, []int64{1, 2, 3, 4}) {
+		t.Errorf("shared key: %v, want [1 2 3 4]", got)
+	}
+	if !slices.Equal(runs.keys, []int64{7, 8}) {
+		t.Errorf("runs keys %v", runs.keys)
+	}
+}
