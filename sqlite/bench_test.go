@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -72,19 +71,7 @@ func BenchmarkIndex(b *testing.B) {
 	for _, size := range []int{0, 1 << 20} {
 		b.Run(fmt.Sprintf("ledger=%d", size), func(b *testing.B) {
 			ctx := context.Background()
-			dir := b.TempDir()
-			// An empty ledger: every update starts where the index
-			// ends, so none is read from it.
-			main, err := openWriteDB(ctx, filepath.Join(dir, DatabaseFile), time.Now())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer main.Close()
-			lk, err := openLookups(ctx, dir, main, Options{}.withDefaults())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer lk.close()
+			main, lk, _ := openIndex(b, Options{})
 			var seq int64
 			index := func(n int) {
 				for n > 0 {
@@ -116,17 +103,7 @@ func BenchmarkIndex(b *testing.B) {
 // each.
 func BenchmarkLookup(b *testing.B) {
 	ctx := context.Background()
-	dir := b.TempDir()
-	main, err := openWriteDB(ctx, filepath.Join(dir, DatabaseFile), time.Now())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer main.Close()
-	lk, err := openLookups(ctx, dir, main, Options{}.withDefaults())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer lk.close()
+	main, lk, _ := openIndex(b, Options{})
 	const size = 1 << 18
 	row := func(seq int64) indexRow {
 		return indexRow{seq: seq, trace: fmt.Sprint("chain-", seq/4), kind: fmt.Sprint("kind-", seq%2),

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/custody-dev/custody"
 )
@@ -149,18 +147,7 @@ func TestIndexRuns(t *testing.T) {
 	for _, recent := range []int{1 << 20, 1} { // all rows in recent; moved to the main level
 		t.Run(fmt.Sprintf("recent=%d", recent), func(t *testing.T) {
 			ctx := context.Background()
-			dir := t.TempDir()
-			main, err := openWriteDB(ctx, filepath.Join(dir, DatabaseFile), time.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer main.Close()
-			opts := Options{indexRecent: recent}.withDefaults()
-			lk, err := openLookups(ctx, dir, main, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer lk.close()
+			main, lk, dir := openIndex(t, Options{indexRecent: recent})
 			var seq int64
 			for range 2 {
 				var rows []indexRow
