@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,18 +20,45 @@ import (
 // baselineFile is the scratch database of RawGroupCommit.
 const baselineFile = "raw-baseline.db"
 
+// RawSync is how RawGroupCommit makes its commits durable.
+type RawSync int
+
+const (
+	// RawSyncFull lets SQLite fsync the log at every commit
+	// (synchronous=FULL): a row is acknowledged once its commit returns.
+	// It is what SQLite alone does, and the default bar.
+	RawSyncFull RawSync = iota
+	// RawSyncPipelined commits the way the store does: with
+	// synchronous=NORMAL, the log fsynced by a second goroutine while the
+	// next batch inserts, a row acknowledged once an fsync that began
+	// after its commit returns.
+	RawSyncPipelined
+)
+
+// String names the mode as the bench command's flag does.
+func (m RawSync) String() string {
+	if m == RawSyncPipelined {
+		return "pipelined"
+	}
+	return "full"
+}
+
 // RawGroupCommit runs load against what the database alone can do. It
-// opens a scratch database in dir with the store's schema, settings (WAL,
-// synchronous=FULL), prepared statements and group-commit writer, and
-// hands load a RawGroup whose Insert puts a row shaped like an entry on it
-// and returns once the row is durable, with no validation, sealing,
+// opens a scratch database in dir with the store's schema, settings (WAL;
+// synchronous as mode says), prepared statements and group-commit writer,
+// and hands load a RawGroup whose Insert puts a row shaped like an entry
+// on it and returns once the row is durable, with no validation, sealing,
 // hashing or indexing: the bar an append path is measured against. The
 // scratch database is removed afterwards.
-func RawGroupCommit(ctx context.Context, dir string, load func(g *RawGroup) error) error {
+func RawGroupCommit(ctx context.Context, dir string, mode RawSync, load func(g *RawGroup) error) error {
 	path := filepath.Join(dir, baselineFile)
 	defer removeDatabase(path)
 	removeDatabase(path)
-	conn, err := openWriteDB(ctx, path, time.Now())
+	pragma := syncFull
+	if mode == RawSyncPipelined {
+		pragma = syncNormal
+	}
+	conn, err := openWriteDB(ctx, path, time.Now(), pragma)
 	if err != nil {
 		return err
 	}
@@ -44,6 +72,11 @@ func RawGroupCommit(ctx context.Context, dir string, load func(g *RawGroup) erro
 	reqs := make(chan *rawInsert, queueSize)
 	g := &RawGroup{ctx: ctx, reqs: reqs}
 	var loop sync.WaitGroup
+	if mode == RawSyncPipelined {
+		g.sync = newSyncer[[]*rawInsert](path, nil)
+		defer g.sync.close()
+		loop.Go(func() { g.sync.run(g.durable) })
+	}
 	loop.Go(func() { g.write(conn, stmts, reqs) })
 	defer loop.Wait()
 	defer close(reqs)
@@ -56,6 +89,9 @@ type RawGroup struct {
 	ctx           context.Context
 	reqs          chan<- *rawInsert
 	rows, commits atomic.Int64
+	// sync acknowledges the committed batches when pipelined; nil when
+	// each commit syncs.
+	sync *syncer[[]*rawInsert]
 }
 
 // Insert puts a row shaped like e on the scratch database and returns
@@ -85,7 +121,7 @@ func RawGroupCommitBaseline(ctx context.Context, dir string, writers int, d time
 		return 0, custody.Errorf(custody.EINVALID, "baseline: want at least one writer and a positive duration")
 	}
 	var n int64
-	err = RawGroupCommit(ctx, dir, func(g *RawGroup) error {
+	err = RawGroupCommit(ctx, dir, RawSyncFull, func(g *RawGroup) error {
 		var err error
 		n, err = rawLoad(ctx, g.Insert, writers, d)
 		return err
@@ -127,8 +163,11 @@ func rawLoad(ctx context.Context, insert func(custody.Entry) error, writers int,
 }
 
 // write is the writer loop of DB without the ledger: drain, insert,
-// commit, acknowledge.
+// commit, acknowledge (or, pipelined, hand the batch to the syncer).
 func (g *RawGroup) write(conn *sql.DB, stmts *insertStmts, reqs <-chan *rawInsert) {
+	if g.sync != nil {
+		defer close(g.sync.queue)
+	}
 	var seq int64
 	fill := strings.Repeat("0", 64)
 	batch := make([]*rawInsert, 0, maxBatch)
@@ -142,11 +181,23 @@ func (g *RawGroup) write(conn *sql.DB, stmts *insertStmts, reqs <-chan *rawInser
 			entries = append(entries, &r.e)
 		}
 		err := rawCommit(g.ctx, conn, stmts, entries)
+		if err == nil && g.sync != nil {
+			g.sync.queue <- slices.Clone(batch)
+			continue
+		}
+		g.durable([][]*rawInsert{batch}, err)
+	}
+}
+
+// durable acknowledges committed batches once they are durable, or fails
+// them with err.
+func (g *RawGroup) durable(batches [][]*rawInsert, err error) {
+	for _, b := range batches {
 		if err == nil {
-			g.rows.Add(int64(len(entries)))
+			g.rows.Add(int64(len(b)))
 			g.commits.Add(1)
 		}
-		for _, r := range batch {
+		for _, r := range b {
 			r.err = err
 			close(r.done)
 		}

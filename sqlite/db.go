@@ -9,11 +9,13 @@
 //
 // Every write goes through one writer goroutine that owns the write
 // connection and commits in groups: all the writes waiting when a batch
-// starts share one transaction and one fsync, and each Append returns only
-// once its batch is durable. SQLite runs in WAL mode with synchronous=FULL;
-// reads use a separate pool of connections and never wait for the writer.
-// Entries are indexed for lookups by a second goroutine while the writer
-// commits the next batch.
+// starts share one transaction, and each Append returns only once its
+// batch is durable. SQLite runs in WAL mode; the writer commits with
+// synchronous=NORMAL and a syncer goroutine fsyncs the log, so that one
+// batch inserts while the one before it syncs (see sync.go for why this
+// keeps what synchronous=FULL promises a caller). Reads use a separate
+// pool of connections and never wait for the writer. Entries are indexed
+// for lookups by a third goroutine once they are durable.
 package sqlite
 
 import (
@@ -69,6 +71,9 @@ type Options struct {
 	// indexRecent is how many rows the index's recent level holds
 	// before merging; 0 means defaultIndexRecent. Tests set it small.
 	indexRecent int
+	// fsync makes the write-ahead log durable; nil means fdatasync.
+	// Tests hold it back or make it fail.
+	fsync func(*os.File) error
 }
 
 func (o Options) withDefaults() Options {
@@ -148,7 +153,7 @@ func Open(dir string, opts Options) (*DB, error) {
 func (db *DB) open() error {
 	ctx := context.Background()
 	path := filepath.Join(db.dir, DatabaseFile)
-	wdb, err := openWriteDB(ctx, path, db.opts.Now())
+	wdb, err := openWriteDB(ctx, path, db.opts.Now(), syncNormal)
 	if err != nil {
 		return err
 	}
@@ -164,7 +169,7 @@ func (db *DB) open() error {
 		return err
 	}
 	db.rdb, db.lk = rdb, lk
-	w, err := newWriter(ctx, db, wdb)
+	w, err := newWriter(ctx, db, wdb, path)
 	if err != nil {
 		rdb.Close()
 		lk.close()
@@ -193,8 +198,8 @@ func dsn(path string, extra url.Values) string {
 // openWriteDB opens the single write connection and brings the schema up to
 // date. Transactions on it begin IMMEDIATE: they take the write lock at once,
 // so another process never makes them fail half-way.
-func openWriteDB(ctx context.Context, path string, now time.Time) (*sql.DB, error) {
-	wdb, err := sql.Open("sqlite", dsn(path, url.Values{"_txlock": {"immediate"}}))
+func openWriteDB(ctx context.Context, path string, now time.Time, sync string) (*sql.DB, error) {
+	wdb, err := sql.Open("sqlite", dsn(path, url.Values{"_txlock": {"immediate"}, "_synchronous": {sync}}))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -240,6 +245,18 @@ func (db *DB) Close() error {
 		return nil
 	}
 	return errors.Join(db.w.close(), db.lk.close(), db.rdb.Close())
+}
+
+// publish makes r the head readers see, unless they see a later one
+// already: heads of this process's batches and of other processes' appends
+// can arrive out of order.
+func (db *DB) publish(r custody.Receipt) {
+	for {
+		cur := db.head.Load()
+		if cur.Seq >= r.Seq || db.head.CompareAndSwap(cur, &r) {
+			return
+		}
+	}
 }
 
 // Dir returns the data directory.

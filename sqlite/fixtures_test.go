@@ -38,7 +38,7 @@ func openIndex(t testing.TB, opts Options) (main *sql.DB, lk *lookups, dir strin
 	t.Helper()
 	ctx := context.Background()
 	dir = t.TempDir()
-	main, err := openWriteDB(ctx, filepath.Join(dir, DatabaseFile), time.Now())
+	main, err := openWriteDB(ctx, filepath.Join(dir, DatabaseFile), time.Now(), syncFull)
 	if err != nil {
 		t.Fatal(err)
 	}

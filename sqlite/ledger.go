@@ -21,7 +21,11 @@ import (
 // nothing is written either.
 //
 // Once e is queued Append waits for the outcome even if ctx ends, so that
-// an error always means the entry is not on the ledger.
+// an error means the entry is not on the ledger. The one exception is an
+// fsync of the log that fails: the disk's state is then unknown, the
+// entries of the batches waiting for it are reported unavailable though
+// some may survive, and the store refuses every write until it is opened
+// again.
 func (db *DB) Append(ctx context.Context, e custody.Entry) (custody.Entry, error) {
 	if e.At == "" {
 		e.At = custody.FormatTime(db.opts.Now())

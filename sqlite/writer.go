@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -58,8 +59,10 @@ type writer struct {
 	opts  Options
 	// sealer keeps its hashing buffer from one entry to the next.
 	sealer ledger.Sealer
-	// publish makes a committed head visible to readers.
+	// publish makes a durable head visible to readers.
 	publish func(custody.Receipt)
+	// sync makes committed batches durable and answers them.
+	sync *syncer[synced]
 
 	head custody.Receipt    // the committed head
 	last custody.Checkpoint // the latest checkpoint; Size 0 when none
@@ -85,8 +88,8 @@ type batch struct {
 	cp      *custody.Checkpoint
 }
 
-func newWriter(ctx context.Context, db *DB, conn *sql.DB) (*writer, error) {
-	w := &writer{conn: conn, lk: db.lk, priv: db.priv, opts: db.opts, publish: func(r custody.Receipt) { db.head.Store(&r) }}
+func newWriter(ctx context.Context, db *DB, conn *sql.DB, path string) (*writer, error) {
+	w := &writer{conn: conn, lk: db.lk, priv: db.priv, opts: db.opts, publish: db.publish, sync: newSyncer[synced](path, db.opts.fsync)}
 	var err error
 	if w.stmts, err = prepareInserts(ctx, conn); err != nil {
 		return nil, err
@@ -110,7 +113,10 @@ func newWriter(ctx context.Context, db *DB, conn *sql.DB) (*writer, error) {
 func (db *DB) run() {
 	defer close(db.stopped)
 	w := db.w
-	defer close(w.lk.feed)
+	synced := make(chan struct{})
+	go w.runSync(synced)
+	defer func() { <-synced }()
+	defer close(w.sync.queue)
 	tick := time.NewTicker(max(w.opts.CheckpointInterval/2, time.Millisecond))
 	defer tick.Stop()
 	buf := make([]*request, 0, maxBatch)
@@ -178,14 +184,20 @@ func (w *writer) checkpointIfPending(now bool) {
 // that other processes appended.
 const maxRebases = 8
 
-// commit runs one batch in one transaction and answers its requests.
+// commit runs one batch in one transaction and hands it to the syncer,
+// which answers its requests once it is durable. A batch that fails is
+// answered at once.
 func (w *writer) commit(reqs []*request) {
 	ctx := context.Background()
-	b, err := w.try(ctx, reqs)
-	for n := 0; err != nil && n < maxRebases && w.rebase(ctx); n++ {
-		// Another process appended since this one last committed: the
-		// batch goes again, after the new head.
+	err := w.sync.err()
+	var b *batch
+	if err == nil {
 		b, err = w.try(ctx, reqs)
+		for n := 0; err != nil && n < maxRebases && w.rebase(ctx); n++ {
+			// Another process appended since this one last committed: the
+			// batch goes again, after the new head.
+			b, err = w.try(ctx, reqs)
+		}
 	}
 	if err != nil {
 		for _, r := range reqs {
@@ -193,16 +205,12 @@ func (w *writer) commit(reqs []*request) {
 			if r.resp.err == nil {
 				r.resp.err = unavailable(r.what, err)
 			}
+			r.done <- struct{}{}
 		}
-	} else {
-		// Fed before the head is published: a reader who sees the new
-		// head and waits for the index finds the rows on their way.
-		w.feedIndex(b.rows)
-		w.committed(b)
+		return
 	}
-	for _, r := range reqs {
-		r.done <- struct{}{}
-	}
+	w.committed(b)
+	w.sync.queue <- synced{b: b, reqs: slices.Clone(reqs)}
 }
 
 // try runs reqs in one transaction, from a clean slate.
@@ -235,13 +243,13 @@ func (w *writer) feedIndex(rows []indexRow) {
 	}
 }
 
-// committed makes the batch's outcome the writer's state.
+// committed makes the batch's outcome the writer's state: the next batch
+// chains on from its head. Readers see the head once it is durable.
 func (w *writer) committed(b *batch) {
 	w.batches.Add(1)
 	w.appended = w.appended || len(b.entries) > 0
 	if b.head.Seq != w.head.Seq {
 		w.head = b.head
-		w.publish(b.head)
 		if w.pendingSince.IsZero() {
 			w.pendingSince = w.opts.Now()
 		}
@@ -384,5 +392,5 @@ func insertCheckpoint(ctx context.Context, tx *sql.Tx, cp custody.Checkpoint) er
 
 // close releases the write connection; the writer goroutine has stopped.
 func (w *writer) close() error {
-	return errors.Join(w.stmts.close(), w.conn.Close())
+	return errors.Join(w.stmts.close(), w.conn.Close(), w.sync.close())
 }

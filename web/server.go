@@ -36,7 +36,7 @@ type Config struct {
 	Checkpoint func(ctx context.Context) (custody.Checkpoint, error)
 	// Commits counts the write transactions the store has committed;
 	// when set, /metrics reports it, and entries over commits is how
-	// many appends shared each fsync.
+	// many appends shared each commit.
 	Commits func() int64
 	Tokens  Tokens
 	// Apps are domain systems mounted at /apps/{Name}/ and linked from

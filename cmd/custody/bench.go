@@ -33,11 +33,14 @@ type benchResult struct {
 	// entries, a READ call one.
 	EntriesPerCommit      float64 `json:"entries_per_commit"`
 	BaselineRowsPerCommit float64 `json:"baseline_rows_per_commit"`
+	// BaselineSync is how the baseline made its rows durable: "full"
+	// (SQLite's own fsync at every commit) or "pipelined" (the store's way).
+	BaselineSync string `json:"baseline_sync,omitempty"`
 }
 
 // runBench measures the gateway:
 //
-//	custody bench gateway [--callers 64] [--seconds 10] [--rate 0] [--writes 0.5] [--rounds 5]
+//	custody bench gateway [--callers 64] [--seconds 10] [--rate 0] [--writes 0.5] [--rounds 5] [--baseline-sync full]
 //
 // Callers drive a small READ tool and a WRITE tool (no approval) through the
 // full pipeline on a temporary SQLite data directory, and the same load
@@ -46,9 +49,11 @@ type benchResult struct {
 // meet the same disk: a shared machine's fsync latency drifts by half from
 // one ten-second stretch to the next. With --rate R both are paced at a
 // steady R per second and latency is measured from each call's scheduled
-// start. The last line is one JSON object.
+// start. The baseline lets SQLite fsync at every commit; with
+// --baseline-sync pipelined it syncs the way the store does, so that the
+// two can be told apart. The last line is one JSON object.
 func (m *Main) runBench(ctx context.Context, args []string) int {
-	const usage = "[--callers N] [--seconds S] [--rate R] [--writes F] [--rounds N]"
+	const usage = "[--callers N] [--seconds S] [--rate R] [--writes F] [--rounds N] [--baseline-sync full|pipelined]"
 	if len(args) == 0 || args[0] != "gateway" {
 		fmt.Fprintln(m.Stderr, "usage: custody bench gateway "+usage)
 		return exitUsage
@@ -60,12 +65,17 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 	writes := fs.Float64("writes", 0.5, "`FRACTION` of calls that go to the WRITE tool")
 	rounds := fs.Int("rounds", 5, "split each side's time into `N` turns, alternating with the other side's")
 	baseline := fs.Bool("baseline", true, "also measure the raw group-commit baseline")
+	baselineSync := fs.String("baseline-sync", "full", "how the baseline makes rows durable: `full` (SQLite fsyncs each commit) or pipelined (as the store does)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof reads it); with --baseline=false it holds the gateway alone")
 	if ok, code := m.parse(fs, args[1:]); !ok {
 		return code
 	}
 	if *callers < 1 || *seconds <= 0 || *rate < 0 || *writes < 0 || *writes > 1 || *rounds < 1 {
 		return m.flagUsage(fs, "--callers, --seconds, --rounds must be positive, --rate not negative, --writes within [0,1]")
+	}
+	mode, ok := parseRawSync(*baselineSync)
+	if !ok {
+		return m.flagUsage(fs, fmt.Sprintf("--baseline-sync %q: want full or pipelined", *baselineSync))
 	}
 	load := benchLoad{callers: *callers, d: time.Duration(*seconds * float64(time.Second) / float64(*rounds)), rate: *rate}
 	dir, err := os.MkdirTemp("", "custody-bench-")
@@ -92,7 +102,8 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 	if err != nil {
 		return m.fail(err)
 	}
-	res, err := m.benchCompare(ctx, dir, load, *writes, *rounds, *baseline)
+	plan := benchPlan{load: load, writes: *writes, rounds: *rounds, baseline: *baseline, sync: mode}
+	res, err := m.benchCompare(ctx, dir, plan)
 	if perr := stopProfile(); err == nil {
 		err = perr
 	}
@@ -102,32 +113,53 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 	return m.printJSON(res)
 }
 
-// benchCompare runs the gateway side and, with baseline, the raw
+// benchPlan is what one bench run measures.
+type benchPlan struct {
+	load     benchLoad
+	writes   float64 // the fraction of calls to the WRITE tool
+	rounds   int     // turns per side
+	baseline bool    // whether to measure the raw baseline too
+	sync     sqlite.RawSync
+}
+
+// parseRawSync reads the --baseline-sync flag.
+func parseRawSync(s string) (sqlite.RawSync, bool) {
+	for _, m := range []sqlite.RawSync{sqlite.RawSyncFull, sqlite.RawSyncPipelined} {
+		if s == m.String() {
+			return m, true
+		}
+	}
+	return 0, false
+}
+
+// benchCompare runs the gateway side and, with a baseline, the raw
 // group-commit side for rounds turns of load each, alternating which goes
 // first, and returns both sides' figures and their ratio.
-func (m *Main) benchCompare(ctx context.Context, dir string, load benchLoad, writes float64, rounds int, baseline bool) (benchResult, error) {
+func (m *Main) benchCompare(ctx context.Context, dir string, p benchPlan) (benchResult, error) {
 	s, err := m.openStack(ctx, filepath.Join(dir, "data"), "", example.BenchTools("bench_read", "bench_write")...)
 	if err != nil {
 		return benchResult{}, err
 	}
 	defer s.Close()
-	gw := gatewaySide(s, writes)
-	fmt.Fprintf(m.Stdout, "%s, %.0f%% writes; %d rounds of %s per side ...\n", load, writes*100, rounds, load.d)
-	if !baseline {
-		if err := m.benchRounds(ctx, load, rounds, gw); err != nil {
+	gw := gatewaySide(s, p.writes)
+	fmt.Fprintf(m.Stdout, "%s, %.0f%% writes; %d rounds of %s per side ...\n", p.load, p.writes*100, p.rounds, p.load.d)
+	if !p.baseline {
+		if err := m.benchRounds(ctx, p.load, p.rounds, gw); err != nil {
 			return benchResult{}, err
 		}
 		return m.benchSummary(gw, nil), nil
 	}
 	var raw *benchSide
-	err = sqlite.RawGroupCommit(ctx, dir, func(g *sqlite.RawGroup) error {
-		raw = rawSide(g, load.callers)
-		return m.benchRounds(ctx, load, rounds, gw, raw)
+	err = sqlite.RawGroupCommit(ctx, dir, p.sync, func(g *sqlite.RawGroup) error {
+		raw = rawSide(g, p.load.callers)
+		return m.benchRounds(ctx, p.load, p.rounds, gw, raw)
 	})
 	if err != nil {
 		return benchResult{}, err
 	}
-	return m.benchSummary(gw, raw), nil
+	res := m.benchSummary(gw, raw)
+	res.BaselineSync = p.sync.String()
+	return res, nil
 }
 
 // benchRounds gives each side rounds turns of load, the order of the

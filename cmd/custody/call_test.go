@@ -173,9 +173,35 @@ func TestBenchGatewayShort(t *testing.T) {
 		}
 	}
 
+	if res.BaselineSync != "full" {
+		t.Errorf("baseline_sync = %q, want full by default", res.BaselineSync)
+	}
+
 	code, _, errOut = runMain(t, nil, "", "bench", "gateway", "--rounds", "0")
 	if code != exitUsage || !strings.Contains(errOut, "--rounds must be positive") {
 		t.Errorf("--rounds 0: exit %d, %s", code, errOut)
+	}
+}
+
+func TestBenchGatewayPipelinedBaseline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("benchmark run skipped in -short mode")
+	}
+	code, out, errOut := runMain(t, nil, "", "bench", "gateway", "--callers", "4", "--seconds", "0.2", "--rounds", "1", "--baseline-sync", "pipelined")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	if res := lastBenchResult(t, out); res.BaselineSync != "pipelined" || res.BaselinePerS <= 0 {
+		t.Fatalf("result = %+v", res)
+	}
+	m := regexp.MustCompile(`(?m)^baseline: (\d+) inserts, .*; (\d+) rows in \d+ commits, [\d.]+ per commit$`).FindStringSubmatch(out)
+	if m == nil || m[1] != m[2] {
+		t.Errorf("baseline rows are not its inserts in:\n%s", out)
+	}
+
+	code, _, errOut = runMain(t, nil, "", "bench", "gateway", "--baseline-sync", "never")
+	if code != exitUsage || !strings.Contains(errOut, `--baseline-sync "never": want full or pipelined`) {
+		t.Errorf("--baseline-sync never: exit %d, %s", code, errOut)
 	}
 }
 
