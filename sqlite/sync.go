@@ -3,6 +3,7 @@ package sqlite
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 
 	"github.com/custody-dev/custody"
@@ -93,7 +94,8 @@ func (s *syncer[T]) sync() error {
 	if err := s.err(); err != nil {
 		return err
 	}
-	if s.f == nil {
+	first := s.f == nil
+	if first {
 		f, err := os.OpenFile(s.path, os.O_RDWR, 0)
 		if err != nil {
 			return s.fail(fmt.Errorf("open write-ahead log: %w", err))
@@ -102,6 +104,13 @@ func (s *syncer[T]) sync() error {
 	}
 	if err := s.fsync(s.f); err != nil {
 		return s.fail(fmt.Errorf("sync write-ahead log: %w", err))
+	}
+	if first {
+		// The log may be new: its name must be durable too, as SQLite
+		// makes it at the first sync of a log it created.
+		if err := syncDir(filepath.Dir(s.path)); err != nil {
+			return s.fail(fmt.Errorf("write-ahead log: %w", err))
+		}
 	}
 	return nil
 }
