@@ -268,8 +268,7 @@ func (db *DB) PublicKeyFile() string { return filepath.Join(db.dir, publicKeyFil
 // PublicKey returns the key that verifies the checkpoints.
 func (db *DB) PublicKey() ed25519.PublicKey { return db.pub }
 
-// Size returns the number of entries on the ledger, as committed by this
-// process.
+// Size returns the number of entries on the ledger as of Head.
 func (db *DB) Size() int64 { return db.head.Load().Seq }
 
 // Commits returns how many write transactions this process has committed.

@@ -114,8 +114,10 @@ func (db *DB) enqueue(ctx context.Context, r *request) error {
 	}
 }
 
-// Head returns the receipt of the last entry committed by this process (or
-// found on Open); Seq 0 and an empty hash when the ledger is empty.
+// Head returns the receipt of the ledger's last entry as this process
+// knows it: its own appends count once they are durable; the head found
+// on Open, or when another process appended, counts as found. Seq 0 and
+// an empty hash when the ledger is empty.
 func (db *DB) Head(ctx context.Context) (custody.Receipt, error) {
 	return *db.head.Load(), nil
 }
