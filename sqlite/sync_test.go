@@ -174,3 +174,19 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// Heads reach publish out of order when another process's append is found
+// while this process's last batch still syncs: readers never see the head
+// go back.
+func TestPublishKeepsTheLaterHead(t *testing.T) {
+	db := openTest(t, Options{})
+	db.publish(custody.Receipt{Seq: 5, Hash: "h5"})
+	db.publish(custody.Receipt{Seq: 3, Hash: "h3"})
+	if got, _ := db.Head(context.Background()); got.Seq != 5 || got.Hash != "h5" {
+		t.Fatalf("head %+v after publishing 5 then 3, want 5", got)
+	}
+	db.publish(custody.Receipt{Seq: 6, Hash: "h6"})
+	if got := db.Size(); got != 6 {
+		t.Fatalf("size %d after publishing 6, want 6", got)
+	}
+}
