@@ -117,8 +117,13 @@ func (db *DB) enqueue(ctx context.Context, r *request) error {
 // Head returns the receipt of the ledger's last entry as this process
 // knows it: its own appends count once they are durable; the head found
 // on Open, or when another process appended, counts as found. Seq 0 and
-// an empty hash when the ledger is empty.
+// an empty hash when the ledger is empty. Once an fsync has failed the
+// head on disk is unknown: Head is EUNAVAILABLE until the store is opened
+// again, so that a health check sees what every write sees.
 func (db *DB) Head(ctx context.Context) (custody.Receipt, error) {
+	if err := db.w.sync.err(); err != nil {
+		return custody.Receipt{}, unavailable("read the ledger's head", err)
+	}
 	return *db.head.Load(), nil
 }
 

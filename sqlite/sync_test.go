@@ -131,6 +131,9 @@ func TestSyncFailureFailsClosed(t *testing.T) {
 	if got := db.Size(); got != 1 {
 		t.Fatalf("readers see a head of %d after the failed fsync, want 1", got)
 	}
+	if _, err := db.Head(ctx); kindOf(err) != custody.EUNAVAILABLE {
+		t.Fatalf("Head after a failed fsync: err = %v, want EUNAVAILABLE: the head on disk is unknown", err)
+	}
 
 	// Once an fsync failed no later write is trusted, even if the disk
 	// answers again: the store refuses until it is opened again.

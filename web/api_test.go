@@ -351,6 +351,24 @@ func TestLedgerUnavailable(t *testing.T) {
 	}
 }
 
+// A store that failed closed cannot say its head: /healthz tells the
+// supervisor so, in the one error shape, without the internal detail.
+func TestHealthzLedgerDown(t *testing.T) {
+	e := newEnv(t)
+	e.ledger.HeadDown.Store(true)
+	res := e.do("GET", "/healthz", "", nil)
+	if res.Status != 503 || res.Error(t).Kind != custody.EUNAVAILABLE {
+		t.Fatalf("%d %s", res.Status, res.Body)
+	}
+	if strings.Contains(string(res.Body), "fire") {
+		t.Errorf("internal detail leaked: %s", res.Body)
+	}
+	e.ledger.HeadDown.Store(false)
+	if res := e.do("GET", "/healthz", "", nil); res.Status != 200 {
+		t.Fatalf("after recovery: %d %s", res.Status, res.Body)
+	}
+}
+
 func TestOutputBreach(t *testing.T) {
 	e := newEnv(t)
 	res := e.call("t-breach", "bad_output", `{"n":1}`)

@@ -58,10 +58,21 @@ func Tools(runs *atomic.Int64) []gate.Tool {
 	}
 }
 
-// FlakyLedger is a ledger whose appends fail while Down is set.
+// FlakyLedger is a ledger whose appends fail while Down is set, and
+// whose head cannot be read while HeadDown is set, as a store that has
+// failed closed answers.
 type FlakyLedger struct {
 	custody.Ledger
-	Down atomic.Bool
+	Down     atomic.Bool
+	HeadDown atomic.Bool
+}
+
+// Head reads the wrapped ledger's head, or fails while HeadDown is set.
+func (l *FlakyLedger) Head(ctx context.Context) (custody.Receipt, error) {
+	if l.HeadDown.Load() {
+		return custody.Receipt{}, errors.New("disk on fire")
+	}
+	return l.Ledger.Head(ctx)
 }
 
 // Append appends to the wrapped ledger, or fails while Down is set.
