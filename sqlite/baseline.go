@@ -73,7 +73,7 @@ func RawGroupCommit(ctx context.Context, dir string, mode RawSync, load func(g *
 	g := &RawGroup{ctx: ctx, reqs: reqs}
 	var loop sync.WaitGroup
 	if mode == RawSyncPipelined {
-		g.sync = newSyncer[[]*rawInsert](path, nil)
+		g.sync = newSyncer[[]*rawInsert](path, nil, nil)
 		defer g.sync.close()
 		loop.Go(func() { g.sync.run(g.durable) })
 	}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -58,15 +59,20 @@ type syncer[T any] struct {
 	fsync  func(*os.File) error
 	queue  chan T
 	failed atomic.Pointer[error] // set once an fsync failed
+	log    *slog.Logger
 }
 
 // newSyncer returns a syncer of the log of the database at dbPath that
-// syncs with fsync; fdatasync when nil.
-func newSyncer[T any](dbPath string, fsync func(*os.File) error) *syncer[T] {
+// syncs with fsync (fdatasync when nil) and reports its failure to log
+// (nowhere when nil).
+func newSyncer[T any](dbPath string, fsync func(*os.File) error, log *slog.Logger) *syncer[T] {
 	if fsync == nil {
 		fsync = fdatasync
 	}
-	return &syncer[T]{path: dbPath + "-wal", fsync: fsync, queue: make(chan T, queueSize)}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &syncer[T]{path: dbPath + "-wal", fsync: fsync, queue: make(chan T, queueSize), log: log}
 }
 
 // run syncs the batches queued, grouping those that queue while one fsync
@@ -115,9 +121,12 @@ func (s *syncer[T]) sync() error {
 	return nil
 }
 
+// fail stops the syncer: err and every later sync fail.
 func (s *syncer[T]) fail(err error) error {
 	err = fmt.Errorf("%w; writes are refused until the store is opened again", err)
-	s.failed.CompareAndSwap(nil, &err)
+	if s.failed.CompareAndSwap(nil, &err) {
+		s.log.Error("the store failed closed: restart it", "log", s.path, "err", err)
+	}
 	return s.err()
 }
 

@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -109,7 +111,8 @@ func TestSyncFailureFailsClosed(t *testing.T) {
 	dir := t.TempDir()
 	var failing atomic.Bool
 	injected := errors.New("input/output error (injected)")
-	opts := Options{fsync: func(f *os.File) error {
+	var logged syncBuffer
+	opts := Options{Logger: slog.New(slog.NewTextHandler(&logged, nil)), fsync: func(f *os.File) error {
 		if failing.Load() {
 			return injected
 		}
@@ -149,6 +152,9 @@ func TestSyncFailureFailsClosed(t *testing.T) {
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if n := strings.Count(logged.String(), "the store failed closed"); n != 1 {
+		t.Errorf("the failure was logged %d times, want once:\n%s", n, logged.String())
 	}
 
 	// Opened again, recovery settles what the log holds: the chain is
@@ -192,4 +198,22 @@ func TestPublishKeepsTheLaterHead(t *testing.T) {
 	if got := db.Size(); got != 6 {
 		t.Fatalf("size %d after publishing 6, want 6", got)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the store's goroutines to log to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -89,7 +89,7 @@ type batch struct {
 }
 
 func newWriter(ctx context.Context, db *DB, conn *sql.DB, path string) (*writer, error) {
-	w := &writer{conn: conn, lk: db.lk, priv: db.priv, opts: db.opts, publish: db.publish, sync: newSyncer[synced](path, db.opts.fsync)}
+	w := &writer{conn: conn, lk: db.lk, priv: db.priv, opts: db.opts, publish: db.publish, sync: newSyncer[synced](path, db.opts.fsync, db.opts.Logger)}
 	var err error
 	if w.stmts, err = prepareInserts(ctx, conn); err != nil {
 		return nil, err
