@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/lockedbuf"
 )
 
 // heldSync is an fsync a test can hold back: while held, each fsync
@@ -111,7 +111,7 @@ func TestSyncFailureFailsClosed(t *testing.T) {
 	dir := t.TempDir()
 	var failing atomic.Bool
 	injected := errors.New("input/output error (injected)")
-	var logged syncBuffer
+	var logged lockedbuf.Buffer
 	opts := Options{Logger: slog.New(slog.NewTextHandler(&logged, nil)), fsync: func(f *os.File) error {
 		if failing.Load() {
 			return injected
@@ -198,22 +198,4 @@ func TestPublishKeepsTheLaterHead(t *testing.T) {
 	if got := db.Size(); got != 6 {
 		t.Fatalf("size %d after publishing 6, want 6", got)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the store's goroutines to log to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/custody-dev/custody/brain"
 	"github.com/custody-dev/custody/contract"
+	"github.com/custody-dev/custody/internal/lockedbuf"
 )
 
 // brainEnv is the environment of the in-process program in these tests.
@@ -157,31 +157,13 @@ func TestBrainAskSoftFailure(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestBrainServeHTTPAndAsk(t *testing.T) {
 	e := newBrainEnv(t).imported(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	stderr := &lockedBuffer{}
+	stderr := &lockedbuf.Buffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- e.main(&lockedBuffer{}, stderr).Run(ctx, []string{"brain", "serve", "--addr", "127.0.0.1:0"})
+		done <- e.main(&lockedbuf.Buffer{}, stderr).Run(ctx, []string{"brain", "serve", "--addr", "127.0.0.1:0"})
 	}()
 	addr := regexp.MustCompile(`http://\S+/mcp`)
 	deadline := time.Now().Add(10 * time.Second)

@@ -10,38 +10,21 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/custody-dev/custody/internal/lockedbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // startServe runs custody serve in-process on 127.0.0.1:0 with env as its
 // whole environment. It returns the base URL, everything printed before
 // it, the printed output so far, and a function that stops the command and
 // returns its exit code.
-func startServe(t *testing.T, env map[string]string, args ...string) (base string, out *syncBuffer, stop func() int) {
+func startServe(t *testing.T, env map[string]string, args ...string) (base string, out *lockedbuf.Buffer, stop func() int) {
 	t.Helper()
 	pr, pw := io.Pipe()
-	out = &syncBuffer{}
-	stderr := &syncBuffer{}
+	out = &lockedbuf.Buffer{}
+	stderr := &lockedbuf.Buffer{}
 	m := &Main{Stdin: strings.NewReader(""), Stdout: pw, Stderr: stderr, Getenv: func(k string) string { return env[k] }}
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
