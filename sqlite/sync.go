@@ -37,9 +37,9 @@ import (
 // answered unavailable, and every later write is refused until the store
 // is opened again, when recovery settles what the log holds.
 
-// Settings of the write connection's synchronous pragma: the store's
-// writer syncs the log itself; the raw baseline lets SQLite sync at
-// every commit.
+// Settings of the write connection's synchronous pragma: NORMAL where a
+// syncer syncs the log (the store, the pipelined raw baseline), FULL where
+// SQLite syncs it at every commit (the default raw baseline).
 const (
 	syncNormal = "NORMAL"
 	syncFull   = "FULL"
