@@ -36,6 +36,14 @@ type benchResult struct {
 	// BaselineSync is how the baseline made its rows durable: "full"
 	// (SQLite's own fsync at every commit) or "pipelined" (the store's way).
 	BaselineSync string `json:"baseline_sync,omitempty"`
+	// ReadP99us and WriteP99us split the calls' p99 by tool: a WRITE call
+	// waits for two durable entries (its intent, then its outcome), a
+	// READ call for one.
+	ReadP99us  int64 `json:"read_p99_us,omitempty"`
+	WriteP99us int64 `json:"write_p99_us,omitempty"`
+	// StartP99us is the calls' p99 from the moment a caller began each
+	// one rather than from its schedule: the pacing's own delay left out.
+	StartP99us int64 `json:"p99_from_start_us"`
 }
 
 // runBench measures the gateway:
@@ -93,8 +101,9 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 		// from its schedule like the real ones, for at most two seconds.
 		probe := load
 		probe.d = min(load.d, 2*time.Second)
-		lat, _, err := probe.run(ctx, func(context.Context, int64) error { return nil })
+		samples, _, err := probe.run(ctx, func(context.Context, int64) error { return nil })
 		if err == nil {
+			lat := latencies(samples, fromSchedule, nil)
 			fmt.Fprintf(m.Stdout, "harness: a paced call that does nothing p50 %d µs, p99 %d µs\n", percentile(lat, 0.50), percentile(lat, 0.99))
 		}
 	}
@@ -191,6 +200,22 @@ func (m *Main) benchSummary(gw, raw *benchSide) benchResult {
 	res.EntriesPerCommit = gw.perCommit()
 	fmt.Fprintf(m.Stdout, "gateway: %d calls, %.0f calls/s, p50 %d µs, p99 %d µs; %d entries in %d commits, %.1f per commit\n",
 		gw.count(), res.CallsPerS, res.P50us, res.P99us, gw.rows, gw.commits, res.EntriesPerCommit)
+	for _, tool := range []string{toolRead, toolWrite} {
+		lat := latencies(gw.samples, fromSchedule, func(s sample) bool { return gw.tool(s.n) == tool })
+		if len(lat) == 0 {
+			continue
+		}
+		p99 := percentile(lat, 0.99)
+		fmt.Fprintf(m.Stdout, "  %s calls: %d, p50 %d µs, p99 %d µs\n", tool, len(lat), percentile(lat, 0.50), p99)
+		if tool == toolRead {
+			res.ReadP99us = p99
+		} else {
+			res.WriteP99us = p99
+		}
+	}
+	start := latencies(gw.samples, fromStart, nil)
+	res.StartP99us = percentile(start, 0.99)
+	fmt.Fprintf(m.Stdout, "  from each call's start rather than its schedule: p50 %d µs, p99 %d µs\n", percentile(start, 0.50), res.StartP99us)
 	if raw == nil {
 		return res
 	}
@@ -215,14 +240,22 @@ type benchSide struct {
 	// committed, when set, reads how many rows the side's store has
 	// committed so far, in how many transactions.
 	committed func() (rows, commits int64)
+	// tool, when set, names the tool call n goes to: toolRead or toolWrite.
+	tool func(n int64) string
 
-	n        atomic.Int64
-	lat      [][]int64 // each turn's latencies, sorted
+	n        int64    // calls made in the turns before
+	samples  []sample // every turn's calls
 	elapsed  time.Duration
 	lastRate float64
 	// rows and commits are what the side's turns committed.
 	rows, commits int64
 }
+
+// The access of the two bench tools, as the summary names them.
+const (
+	toolRead  = "READ"
+	toolWrite = "WRITE"
+)
 
 // gatewaySide calls the bench tools through the stack's gateway, the
 // fraction writes of them the WRITE tool. After each turn it waits for
@@ -231,10 +264,16 @@ type benchSide struct {
 func gatewaySide(s *stack, writes float64) *benchSide {
 	reads := json.RawMessage(`{"zone":"UTC"}`)
 	notes := json.RawMessage(`{"title":"bench","text":"a note written by the benchmark"}`)
-	return &benchSide{name: "gateway", unit: "calls",
+	tool := func(n int64) string {
+		if float64(n%100) < writes*100 {
+			return toolWrite
+		}
+		return toolRead
+	}
+	return &benchSide{name: "gateway", unit: "calls", tool: tool,
 		do: func(ctx context.Context, n int64) error {
 			call := custody.Call{Tool: "bench_read", Args: reads, Actor: "bench", Via: "bench"}
-			if float64(n%100) < writes*100 {
+			if tool(n) == toolWrite {
 				call.Tool, call.Args = "bench_write", notes
 			}
 			_, err := s.gw.Call(ctx, call)
@@ -265,7 +304,8 @@ func (b *benchSide) turn(ctx context.Context, load benchLoad) error {
 	if b.committed != nil {
 		rows0, commits0 = b.committed()
 	}
-	lat, elapsed, err := load.run(ctx, func(ctx context.Context, _ int64) error { return b.do(ctx, b.n.Add(1)) })
+	base := b.n
+	samples, elapsed, err := load.run(ctx, func(ctx context.Context, n int64) error { return b.do(ctx, base+n) })
 	if err == nil && b.settle != nil {
 		start := time.Now()
 		err = b.settle(ctx)
@@ -278,26 +318,23 @@ func (b *benchSide) turn(ctx context.Context, load benchLoad) error {
 		rows, commits := b.committed()
 		b.rows, b.commits = b.rows+rows-rows0, b.commits+commits-commits0
 	}
-	b.lat = append(b.lat, lat)
+	for i := range samples {
+		samples[i].n += base
+	}
+	b.n += int64(len(samples))
+	b.samples = append(b.samples, samples...)
 	b.elapsed += elapsed
-	b.lastRate = float64(len(lat)) / elapsed.Seconds()
+	b.lastRate = float64(len(samples)) / elapsed.Seconds()
 	return nil
 }
 
 // count returns how many calls the side made over its turns.
-func (b *benchSide) count() int {
-	n := 0
-	for _, l := range b.lat {
-		n += len(l)
-	}
-	return n
-}
+func (b *benchSide) count() int { return len(b.samples) }
 
 // summary returns the side's rate over all its turns and its latency
 // percentiles.
 func (b *benchSide) summary() (perSec float64, p50, p99 int64) {
-	lat := slices.Concat(b.lat...)
-	slices.Sort(lat)
+	lat := latencies(b.samples, fromSchedule, nil)
 	if b.elapsed > 0 {
 		perSec = round(float64(len(lat))/b.elapsed.Seconds(), 0)
 	}
@@ -351,11 +388,34 @@ func (l benchLoad) String() string {
 	return fmt.Sprintf("%d callers for %s, flat out", l.callers, l.d)
 }
 
-// run calls do, with the number of the call, from the callers until d has
-// passed, and returns every call's latency in µs, sorted, and how long the
-// run took. The first failed call stops the run and is returned with the
+// sample is one call: its number and its latency in µs, from its
+// scheduled start and from the moment a caller began it (the same when
+// unpaced).
+type sample struct {
+	n, fromSchedule, fromStart int64
+}
+
+func fromSchedule(s sample) int64 { return s.fromSchedule }
+func fromStart(s sample) int64    { return s.fromStart }
+
+// latencies returns the latencies of the samples keep keeps (all when
+// nil), as of reads them, sorted.
+func latencies(samples []sample, of func(sample) int64, keep func(sample) bool) []int64 {
+	lat := make([]int64, 0, len(samples))
+	for _, s := range samples {
+		if keep == nil || keep(s) {
+			lat = append(lat, of(s))
+		}
+	}
+	slices.Sort(lat)
+	return lat
+}
+
+// run calls do, with the number of the call from 1 on, from the callers
+// until d has passed, and returns every call made and how long the run
+// took. The first failed call stops the run and is returned with the
 // count of failures.
-func (l benchLoad) run(ctx context.Context, do func(ctx context.Context, n int64) error) ([]int64, time.Duration, error) {
+func (l benchLoad) run(ctx context.Context, do func(ctx context.Context, n int64) error) ([]sample, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.d)
 	defer cancel()
 	var ticks <-chan time.Time
@@ -364,7 +424,7 @@ func (l benchLoad) run(ctx context.Context, do func(ctx context.Context, n int64
 	}
 	var seq atomic.Int64
 	failed := &benchFailure{}
-	lats := make([][]int64, l.callers)
+	done := make([][]sample, l.callers)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for c := range l.callers {
@@ -375,11 +435,13 @@ func (l benchLoad) run(ctx context.Context, do func(ctx context.Context, n int64
 					return
 				}
 				// The deadline ends the run, not the call under way.
-				if err := do(context.WithoutCancel(ctx), seq.Add(1)); err != nil {
+				n, start := seq.Add(1), time.Now()
+				if err := do(context.WithoutCancel(ctx), n); err != nil {
 					failed.add(err)
 					return
 				}
-				lats[c] = append(lats[c], time.Since(begin).Microseconds())
+				end := time.Now()
+				done[c] = append(done[c], sample{n: n, fromSchedule: end.Sub(begin).Microseconds(), fromStart: end.Sub(start).Microseconds()})
 			}
 		})
 	}
@@ -388,9 +450,7 @@ func (l benchLoad) run(ctx context.Context, do func(ctx context.Context, n int64
 	if failed.err != nil {
 		return nil, 0, fmt.Errorf("%d calls failed, first: %w", failed.n, failed.err)
 	}
-	lat := slices.Concat(lats...)
-	slices.Sort(lat)
-	return lat, elapsed, nil
+	return slices.Concat(done...), elapsed, nil
 }
 
 // benchFailure counts failed calls and keeps the first error.

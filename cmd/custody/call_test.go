@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,6 +162,25 @@ func TestBenchGatewayShort(t *testing.T) {
 	if entries < calls || entries > 2*calls || commits < 1 || commits > entries {
 		t.Errorf("%d calls appended %d entries in %d commits", calls, entries, commits)
 	}
+	// The calls split by tool: half of every hundred go to the WRITE
+	// tool, and a WRITE call appends two entries.
+	reads, writes := toolLine(t, out, "READ"), toolLine(t, out, "WRITE")
+	want := 0
+	for n := 1; n <= calls; n++ {
+		if n%100 < 50 {
+			want++
+		}
+	}
+	if reads+writes != calls || writes != want {
+		t.Errorf("%d READ and %d WRITE calls of %d, want %d WRITE", reads, writes, calls, want)
+	}
+	if entries != reads+2*writes {
+		t.Errorf("%d READ and %d WRITE calls appended %d entries, want %d", reads, writes, entries, reads+2*writes)
+	}
+	if res.ReadP99us <= 0 || res.WriteP99us <= 0 || res.StartP99us <= 0 || res.StartP99us > res.P99us ||
+		res.P99us > max(res.ReadP99us, res.WriteP99us) {
+		t.Errorf("p99 %d µs, by tool %d / %d µs, from the start %d µs", res.P99us, res.ReadP99us, res.WriteP99us, res.StartP99us)
+	}
 	// Every acknowledged insert is a committed row.
 	m = regexp.MustCompile(`(?m)^baseline: (\d+) inserts, .*; (\d+) rows in \d+ commits, [\d.]+ per commit$`).FindStringSubmatch(out)
 	if m == nil || m[1] != m[2] {
@@ -245,6 +265,11 @@ func TestBenchGatewayPaced(t *testing.T) {
 		t.Errorf("no harness floor in:\n%s", out)
 	}
 	res := lastBenchResult(t, out)
+	// Latency from the schedule holds the wait for it; from the call's
+	// start it does not.
+	if res.StartP99us <= 0 || res.StartP99us > res.P99us {
+		t.Errorf("p99 from the start %d µs, from the schedule %d µs", res.StartP99us, res.P99us)
+	}
 	// Paced, both sides do about rate calls a second, not as many as
 	// they can.
 	for name, v := range map[string]float64{"gateway": res.CallsPerS, "baseline": res.BaselinePerS} {
@@ -273,6 +298,64 @@ func TestBenchGatewayCPUProfile(t *testing.T) {
 	if code != exitFailed || !strings.Contains(errOut, "cpu profile") {
 		t.Fatalf("unwritable profile: exit %d, %s", code, errOut)
 	}
+}
+
+func TestBenchGatewayReadOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("benchmark run skipped in -short mode")
+	}
+	code, out, errOut := runMain(t, nil, "", "bench", "gateway", "--callers", "2", "--seconds", "0.2", "--rounds", "2", "--writes", "0", "--baseline=false")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	res := lastBenchResult(t, out)
+	if strings.Contains(out, "WRITE calls") || res.WriteP99us != 0 || res.ReadP99us != res.P99us {
+		t.Errorf("no WRITE calls made, yet:\n%s", out)
+	}
+	if calls := toolLine(t, out, "READ"); calls < 2 {
+		t.Errorf("%d READ calls", calls)
+	}
+}
+
+// The calls of a side are numbered on across its turns, so that each
+// goes to the tool its number picks.
+func TestBenchSideNumbersCallsAcrossTurns(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int64]bool{}
+	side := &benchSide{name: "gateway", unit: "calls",
+		do: func(_ context.Context, n int64) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if seen[n] {
+				return fmt.Errorf("call %d made twice", n)
+			}
+			seen[n] = true
+			return nil
+		}}
+	load := benchLoad{callers: 3, d: 20 * time.Millisecond}
+	for range 2 {
+		if err := side.turn(context.Background(), load); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(side.samples) != len(seen) || side.n != int64(len(seen)) {
+		t.Fatalf("%d samples, %d calls, n = %d", len(side.samples), len(seen), side.n)
+	}
+	for _, s := range side.samples {
+		if !seen[s.n] || s.n < 1 || s.n > side.n || s.fromStart > s.fromSchedule {
+			t.Fatalf("sample %+v of calls 1..%d", s, side.n)
+		}
+	}
+}
+
+// toolLine returns the count of calls the summary line of tool gives.
+func toolLine(t *testing.T, out, tool string) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^  ` + tool + ` calls: (\d+), p50 \d+ µs, p99 \d+ µs$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no %s summary in:\n%s", tool, out)
+	}
+	return atoi(t, m[1])
 }
 
 // lastBenchResult decodes the JSON object bench gateway prints last.
