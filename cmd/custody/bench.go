@@ -435,13 +435,13 @@ func (l benchLoad) run(ctx context.Context, do func(ctx context.Context, n int64
 					return
 				}
 				// The deadline ends the run, not the call under way.
-				n, start := seq.Add(1), time.Now()
+				n, began := seq.Add(1), time.Now()
 				if err := do(context.WithoutCancel(ctx), n); err != nil {
 					failed.add(err)
 					return
 				}
 				end := time.Now()
-				done[c] = append(done[c], sample{n: n, fromSchedule: end.Sub(begin).Microseconds(), fromStart: end.Sub(start).Microseconds()})
+				done[c] = append(done[c], sample{n: n, fromSchedule: end.Sub(begin).Microseconds(), fromStart: end.Sub(began).Microseconds()})
 			}
 		})
 	}
