@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -393,9 +394,10 @@ func (d *decoder) numberBytes() ([]byte, error) {
 		if !d.digits() {
 			return nil, d.fail("invalid number: digit expected in exponent")
 		}
-		// No document needs an exponent of five digits, and exact
-		// arithmetic on one would cost unbounded time and memory.
-		if d.pos-expAt > maxExponentDigits {
+		// No document needs an exponent of five significant digits, and
+		// exact arithmetic on one would cost unbounded time and memory.
+		// Leading zeros change nothing: 0E00000 is zero.
+		if len(bytes.TrimLeft(d.in[expAt:d.pos], "0")) > maxExponentDigits {
 			d.pos = start
 			return nil, d.fail("number exponent out of range: at most %d digits", maxExponentDigits)
 		}
@@ -403,8 +405,8 @@ func (d *decoder) numberBytes() ([]byte, error) {
 	return d.in[start:d.pos], nil
 }
 
-// maxExponentDigits bounds a number's exponent: 1e9999 is already far
-// beyond any double.
+// maxExponentDigits bounds a number's exponent, in significant digits:
+// 1e9999 is already far beyond any double.
 const maxExponentDigits = 4
 
 func (d *decoder) digits() bool {

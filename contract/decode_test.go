@@ -103,7 +103,8 @@ func TestDecodePointerEscapes(t *testing.T) {
 // FuzzDecode checks the decoder against encoding/json: whatever decode
 // accepts, encoding/json accepts and reads as the same tree; whatever
 // encoding/json accepts as valid UTF-8 and decode refuses must be one of
-// the stricter rules (duplicate key, unpaired surrogate, depth).
+// the stricter rules (duplicate key, unpaired surrogate, depth, an
+// exponent of more than four significant digits).
 func FuzzDecode(f *testing.F) {
 	for _, seed := range []string{
 		`{"a": [1, -2.5e3, true, false, null], "b": {"c": "d\u00e9"}}`,
@@ -129,7 +130,7 @@ func FuzzDecode(f *testing.F) {
 }
 
 func stricterRule(msg string) bool {
-	for _, rule := range []string{"duplicate key", "unpaired surrogate", "nesting deeper"} {
+	for _, rule := range []string{"duplicate key", "unpaired surrogate", "nesting deeper", "exponent out of range"} {
 		if strings.Contains(msg, rule) {
 			return true
 		}
@@ -171,7 +172,15 @@ func TestHugeExponentRefused(t *testing.T) {
 			t.Errorf("Validate(%s) = %v, want EINVALID naming the exponent", doc, err)
 		}
 	}
-	if err := r.Validate("peas:mesh_detector_state", []byte(`{"tier":"info","rule_signature":"rule","wfigs_proximity_km":1e3}`)); err != nil {
-		t.Errorf("a four-digit-or-less exponent is refused: %v", err)
+	// Five digits of which the first are zeros make a small exponent.
+	for _, n := range []string{`1e3`, `1e0003`, `0E00000`, `2.5e-000001`} {
+		doc := `{"tier":"info","rule_signature":"rule","wfigs_proximity_km":` + n + `}`
+		if err := r.Validate("peas:mesh_detector_state", []byte(doc)); err != nil {
+			t.Errorf("the exponent of %s is refused: %v", n, err)
+		}
+	}
+	err := r.Validate("peas:mesh_detector_state", []byte(`{"tier":"info","rule_signature":"rule","wfigs_proximity_km":1e000010000}`))
+	if err == nil || !strings.Contains(err.Error(), "exponent") {
+		t.Errorf("a five-significant-digit exponent behind zeros: %v, want refused", err)
 	}
 }
