@@ -184,16 +184,11 @@ func post(t *testing.T, url, token, body string, want int) string {
 
 func get(t *testing.T, url string) string {
 	t.Helper()
-	res, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
+	code, b := fetch(t, url, "")
+	if code != 200 {
+		t.Fatalf("GET %s: %d: %s", url, code, b)
 	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != 200 {
-		t.Fatalf("GET %s: %d: %s", url, res.StatusCode, b)
-	}
-	return string(b)
+	return b
 }
 
 // TestServeSystems checks that serve runs the seed systems: their pages
@@ -227,25 +222,32 @@ func TestServeSystems(t *testing.T) {
 
 func getStatus(t *testing.T, url, token string) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	return res.StatusCode
+	code, _ := fetch(t, url, token)
+	return code
 }
 
 func getBody(t *testing.T, url, token string) string {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
+	_, b := fetch(t, url, token)
+	return b
+}
+
+// fetch GETs url, with token as the bearer when set, and returns the
+// status and the body.
+func fetch(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	return string(b)
+	return res.StatusCode, string(b)
 }
