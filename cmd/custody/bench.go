@@ -418,19 +418,26 @@ func latencies(samples []sample, of func(sample) int64, keep func(sample) bool) 
 func (l benchLoad) run(ctx context.Context, do func(ctx context.Context, n int64) error) ([]sample, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.d)
 	defer cancel()
-	var ticks <-chan time.Time
-	if l.rate > 0 {
-		ticks = pace(ctx, l.rate)
-	}
 	var seq atomic.Int64
 	failed := &benchFailure{}
 	done := make([][]sample, l.callers)
 	start := time.Now()
+	sched := newSchedule(start, l.d, l.rate)
 	var wg sync.WaitGroup
 	for c := range l.callers {
 		wg.Go(func() {
+			wait, err := sched.waiter()
+			if err != nil {
+				failed.add(err)
+				return
+			}
+			defer wait.close()
 			for {
-				begin, ok := nextStart(ctx, ticks)
+				begin, ok, err := sched.next(ctx, wait)
+				if err != nil {
+					failed.add(err)
+					return
+				}
 				if !ok {
 					return
 				}
@@ -469,41 +476,53 @@ func (f *benchFailure) add(err error) {
 	}
 }
 
-// pace emits the scheduled start of each call, rate per second, until ctx
-// is done. A caller late to pick one up still measures from the schedule.
-func pace(ctx context.Context, rate float64) <-chan time.Time {
-	out := make(chan time.Time, 1<<16)
-	interval := time.Duration(float64(time.Second) / rate)
-	go func() {
-		defer close(out)
-		next := time.Now()
-		for ctx.Err() == nil {
-			if wait := time.Until(next); wait > 0 {
-				preciseSleep(wait)
-			}
-			for now := time.Now(); !next.After(now); next = next.Add(interval) {
-				select {
-				case out <- next:
-				default: // the callers are saturated; the schedule moves on
-				}
-			}
-		}
-	}()
-	return out
+// schedule hands out the start times of a run's calls. Paced, call k
+// (from 0) is due k intervals after the run began, and the caller that
+// takes it waits for that time on its own alarm, parked: no goroutine
+// hands the time over, and no caller keeps a processor from the system
+// measured while it waits. A caller late to take a call still measures
+// from the call's time, so a system that falls behind is charged for the
+// calls that waited. Unpaced, a call is due when a caller is ready for it.
+type schedule struct {
+	start, end time.Time
+	interval   time.Duration // 0 when unpaced
+	taken      atomic.Int64
 }
 
-// nextStart returns when the next call is due: now when unpaced, else the
-// next scheduled time.
-func nextStart(ctx context.Context, ticks <-chan time.Time) (time.Time, bool) {
-	if ticks == nil {
-		return time.Now(), ctx.Err() == nil
+func newSchedule(start time.Time, d time.Duration, rate float64) *schedule {
+	s := &schedule{start: start, end: start.Add(d)}
+	if rate > 0 {
+		s.interval = time.Duration(float64(time.Second) / rate)
 	}
-	select {
-	case t, ok := <-ticks:
-		return t, ok && ctx.Err() == nil
-	case <-ctx.Done():
-		return time.Time{}, false
+	return s
+}
+
+// waiter returns what a caller waits with; nil when unpaced.
+func (s *schedule) waiter() (*alarm, error) {
+	if s.interval == 0 {
+		return nil, nil
 	}
+	a, err := newAlarm()
+	if err != nil {
+		return nil, fmt.Errorf("bench: pacing: %w", err)
+	}
+	return a, nil
+}
+
+// next waits with a until the next call is due and returns its time;
+// false once ctx is done or when the call would be due after the run's end.
+func (s *schedule) next(ctx context.Context, a *alarm) (time.Time, bool, error) {
+	if s.interval == 0 {
+		return time.Now(), ctx.Err() == nil, nil
+	}
+	due := s.start.Add(time.Duration(s.taken.Add(1)-1) * s.interval)
+	if !due.Before(s.end) {
+		return time.Time{}, false, nil
+	}
+	if err := a.sleep(time.Until(due)); err != nil {
+		return time.Time{}, false, fmt.Errorf("bench: pacing: %w", err)
+	}
+	return due, ctx.Err() == nil, nil
 }
 
 // percentile returns the p-th percentile of sorted values.

@@ -4,5 +4,16 @@ package main
 
 import "time"
 
-// preciseSleep sleeps for d with the runtime's timers.
-func preciseSleep(d time.Duration) { time.Sleep(d) }
+// alarm wakes one goroutine at a time it is given, with the runtime's
+// timers.
+type alarm struct{}
+
+func newAlarm() (*alarm, error) { return &alarm{}, nil }
+
+// sleep waits for d.
+func (*alarm) sleep(d time.Duration) error {
+	time.Sleep(d)
+	return nil
+}
+
+func (*alarm) close() error { return nil }
