@@ -141,7 +141,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		reqs: make(chan *request, queueSize), stopped: make(chan struct{}),
 	}
 	if err := db.open(); err != nil {
-		return nil, err
+		return nil, withFreeSpace(err, dir)
 	}
 	go db.lk.run(db.rdb)
 	go db.run()
@@ -286,7 +286,7 @@ func unavailable(what string, err error) error {
 	return &custody.Error{
 		Kind:    custody.EUNAVAILABLE,
 		Message: what + ": the store is unavailable",
-		Err:     fmt.Errorf("%s: %w", what, err),
+		Err:     err, // the message names what failed
 	}
 }
 

@@ -168,10 +168,16 @@ type lookups struct {
 }
 
 // openLookups opens the index in dir and brings it up to the entries of
-// main, rebuilding it when it cannot be used as it is.
+// main, rebuilding it when it cannot be used as it is. An index that
+// fails for want of a resource (a full or failing disk, a file that
+// cannot be opened, a lock) is kept as it is: a rebuild would not help,
+// and would throw away what a large ledger takes minutes to index again.
 func openLookups(ctx context.Context, dir string, main *sql.DB, opts Options) (*lookups, error) {
 	path := filepath.Join(dir, IndexFile)
 	lk, err := tryOpenLookups(ctx, path, main, opts)
+	if err != nil && resourceFailed(err) {
+		return nil, fmt.Errorf("open index %s: %w", path, err)
+	}
 	if err != nil {
 		opts.Logger.Info("rebuilding the lookup index", "file", path, "reason", err)
 		removeDatabase(path)
