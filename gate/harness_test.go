@@ -48,7 +48,13 @@ func loadRegistry(t testing.TB) *contract.Registry {
 
 func newHarness(t testing.TB, notifiers ...approval.Notifier) *harness {
 	t.Helper()
-	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
+	return newHarnessIn(t, t.TempDir(), notifiers...)
+}
+
+// newHarnessIn is newHarness with its store in dir.
+func newHarnessIn(t testing.TB, dir string, notifiers ...approval.Notifier) *harness {
+	t.Helper()
+	db, err := sqlite.Open(dir, sqlite.Options{})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
