@@ -377,3 +377,17 @@ func atoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// A data directory that cannot hold a store is reported as the store
+// being unavailable, with the reason, not as an internal error.
+func TestStoreThatCannotOpen(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runMain(t, nil, "{}", "call", "--tool", "get_time", "--args", "-", "--data", file)
+	want := "custody: unavailable: cannot open the store in " + file + ": create data directory: "
+	if code != exitFailed || !strings.HasPrefix(errOut, want) || !strings.Contains(errOut, "not a directory") {
+		t.Fatalf("exit %d, stderr %q; want %q… not a directory", code, errOut, want)
+	}
+}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 
+	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/sqlite"
 )
 
@@ -16,7 +19,13 @@ func (m *Main) dataFlag(fs *flag.FlagSet) *string {
 
 // openData opens the store in dir, creating it on first use. What the
 // store does on its own that takes long, such as rebuilding its lookup
-// index, is logged to stderr.
+// index, is logged to stderr. A store that cannot be opened is
+// unavailable, and the error says why: the operator reading it owns the
+// directory.
 func (m *Main) openData(dir string) (*sqlite.DB, error) {
-	return sqlite.Open(dir, sqlite.Options{Logger: slog.New(slog.NewTextHandler(m.Stderr, nil))})
+	db, err := sqlite.Open(dir, sqlite.Options{Logger: slog.New(slog.NewTextHandler(m.Stderr, nil))})
+	if ce := (*custody.Error)(nil); err != nil && !errors.As(err, &ce) {
+		return nil, &custody.Error{Kind: custody.EUNAVAILABLE, Message: fmt.Sprintf("cannot open the store in %s: %v", dir, err), Err: err}
+	}
+	return db, err
 }
