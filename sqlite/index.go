@@ -176,7 +176,7 @@ func openLookups(ctx context.Context, dir string, main *sql.DB, opts Options) (*
 	path := filepath.Join(dir, IndexFile)
 	lk, err := tryOpenLookups(ctx, path, main, opts)
 	if err != nil && resourceFailed(err) {
-		return nil, fmt.Errorf("open index %s: %w", path, err)
+		return nil, fmt.Errorf("open index %s (it is derived from the ledger: if this persists, remove it and the store rebuilds it): %w", path, err)
 	}
 	if err != nil {
 		opts.Logger.Info("rebuilding the lookup index", "file", path, "reason", err)
