@@ -24,7 +24,8 @@ func (m *Main) dataFlag(fs *flag.FlagSet) *string {
 // directory.
 func (m *Main) openData(dir string) (*sqlite.DB, error) {
 	db, err := sqlite.Open(dir, sqlite.Options{Logger: slog.New(slog.NewTextHandler(m.Stderr, nil))})
-	if ce := (*custody.Error)(nil); err != nil && !errors.As(err, &ce) {
+	var ce *custody.Error
+	if err != nil && !errors.As(err, &ce) {
 		return nil, &custody.Error{Kind: custody.EUNAVAILABLE, Message: fmt.Sprintf("cannot open the store in %s: %v", dir, err), Err: err}
 	}
 	return db, err
