@@ -98,13 +98,18 @@ func BenchmarkIndex(b *testing.B) {
 
 // BenchmarkLookup measures the index's part of the lookups on the call
 // path (a custody link: trace, kind and ref; an approval: trace and ref)
-// and of a ledger query by kind, on an index of 262,144 entries indexed
-// in updates of indexBatch: chains of four entries, two kinds, a ref
-// each.
+// and of a ledger query by kind, on indexes of 262,144 and 4,194,304
+// entries indexed in updates of indexBatch: chains of four entries, two
+// kinds, a ref each.
 func BenchmarkLookup(b *testing.B) {
+	for _, size := range []int64{1 << 18, 1 << 22} {
+		b.Run(fmt.Sprintf("ledger=%d", size), func(b *testing.B) { benchmarkLookup(b, size) })
+	}
+}
+
+func benchmarkLookup(b *testing.B, size int64) {
 	ctx := context.Background()
 	main, lk, _ := openIndex(b, Options{})
-	const size = 1 << 18
 	row := func(seq int64) indexRow {
 		return indexRow{seq: seq, trace: fmt.Sprint("chain-", seq/4), kind: fmt.Sprint("kind-", seq%2),
 			refs: []string{"id", fmt.Sprint("id-", seq)}}
@@ -131,8 +136,8 @@ func BenchmarkLookup(b *testing.B) {
 	}
 	for _, name := range []string{"link", "approval", "kind"} {
 		b.Run(name, func(b *testing.B) {
-			for i := 0; b.Loop(); i++ {
-				seq := int64(i*7919)%size + 1
+			for i := int64(0); b.Loop(); i++ {
+				seq := (i*7919)%size + 1
 				got, err := lk.seqs(ctx, queries[name](seq))
 				if err != nil || len(got) == 0 {
 					b.Fatalf("%s at %d: %v, %v", name, seq, got, err)

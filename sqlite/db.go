@@ -68,9 +68,9 @@ type Options struct {
 	// such as rebuilding the lookup index; nil discards it.
 	Logger *slog.Logger
 
-	// indexRecent is how many rows the index's recent level holds
-	// before merging; 0 means defaultIndexRecent. Tests set it small.
-	indexRecent int
+	// indexChunkKeys is how many keys a chunk of the index holds; 0
+	// means chunkKeys. Tests set it small.
+	indexChunkKeys int
 	// fsync makes the write-ahead log durable; nil means fdatasync.
 	// Tests hold it back or make it fail.
 	fsync func(*os.File) error

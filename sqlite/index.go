@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -14,6 +15,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -27,60 +29,53 @@ import (
 // ref K=V". It is derived from the entries table and is not evidence, so
 // it lives in its own database, is written by its own goroutine while the
 // writer commits the next batch, and its commits are not synced to disk:
-// the random-key pages it dirties stay out of the ledger's group commit,
-// which then only writes the pages the appended rows fill. After a crash
+// its writes stay out of the ledger's group commit, which then only
+// writes the pages the appended rows fill. After a crash
 // the index may lag the ledger; it catches up from the entries when
 // opened, and is rebuilt from scratch when it is missing or unreadable.
 const IndexFile = "index.db"
 
 // indexVersion is the schema version of the index, kept in its
 // user_version; an index of another version is rebuilt.
-const indexVersion = 3
+const indexVersion = 4
 
-// indexSchema keeps, for each looked-up field and value of the entries
-// (their trace, their kind and each of their refs), the seqs of the
-// entries that have it. A field and value is keyed by a 64-bit hash
-// (see postingKey): integer keys make the index several times cheaper to
-// write than text ones, and the rare hash collision is filtered out by
-// checking the entries found.
+// indexSchema keeps the postings of the entries (see segment): for each
+// looked-up field and value of an entry (its trace, its kind and each of
+// its refs), keyed by a 64-bit hash (see postingKey), the seqs of the
+// entries that have it. Integer keys make the index several times
+// cheaper to write than text ones, and the rare hash collision is
+// filtered out by checking the entries found.
 //
-// One update of the index writes one row per key it touches: the seqs of
-// that update's entries with the key, from first to last, packed in seqs
-// (see appendRun). The index is written under its write lock after
-// reading upto, so two rows of one key never hold the same seq and their
-// [first, last] ranges never overlap: the row holding a seq is the row of
-// its key with the greatest first <= seq.
-//
-// Hashed keys scatter the rows of an update over the whole table: an
-// update dirties about one page per row once the table outgrows the
-// update, and the cost of an append would grow with the ledger. So rows
-// are written in two levels. New rows go to recent, a table small enough
-// that an update dirties few pages; each update then moves one key range
-// of recent, a slice of the key space, into runs, where the moved rows
-// land in neighbouring pages. The rows of kinds, a few keys with long
-// histories, go straight to runs: they land at the end of their key's
-// run of rows. A lookup reads both levels.
+// Each index update writes one segment, the postings of the entries it
+// indexes, and merges the newest segmentFanIn segments into one whenever
+// they share a class (see segmentClass). Segments are written whole and
+// in key order, so an update writes about as many pages as its postings
+// fill, however large the index grows: posting rows scattered over one
+// table by their hashed keys would dirty a page per row. The segments
+// hold contiguous ranges of entries; in order of first they cover every
+// entry up to upto. gen counts the transactions that changed them, so
+// that a reader rereads the list of segments only when it changed.
 const indexSchema = `
 CREATE TABLE index_meta (
 	id   INTEGER PRIMARY KEY CHECK (id = 1),
-	upto INTEGER NOT NULL -- every entry with seq <= upto is indexed
+	upto INTEGER NOT NULL, -- every entry with seq <= upto is indexed
+	gen  INTEGER NOT NULL
 );
-INSERT INTO index_meta (id, upto) VALUES (1, 0);
-CREATE TABLE runs (
-	key   INTEGER NOT NULL,
-	first INTEGER NOT NULL,
-	last  INTEGER NOT NULL,
-	seqs  BLOB    NOT NULL,
-	PRIMARY KEY (key, first)
-) WITHOUT ROWID;
-CREATE TABLE recent (
-	key   INTEGER NOT NULL,
-	first INTEGER NOT NULL,
-	last  INTEGER NOT NULL,
-	seqs  BLOB    NOT NULL,
-	PRIMARY KEY (key, first)
-) WITHOUT ROWID;
-PRAGMA user_version = 3;
+INSERT INTO index_meta (id, upto, gen) VALUES (1, 0, 0);
+CREATE TABLE segments (
+	id      INTEGER PRIMARY KEY AUTOINCREMENT,
+	class   INTEGER NOT NULL,
+	first   INTEGER NOT NULL,
+	last    INTEGER NOT NULL,
+	entries INTEGER NOT NULL,
+	filter  BLOB    NOT NULL, -- Bloom filter of its keys
+	firsts  BLOB    NOT NULL  -- the first key and seq of each chunk
+);
+CREATE TABLE chunks (
+	id   INTEGER PRIMARY KEY, -- segment << 32 | chunk number
+	data BLOB    NOT NULL
+);
+PRAGMA user_version = 4;
 `
 
 // Posting fields.
@@ -112,13 +107,6 @@ const (
 	indexDelay = 50 * time.Millisecond
 	// indexRetry is how often a failed index retries on its own.
 	indexRetry = time.Second
-	// defaultIndexRecent is how many rows the recent level of the
-	// index holds before updates start moving them to the main level.
-	defaultIndexRecent = 4096
-	// mergeSlices is how many key ranges the key space is cut into: an
-	// update moves one, so a row waits at most mergeSlices updates
-	// once recent is full.
-	mergeSlices = 16
 )
 
 // indexRow is what the index keeps of an entry, copied out of it so that
@@ -141,20 +129,17 @@ func rowOf(e *custody.Entry) indexRow {
 // goroutine (and by Open before it starts) and a read pool.
 type lookups struct {
 	wdb, rdb *sql.DB
-	insert   *multiInsert // into recent
-	// insertMain inserts into the main level, for the rows of kinds.
-	insertMain *multiInsert
-	getUpto    *sql.Stmt
-	setUpto    *sql.Stmt
-	// runsAfter and runAt are the lookups' statements, on the read pool.
-	runsAfter, runAt *sql.Stmt
-	// merge is the rolling move of recent rows to the main level.
-	merge merger
+	// The indexer's statements, on wdb.
+	getUpto, setUpto, addSegment, newest, readChunks, dropSegment, dropChunks *sql.Stmt
+	addChunks                                                                 *multiInsert
+	// The lookups' statements, on rdb.
+	getGen, listSegments, readSegment, readChunk *sql.Stmt
+	// perChunk is how many keys a chunk holds; tests make it small.
+	perChunk int
 	// log reports a long catch-up; never nil.
-	log   *slog.Logger
-	args  []any    // reused by every update
-	runs  runGroup // the rows of trace and ref keys, reused by every update
-	kinds runGroup // the rows of kind keys, reused by every update
+	log      *slog.Logger
+	args     []any     // reused by every update
+	postings []posting // reused by every update
 	// feed carries the rows of each committed batch to the indexer.
 	feed chan []indexRow
 	// poke asks the indexer to commit what it holds: a reader waits.
@@ -165,6 +150,13 @@ type lookups struct {
 	upto    int64         // every entry up to upto is indexed
 	err     error         // the last update failed with err
 	changed chan struct{} // closed and replaced when upto or err change
+
+	// listed is the list of segments lookups read last, as of gen.
+	listed struct {
+		sync.Mutex
+		gen  int64
+		segs []*segment
+	}
 }
 
 // openLookups opens the index in dir and brings it up to the entries of
@@ -208,7 +200,7 @@ func tryOpenLookups(ctx context.Context, path string, main *sql.DB, opts Options
 	wdb.SetMaxOpenConns(1)
 	wdb.SetConnMaxLifetime(0)
 	lk := &lookups{wdb: wdb, feed: make(chan []indexRow, queueSize), poke: make(chan struct{}, 1), stopped: make(chan struct{}), changed: make(chan struct{})}
-	lk.merge.limit = opts.indexRecent
+	lk.perChunk = cmp.Or(opts.indexChunkKeys, chunkKeys)
 	lk.log = opts.Logger
 	if err := lk.init(ctx); err != nil {
 		lk.close()
@@ -218,13 +210,14 @@ func tryOpenLookups(ctx context.Context, path string, main *sql.DB, opts Options
 		lk.close()
 		return nil, err
 	}
-	if lk.runsAfter, err = lk.rdb.PrepareContext(ctx, runsAfterQuery); err != nil {
+	if err := prepareAll(ctx, lk.rdb, map[**sql.Stmt]string{
+		&lk.getGen:       `SELECT gen FROM index_meta`,
+		&lk.listSegments: `SELECT id, class, first, last, entries FROM segments ORDER BY first`,
+		&lk.readSegment:  `SELECT filter, firsts FROM segments WHERE id = ?`,
+		&lk.readChunk:    `SELECT data FROM chunks WHERE id = ?`,
+	}); err != nil {
 		lk.close()
-		return nil, fmt.Errorf("prepare index lookup: %w", err)
-	}
-	if lk.runAt, err = lk.rdb.PrepareContext(ctx, runAtQuery); err != nil {
-		lk.close()
-		return nil, fmt.Errorf("prepare index lookup: %w", err)
+		return nil, err
 	}
 	if err := lk.update(ctx, main, nil); err != nil {
 		lk.close()
@@ -250,23 +243,29 @@ func (lk *lookups) init(ctx context.Context) error {
 		return fmt.Errorf("index version %d, want %d", v, indexVersion)
 	}
 	var err error
-	// OR IGNORE: a statement that cannot abort half-way needs no statement
-	// journal, which would otherwise copy every page it touches; and
-	// indexing an entry twice is harmless.
-	if lk.insert, err = prepareMultiInsert(ctx, lk.wdb, "OR IGNORE INTO recent", runColumns...); err != nil {
+	if lk.addChunks, err = prepareMultiInsert(ctx, lk.wdb, "INTO chunks", "id", "data"); err != nil {
 		return err
 	}
-	if lk.insertMain, err = prepareMultiInsert(ctx, lk.wdb, "OR IGNORE INTO runs", runColumns...); err != nil {
-		return err
-	}
-	if err := lk.merge.prepare(ctx, lk.wdb); err != nil {
-		return err
-	}
-	if lk.getUpto, err = lk.wdb.PrepareContext(ctx, `SELECT upto FROM index_meta`); err != nil {
-		return fmt.Errorf("prepare index: %w", err)
-	}
-	if lk.setUpto, err = lk.wdb.PrepareContext(ctx, `UPDATE index_meta SET upto = ?`); err != nil {
-		return fmt.Errorf("prepare index: %w", err)
+	return prepareAll(ctx, lk.wdb, map[**sql.Stmt]string{
+		&lk.getUpto: `SELECT upto FROM index_meta`,
+		&lk.setUpto: `UPDATE index_meta SET upto = ?, gen = gen + 1`,
+		&lk.addSegment: `INSERT INTO segments (class, first, last, entries, filter, firsts)
+			VALUES (?, ?, ?, ?, ?, ?)`,
+		&lk.newest:      `SELECT id, class, first, last, entries FROM segments ORDER BY first DESC LIMIT ?`,
+		&lk.readChunks:  `SELECT data FROM chunks WHERE id BETWEEN ? AND ? ORDER BY id`,
+		&lk.dropSegment: `DELETE FROM segments WHERE id = ?`,
+		&lk.dropChunks:  `DELETE FROM chunks WHERE id BETWEEN ? AND ?`,
+	})
+}
+
+// prepareAll prepares each statement of stmts on db into its place.
+func prepareAll(ctx context.Context, db *sql.DB, stmts map[**sql.Stmt]string) error {
+	for to, q := range stmts {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare index statement %q: %w", q, err)
+		}
+		*to = st
 	}
 	return nil
 }
@@ -274,8 +273,8 @@ func (lk *lookups) init(ctx context.Context) error {
 // run indexes the batches fed to it until feed is closed; main is read
 // to catch up on entries the feed did not carry. Rows are committed in
 // bulk, when indexBatch of them wait, when one has waited indexDelay, or
-// at once when a reader needs them: one transaction over many batches
-// dirties each page of a busy trace once rather than once per batch.
+// at once when a reader needs them: one segment of many batches costs
+// less to write, and to merge later, than one a batch.
 func (lk *lookups) run(main *sql.DB) {
 	defer close(lk.stopped)
 	ctx := context.Background()
@@ -501,131 +500,151 @@ func readRows(ctx context.Context, main *sql.DB, after, until int64) ([]indexRow
 	return out, nil
 }
 
-// addRows indexes the rows beyond upto and returns the new upto.
+// addRows indexes the rows beyond upto, as one new segment, merges the
+// newest segments when they are due, and returns the new upto.
 func (lk *lookups) addRows(ctx context.Context, tx *sql.Tx, upto int64, rows []indexRow) (int64, error) {
-	lk.runs.reset()
-	lk.kinds.reset()
+	ps := lk.postings[:0]
 	next := upto
 	for _, r := range rows {
 		if r.seq <= upto {
 			continue
 		}
-		lk.runs.add(postingKey(fieldTrace, r.trace), r.seq)
-		lk.kinds.add(postingKey(fieldKind, r.kind), r.seq)
+		ps = append(ps, posting{postingKey(fieldTrace, r.trace), r.seq}, posting{postingKey(fieldKind, r.kind), r.seq})
 		for i := 0; i+1 < len(r.refs); i += 2 {
-			lk.runs.add(postingKey(fieldRef+r.refs[i], r.refs[i+1]), r.seq)
+			ps = append(ps, posting{postingKey(fieldRef+r.refs[i], r.refs[i+1]), r.seq})
 		}
 		next = r.seq
 	}
-	lk.kinds.moveShared(&lk.runs)
-	// A kind has few values, each with many entries: its rows go
-	// straight to the end of their key's rows in the main level, a few
-	// pages, and need no merge.
-	if err := lk.insertRuns(ctx, tx, lk.insertMain, &lk.kinds); err != nil {
+	lk.postings = ps[:0]
+	if next == upto {
+		return upto, nil
+	}
+	if err := lk.writeSegment(ctx, tx, sortPostings(ps), upto+1, next, next-upto); err != nil {
 		return upto, err
 	}
-	if err := lk.insertRuns(ctx, tx, lk.insert, &lk.runs); err != nil {
-		return upto, err
-	}
-	lk.merge.added(len(lk.runs.keys))
-	if err := lk.merge.step(ctx, tx); err != nil {
+	if err := lk.compact(ctx, tx); err != nil {
 		return upto, err
 	}
 	return next, nil
 }
 
-// runColumns are the columns of a row of the index, in the order
-// insertRuns binds them.
-var runColumns = []string{"key", "first", "last", "seqs"}
-
-// insertRuns inserts the rows of g with m, in key order: each insert lands
-// next to the one before, so SQLite walks the tree once rather than
-// jumping to a random leaf per row.
-func (lk *lookups) insertRuns(ctx context.Context, tx *sql.Tx, m *multiInsert, g *runGroup) error {
-	slices.Sort(g.keys)
-	args := lk.args[:0]
-	for _, k := range g.keys {
-		seqs := g.seqs[k]
-		args = append(args, k, seqs[0], seqs[len(seqs)-1], appendRun(nil, seqs))
+// writeSegment writes the segment of the entries first to last, entries
+// of them, whose sorted postings are ps.
+func (lk *lookups) writeSegment(ctx context.Context, tx *sql.Tx, ps []posting, first, last, entries int64) error {
+	chunks, firsts, filter := encodeSegment(ps, first, lk.perChunk)
+	res, err := tx.StmtContext(ctx, lk.addSegment).ExecContext(ctx,
+		segmentClass(entries), first, last, entries, filter.bytes(), encodeFirsts(firsts))
+	if err != nil {
+		return fmt.Errorf("add segment: %w", err)
 	}
-	err := m.exec(ctx, tx, args)
+	id, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("add segment: %w", err)
+	}
+	args := lk.args[:0]
+	for n, c := range chunks {
+		args = append(args, chunkID(id, n), c)
+	}
+	err = lk.addChunks.exec(ctx, tx, args)
 	clear(args)
 	lk.args = args[:0]
 	if err != nil {
-		return fmt.Errorf("add postings: %w", err)
+		return fmt.Errorf("add segment: %w", err)
 	}
 	return nil
 }
 
-// runGroup gathers the seqs of one update by key.
-type runGroup struct {
-	keys []int64           // in the order first seen
-	seqs map[int64][]int64 // by key, ascending
-}
-
-func (g *runGroup) reset() {
-	g.keys = g.keys[:0]
-	if g.seqs == nil {
-		g.seqs = map[int64][]int64{}
-	}
-	clear(g.seqs)
-}
-
-// add records that the entry at seq has key; seqs come in ascending
-// order. A key met twice for one entry (two fields whose hashes collide)
-// is kept once.
-func (g *runGroup) add(key, seq int64) {
-	seqs, ok := g.seqs[key]
-	if !ok {
-		g.keys = append(g.keys, key)
-	} else if seqs[len(seqs)-1] == seq {
-		return
-	}
-	g.seqs[key] = append(seqs, seq)
-}
-
-// moveShared moves into to the seqs of the keys g shares with it, so that
-// one update writes one row per key even when the hashes of a kind and of
-// a trace or ref collide: two rows of one key with the same first seq
-// would clash in the table, and one would be dropped.
-func (g *runGroup) moveShared(to *runGroup) {
-	keys := g.keys[:0]
-	for _, k := range g.keys {
-		theirs, ok := to.seqs[k]
-		if !ok {
-			keys = append(keys, k)
-			continue
+// compact merges the newest segmentFanIn segments into one while they
+// share a class below finalClass.
+func (lk *lookups) compact(ctx context.Context, tx *sql.Tx) error {
+	for {
+		due, err := lk.dueMerge(ctx, tx)
+		if err != nil || due == nil {
+			return err
 		}
-		to.seqs[k] = slices.Compact(slices.Sorted(slices.Values(append(theirs, g.seqs[k]...))))
-		delete(g.seqs, k)
-	}
-	g.keys = keys
-}
-
-// appendRun appends to dst the packed form of seqs, ascending: the first
-// seq, then each one's distance from the one before, as uvarints.
-func appendRun(dst []byte, seqs []int64) []byte {
-	var prev int64
-	for _, s := range seqs {
-		dst = binary.AppendUvarint(dst, uint64(s-prev))
-		prev = s
-	}
-	return dst
-}
-
-// readRun decodes a row's packed seqs into dst.
-func readRun(dst []int64, b []byte) ([]int64, error) {
-	var prev int64
-	for len(b) > 0 {
-		d, n := binary.Uvarint(b)
-		if n <= 0 {
-			return dst, errors.New("index: a row's seqs are corrupt")
+		if err := lk.merge(ctx, tx, due); err != nil {
+			return err
 		}
-		prev += int64(d)
-		dst = append(dst, prev)
-		b = b[n:]
 	}
-	return dst, nil
+}
+
+// dueMerge returns the segments to merge next, in order, or nil when none
+// are due.
+func (lk *lookups) dueMerge(ctx context.Context, tx *sql.Tx) ([]segment, error) {
+	rows, err := tx.StmtContext(ctx, lk.newest).QueryContext(ctx, segmentFanIn)
+	if err != nil {
+		return nil, fmt.Errorf("list segments: %w", err)
+	}
+	defer rows.Close()
+	var newest []segment
+	for rows.Next() {
+		var s segment
+		if err := rows.Scan(&s.id, &s.class, &s.first, &s.last, &s.entries); err != nil {
+			return nil, fmt.Errorf("list segments: %w", err)
+		}
+		if s.class >= finalClass || (len(newest) > 0 && s.class != newest[0].class) {
+			return nil, rows.Err()
+		}
+		newest = append(newest, s)
+	}
+	if err := rows.Err(); err != nil || len(newest) < segmentFanIn {
+		return nil, err
+	}
+	slices.Reverse(newest)
+	return newest, nil
+}
+
+// merge replaces segs, contiguous and in order, by one segment holding
+// all their postings.
+func (lk *lookups) merge(ctx context.Context, tx *sql.Tx, segs []segment) error {
+	ps := lk.postings[:0]
+	var entries int64
+	for _, s := range segs {
+		var err error
+		if ps, err = lk.readPostings(ctx, tx, s, ps); err != nil {
+			return fmt.Errorf("merge segment %d: %w", s.id, err)
+		}
+		entries += s.entries
+	}
+	lk.postings = ps[:0]
+	if cap(ps) > 1<<16 {
+		// A merge into a large class: do not hold its buffer for good.
+		lk.postings = nil
+	}
+	first, last := segs[0].first, segs[len(segs)-1].last
+	if err := lk.writeSegment(ctx, tx, sortPostings(ps), first, last, entries); err != nil {
+		return err
+	}
+	for _, s := range segs {
+		lo, hi := chunkRange(s.id)
+		if _, err := tx.StmtContext(ctx, lk.dropChunks).ExecContext(ctx, lo, hi); err != nil {
+			return fmt.Errorf("drop merged segment: %w", err)
+		}
+		if _, err := tx.StmtContext(ctx, lk.dropSegment).ExecContext(ctx, s.id); err != nil {
+			return fmt.Errorf("drop merged segment: %w", err)
+		}
+	}
+	return nil
+}
+
+// readPostings appends every posting of s to dst, in key order.
+func (lk *lookups) readPostings(ctx context.Context, tx *sql.Tx, s segment, dst []posting) ([]posting, error) {
+	lo, hi := chunkRange(s.id)
+	rows, err := tx.StmtContext(ctx, lk.readChunks).QueryContext(ctx, lo, hi)
+	if err != nil {
+		return dst, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var chunk []byte
+		if err := rows.Scan(&chunk); err != nil {
+			return dst, err
+		}
+		if dst, err = appendPostings(dst, chunk, s.first); err != nil {
+			return dst, err
+		}
+	}
+	return dst, rows.Err()
 }
 
 // waitFor waits until every entry up to seq is indexed. It fails at once
@@ -654,12 +673,12 @@ func (lk *lookups) waitFor(ctx context.Context, seq int64) error {
 	}
 }
 
-// seqs returns the seqs of the entries matching q's filters, in order,
-// after q.After and at most q.Limit of them. The most selective filter (a
-// ref, then the trace, then the kind) drives: its rows are read in order
-// and each of their seqs is looked up in the rows of the other filters.
-// All reads share one transaction, so a row moving between levels is
-// seen exactly once.
+// seqs returns the seqs of the entries that may match q's filters, in
+// order, after q.After and at most q.Limit of them: the index is keyed by
+// hashes, and a kind is not checked when another filter is set, so the
+// caller checks the entries. The most selective filter (a ref, then the
+// trace) drives: its seqs in each segment are narrowed to those the other
+// filters have in the same segment.
 func (lk *lookups) seqs(ctx context.Context, q custody.Query) ([]int64, error) {
 	keys := queryKeys(q)
 	tx, err := lk.rdb.BeginTx(ctx, nil)
@@ -667,70 +686,138 @@ func (lk *lookups) seqs(ctx context.Context, q custody.Query) ([]int64, error) {
 		return nil, err
 	}
 	defer tx.Rollback()
-	after := max(q.After, 0)
-	at := tx.StmtContext(ctx, lk.runAt)
-	others := make([]runFinder, len(keys)-1)
-	for i := range others {
-		others[i] = newRunFinder(at, keys[i+1])
-	}
-	var out []int64
-	// take adds the seqs of one row of the driving key that match the
-	// other keys, and reports whether the limit is reached.
-	take := func(run []int64) (bool, error) {
-	seqs:
-		for _, seq := range run {
-			if seq <= after {
-				continue
-			}
-			for i := range others {
-				ok, err := others[i].holds(ctx, seq)
-				if err != nil {
-					return false, err
-				}
-				if !ok {
-					continue seqs
-				}
-			}
-			if out = append(out, seq); len(out) == q.Limit {
-				return true, nil
-			}
-		}
-		return false, nil
-	}
-	// First the row that holds after+1 but starts before it, if any.
-	drive := newRunFinder(at, keys[0])
-	if _, err := drive.holds(ctx, after+1); err != nil {
-		return nil, err
-	}
-	if drive.first <= after && drive.last > after {
-		if done, err := take(drive.seqs); done || err != nil {
-			return out, err
-		}
-	}
-	rows, err := tx.StmtContext(ctx, lk.runsAfter).QueryContext(ctx, keys[0], after)
+	segs, err := lk.segments(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var run []int64
-	for rows.Next() {
-		var first int64
-		var b []byte
-		if err := rows.Scan(&first, &b); err != nil {
+	after := max(q.After, 0)
+	read := tx.StmtContext(ctx, lk.readChunk)
+	var out, found, other []int64
+	// Segments are in seq order and contiguous: skip those before after.
+	start := sort.Search(len(segs), func(i int) bool { return segs[i].last > after })
+	for _, s := range segs[start:] {
+		want := seqRange{after: after}
+		if len(keys) == 1 {
+			want.limit = int64(q.Limit - len(out))
+		}
+		if found, err = lk.segmentSeqs(ctx, read, s, keys[0], want, found[:0]); err != nil {
 			return nil, err
 		}
-		if run, err = readRun(run[:0], b); err != nil {
-			return nil, err
+		for _, k := range keys[1:] {
+			if len(found) == 0 {
+				break
+			}
+			if other, err = lk.segmentSeqs(ctx, read, s, k, seqRange{after: after}, other[:0]); err != nil {
+				return nil, err
+			}
+			found = intersect(found, other)
 		}
-		if done, err := take(run); done || err != nil {
-			return out, err
+		for _, seq := range found {
+			if out = append(out, seq); len(out) == q.Limit {
+				return out, nil
+			}
 		}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
-// queryKeys returns the keys of q's filters, the most selective first: a
-// ref, then the trace, then the kind.
+// segmentSeqs appends to dst the seqs s holds for key that r selects,
+// reading its chunks with read.
+func (lk *lookups) segmentSeqs(ctx context.Context, read *sql.Stmt, s *segment, key int64, r seqRange, dst []int64) ([]int64, error) {
+	return s.seqs(key, r, dst, func(n int) ([]byte, error) {
+		var chunk []byte
+		if err := read.QueryRowContext(ctx, chunkID(s.id, n)).Scan(&chunk); err != nil {
+			return nil, fmt.Errorf("index: chunk %d of segment %d: %w", n, s.id, err)
+		}
+		return chunk, nil
+	})
+}
+
+// intersect keeps the seqs of a that b holds too; both are ascending.
+func intersect(a, b []int64) []int64 {
+	out := a[:0]
+	for _, s := range a {
+		if _, ok := slices.BinarySearch(b, s); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// segments returns the index's segments as of tx, in seq order. It reads
+// their list again only when gen moved, and the filter and chunk keys of
+// a segment only the first time it meets it.
+func (lk *lookups) segments(ctx context.Context, tx *sql.Tx) ([]*segment, error) {
+	var gen int64
+	if err := tx.StmtContext(ctx, lk.getGen).QueryRowContext(ctx).Scan(&gen); err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	lk.listed.Lock()
+	known, knownGen := lk.listed.segs, lk.listed.gen
+	lk.listed.Unlock()
+	if known != nil && knownGen == gen {
+		return known, nil
+	}
+	byID := make(map[int64]*segment, len(known))
+	for _, s := range known {
+		byID[s.id] = s
+	}
+	segs, err := lk.listSegmentsIn(ctx, tx, byID)
+	if err != nil {
+		return nil, err
+	}
+	lk.listed.Lock()
+	if gen >= lk.listed.gen {
+		lk.listed.gen, lk.listed.segs = gen, segs
+	}
+	lk.listed.Unlock()
+	return segs, nil
+}
+
+// listSegmentsIn reads the list of segments in tx, taking from known
+// those it holds already.
+func (lk *lookups) listSegmentsIn(ctx context.Context, tx *sql.Tx, known map[int64]*segment) ([]*segment, error) {
+	rows, err := tx.StmtContext(ctx, lk.listSegments).QueryContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("index: list segments: %w", err)
+	}
+	var segs []*segment
+	for rows.Next() {
+		s := &segment{}
+		if err := rows.Scan(&s.id, &s.class, &s.first, &s.last, &s.entries); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("index: list segments: %w", err)
+		}
+		segs = append(segs, s)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("index: list segments: %w", err)
+	}
+	// segs is never nil once read, even when empty: nil means unread.
+	segs = slices.Grow(segs, 0)
+	read := tx.StmtContext(ctx, lk.readSegment)
+	for i, s := range segs {
+		if k := known[s.id]; k != nil {
+			segs[i] = k
+			continue
+		}
+		var filter, firsts []byte
+		if err := read.QueryRowContext(ctx, s.id).Scan(&filter, &firsts); err != nil {
+			return nil, fmt.Errorf("index: read segment %d: %w", s.id, err)
+		}
+		if s.filter, err = decodeBloom(filter); err != nil {
+			return nil, fmt.Errorf("segment %d: %w", s.id, err)
+		}
+		if s.firsts, err = decodeFirsts(firsts); err != nil {
+			return nil, fmt.Errorf("segment %d: %w", s.id, err)
+		}
+	}
+	return segs, nil
+}
+
+// queryKeys returns the keys of q's filters, the most selective first: its
+// refs, then its trace. A kind has few values, each with long lists of
+// seqs, so it is a key only when q has no other filter.
 func queryKeys(q custody.Query) []int64 {
 	var keys []int64
 	for _, k := range slices.Sorted(maps.Keys(q.Refs)) {
@@ -739,61 +826,10 @@ func queryKeys(q custody.Query) []int64 {
 	if q.Trace != "" {
 		keys = append(keys, postingKey(fieldTrace, q.Trace))
 	}
-	if q.Kind != "" {
+	if len(keys) == 0 {
 		keys = append(keys, postingKey(fieldKind, q.Kind))
 	}
 	return keys
-}
-
-// runsAfterQuery selects the packed seqs of the rows of key ?1 that start
-// after ?2, in order, from both levels. (The one row that may start at or
-// before ?2 and end after it is found with runAtQuery: as an arm of this
-// query it would make SQLite sort the rows rather than merge two ordered
-// scans.)
-const runsAfterQuery = `SELECT first, seqs FROM runs WHERE key = ?1 AND first > ?2
-	UNION ALL SELECT first, seqs FROM recent WHERE key = ?1 AND first > ?2
-	ORDER BY first`
-
-// runAtQuery selects the row of key ?1 whose range holds seq ?2, from either
-// level: rows of one key never overlap.
-const runAtQuery = `SELECT first, last, seqs FROM (
-	SELECT * FROM (SELECT first, last, seqs FROM runs WHERE key = ?1 AND first <= ?2 ORDER BY first DESC LIMIT 1)
-	UNION ALL SELECT * FROM (SELECT first, last, seqs FROM recent WHERE key = ?1 AND first <= ?2 ORDER BY first DESC LIMIT 1)
-) WHERE last >= ?2`
-
-// runFinder answers whether the entry at a seq has a key, for ascending
-// seqs: it keeps the last row it read, which usually holds the next seq
-// asked for too.
-type runFinder struct {
-	at          *sql.Stmt // runAtQuery in the lookup's transaction
-	key         int64
-	first, last int64 // the range of seqs; last < first when none is read
-	seqs        []int64
-}
-
-func newRunFinder(at *sql.Stmt, key int64) runFinder {
-	return runFinder{at: at, key: key, first: 1, last: 0}
-}
-
-// holds reports whether the entry at seq has f's key, and leaves in f the
-// row whose range holds seq, if any.
-func (f *runFinder) holds(ctx context.Context, seq int64) (bool, error) {
-	if seq < f.first || seq > f.last {
-		var b []byte
-		err := f.at.QueryRowContext(ctx, f.key, seq).Scan(&f.first, &f.last, &b)
-		if errors.Is(err, sql.ErrNoRows) {
-			f.first, f.last = 1, 0
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if f.seqs, err = readRun(f.seqs[:0], b); err != nil {
-			return false, err
-		}
-	}
-	_, found := slices.BinarySearch(f.seqs, seq)
-	return found, nil
 }
 
 // matches reports whether e is selected by q's filters: the index is keyed
@@ -825,12 +861,11 @@ func seqList(seqs []int64) string {
 
 func (lk *lookups) close() error {
 	var errs []error
-	for _, m := range []*multiInsert{lk.insert, lk.insertMain} {
-		if m != nil {
-			errs = append(errs, m.close())
-		}
+	if lk.addChunks != nil {
+		errs = append(errs, lk.addChunks.close())
 	}
-	for _, st := range []*sql.Stmt{lk.getUpto, lk.setUpto, lk.merge.move, lk.merge.drop, lk.runsAfter, lk.runAt} {
+	for _, st := range []*sql.Stmt{lk.getUpto, lk.setUpto, lk.addSegment, lk.newest, lk.readChunks, lk.dropSegment,
+		lk.dropChunks, lk.getGen, lk.listSegments, lk.readSegment, lk.readChunk} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -78,12 +78,13 @@ func TestIndexRecovers(t *testing.T) {
 		}},
 		{"OtherVersion", func(t *testing.T, dir string) { rawIndex(t, dir, `PRAGMA user_version = 99`) }},
 		{"Behind", func(t *testing.T, dir string) {
-			// Rows holding seqs past 2 go, and upto falls to before
-			// the first of them.
+			// Segments holding seqs past 2 go, and upto falls to
+			// before the first of them.
 			rawIndex(t, dir,
-				`UPDATE index_meta SET upto = min(2, coalesce((SELECT min(first) FROM (
-					SELECT first FROM runs WHERE last > 2 UNION ALL SELECT first FROM recent WHERE last > 2)) - 1, 2))`,
-				`DELETE FROM runs WHERE last > 2`, `DELETE FROM recent WHERE last > 2`)
+				`UPDATE index_meta SET gen = gen + 1,
+					upto = min(2, coalesce((SELECT min(first) FROM segments WHERE last > 2) - 1, 2))`,
+				`DELETE FROM chunks WHERE id >> 32 IN (SELECT id FROM segments WHERE last > 2)`,
+				`DELETE FROM segments WHERE last > 2`)
 		}},
 	}
 	for _, tt := range tests {
@@ -143,7 +144,7 @@ func TestIndexCollisionFiltered(t *testing.T) {
 	db := openDir(t, dir, Options{})
 	appendTraced(t, db, "y", 2)
 	mustAppend(t, db, entry("k", "x", nil, 3))
-	rawIndex(t, dir, fmt.Sprintf(`INSERT INTO runs (key, first, last, seqs) VALUES (%d, 1, 1, x'01')`, postingKey(fieldTrace, "x")))
+	plantSegment(t, dir, 1, 1, []posting{{postingKey(fieldTrace, "x"), 1}})
 	if got := seqsOf(t, db, custody.Query{Trace: "x"}); got != "[3]" {
 		t.Errorf("trace x: %s, want [3]", got)
 	}
@@ -160,7 +161,7 @@ func TestIndexFailureRefusesLookups(t *testing.T) {
 	dir := t.TempDir()
 	db := openDir(t, dir, Options{})
 	appendTraced(t, db, "a", 1)
-	rawIndex(t, dir, `CREATE TRIGGER boom BEFORE INSERT ON recent BEGIN SELECT RAISE(ABORT, 'boom'); END`)
+	rawIndex(t, dir, `CREATE TRIGGER boom BEFORE INSERT ON segments BEGIN SELECT RAISE(ABORT, 'boom'); END`)
 	mustAppend(t, db, entry("k", "a", nil, 2))
 	if _, err := db.Entries(ctx, custody.Query{Trace: "a"}); kindOf(err) != custody.EUNAVAILABLE {
 		t.Fatalf("lookup with a failing index: err = %v, want EUNAVAILABLE", err)
