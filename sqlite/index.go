@@ -68,6 +68,7 @@ CREATE TABLE segments (
 	first   INTEGER NOT NULL,
 	last    INTEGER NOT NULL,
 	entries INTEGER NOT NULL,
+	postings INTEGER NOT NULL,
 	filter  BLOB    NOT NULL, -- Bloom filter of its keys
 	firsts  BLOB    NOT NULL  -- the first key and seq of each chunk
 );
@@ -140,6 +141,7 @@ type lookups struct {
 	log      *slog.Logger
 	args     []any     // reused by every update
 	postings []posting // reused by every update
+	spare    []posting // reused by every merge
 	// feed carries the rows of each committed batch to the indexer.
 	feed chan []indexRow
 	// poke asks the indexer to commit what it holds: a reader waits.
@@ -249,9 +251,9 @@ func (lk *lookups) init(ctx context.Context) error {
 	return prepareAll(ctx, lk.wdb, map[**sql.Stmt]string{
 		&lk.getUpto: `SELECT upto FROM index_meta`,
 		&lk.setUpto: `UPDATE index_meta SET upto = ?, gen = gen + 1`,
-		&lk.addSegment: `INSERT INTO segments (class, first, last, entries, filter, firsts)
-			VALUES (?, ?, ?, ?, ?, ?)`,
-		&lk.newest:      `SELECT id, class, first, last, entries FROM segments ORDER BY first DESC LIMIT ?`,
+		&lk.addSegment: `INSERT INTO segments (class, first, last, entries, postings, filter, firsts)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		&lk.newest:      `SELECT id, class, first, last, entries, postings FROM segments ORDER BY first DESC LIMIT ?`,
 		&lk.readChunks:  `SELECT data FROM chunks WHERE id BETWEEN ? AND ? ORDER BY id`,
 		&lk.dropSegment: `DELETE FROM segments WHERE id = ?`,
 		&lk.dropChunks:  `DELETE FROM chunks WHERE id BETWEEN ? AND ?`,
@@ -533,7 +535,7 @@ func (lk *lookups) addRows(ctx context.Context, tx *sql.Tx, upto int64, rows []i
 func (lk *lookups) writeSegment(ctx context.Context, tx *sql.Tx, ps []posting, first, last, entries int64) error {
 	chunks, firsts, filter := encodeSegment(ps, first, lk.perChunk)
 	res, err := tx.StmtContext(ctx, lk.addSegment).ExecContext(ctx,
-		segmentClass(entries), first, last, entries, filter.bytes(), encodeFirsts(firsts))
+		segmentClass(entries), first, last, entries, len(ps), filter.bytes(), encodeFirsts(firsts))
 	if err != nil {
 		return fmt.Errorf("add segment: %w", err)
 	}
@@ -579,7 +581,7 @@ func (lk *lookups) dueMerge(ctx context.Context, tx *sql.Tx) ([]segment, error) 
 	var newest []segment
 	for rows.Next() {
 		var s segment
-		if err := rows.Scan(&s.id, &s.class, &s.first, &s.last, &s.entries); err != nil {
+		if err := rows.Scan(&s.id, &s.class, &s.first, &s.last, &s.entries, &s.postings); err != nil {
 			return nil, fmt.Errorf("list segments: %w", err)
 		}
 		if s.class >= finalClass || (len(newest) > 0 && s.class != newest[0].class) {
@@ -597,22 +599,28 @@ func (lk *lookups) dueMerge(ctx context.Context, tx *sql.Tx) ([]segment, error) 
 // merge replaces segs, contiguous and in order, by one segment holding
 // all their postings.
 func (lk *lookups) merge(ctx context.Context, tx *sql.Tx, segs []segment) error {
-	ps := lk.postings[:0]
-	var entries int64
+	var entries, postings int64
 	for _, s := range segs {
+		entries, postings = entries+s.entries, postings+s.postings
+	}
+	ps := slices.Grow(lk.postings[:0], int(postings))
+	bounds := make([]int, 0, len(segs)+1)
+	for _, s := range segs {
+		bounds = append(bounds, len(ps))
 		var err error
 		if ps, err = lk.readPostings(ctx, tx, s, ps); err != nil {
 			return fmt.Errorf("merge segment %d: %w", s.id, err)
 		}
-		entries += s.entries
 	}
-	lk.postings = ps[:0]
+	// Each segment's postings are sorted already.
+	ps, spare := mergeRuns(ps, lk.spare, append(bounds, len(ps)))
+	lk.postings, lk.spare = ps[:0], spare[:0]
 	if cap(ps) > 1<<16 {
-		// A merge into a large class: do not hold its buffer for good.
-		lk.postings = nil
+		// A merge into a large class: do not hold its buffers for good.
+		lk.postings, lk.spare = nil, nil
 	}
 	first, last := segs[0].first, segs[len(segs)-1].last
-	if err := lk.writeSegment(ctx, tx, sortPostings(ps), first, last, entries); err != nil {
+	if err := lk.writeSegment(ctx, tx, ps, first, last, entries); err != nil {
 		return err
 	}
 	for _, s := range segs {

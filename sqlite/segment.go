@@ -32,6 +32,7 @@ type segment struct {
 	class       int
 	first, last int64 // the seqs of its first and last entry
 	entries     int64
+	postings    int64     // read by the indexer only
 	filter      bloom     // nil for the indexer's own listing
 	firsts      []posting // the first posting of each chunk
 }
@@ -51,6 +52,42 @@ func comparePostings(a, b posting) int {
 func sortPostings(ps []posting) []posting {
 	slices.SortFunc(ps, comparePostings)
 	return slices.Compact(ps)
+}
+
+// mergeRuns sorts ps, made of runs each sorted by comparePostings whose
+// bounds are their starts and then len(ps), by merging the runs two by
+// two, with spare as scratch space. It returns the sorted postings and
+// the other buffer, each either ps or spare grown to len(ps).
+func mergeRuns(ps, spare []posting, bounds []int) (sorted, other []posting) {
+	spare = slices.Grow(spare[:0], len(ps))[:len(ps)]
+	for len(bounds) > 2 {
+		var next []int
+		for i := 0; i+1 < len(bounds); i += 2 {
+			next = append(next, bounds[i])
+			if i+2 < len(bounds) {
+				merge2(spare[bounds[i]:bounds[i+2]], ps[bounds[i]:bounds[i+1]], ps[bounds[i+1]:bounds[i+2]])
+			} else {
+				copy(spare[bounds[i]:bounds[i+1]], ps[bounds[i]:bounds[i+1]])
+			}
+		}
+		bounds = append(next, len(ps))
+		ps, spare = spare, ps
+	}
+	return ps, spare
+}
+
+// merge2 merges a and b, each sorted by comparePostings, into dst.
+func merge2(dst, a, b []posting) {
+	i, j := 0, 0
+	for k := range dst {
+		if j == len(b) || (i < len(a) && (a[i].key < b[j].key || (a[i].key == b[j].key && a[i].seq < b[j].seq))) {
+			dst[k] = a[i]
+			i++
+		} else {
+			dst[k] = b[j]
+			j++
+		}
+	}
 }
 
 const (

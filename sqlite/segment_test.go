@@ -82,6 +82,13 @@ func TestIndexMerges(t *testing.T) {
 	if got := storedPostings(t, dir); got != want {
 		t.Errorf("the segments hold %d postings, want one per trace, kind and ref: %d", got, want)
 	}
+	var counted int
+	for _, s := range segs {
+		counted += int(s.postings)
+	}
+	if counted != want {
+		t.Errorf("the segments count %d postings, want %d", counted, want)
+	}
 	db.Close()
 	check(t, openDir(t, dir, Options{}))
 }
@@ -107,7 +114,7 @@ func storedSegments(t *testing.T, dir string) []segment {
 	t.Helper()
 	raw := openRawIndex(t, dir)
 	defer raw.Close()
-	rows, err := raw.Query(`SELECT id, class, first, last, entries FROM segments ORDER BY first`)
+	rows, err := raw.Query(`SELECT id, class, first, last, entries, postings FROM segments ORDER BY first`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +122,7 @@ func storedSegments(t *testing.T, dir string) []segment {
 	var segs []segment
 	for rows.Next() {
 		var s segment
-		if err := rows.Scan(&s.id, &s.class, &s.first, &s.last, &s.entries); err != nil {
+		if err := rows.Scan(&s.id, &s.class, &s.first, &s.last, &s.entries, &s.postings); err != nil {
 			t.Fatal(err)
 		}
 		segs = append(segs, s)
@@ -413,8 +420,8 @@ func plantSegment(t *testing.T, dir string, first, last int64, ps []posting) {
 	raw := openRawIndex(t, dir)
 	defer raw.Close()
 	chunks, firsts, filter := encodeSegment(sortPostings(ps), first, chunkKeys)
-	res, err := raw.Exec(`INSERT INTO segments (class, first, last, entries, filter, firsts) VALUES (0, ?, ?, ?, ?, ?)`,
-		first, last, last-first+1, filter.bytes(), encodeFirsts(firsts))
+	res, err := raw.Exec(`INSERT INTO segments (class, first, last, entries, postings, filter, firsts) VALUES (0, ?, ?, ?, ?, ?, ?)`,
+		first, last, last-first+1, len(ps), filter.bytes(), encodeFirsts(firsts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,4 +479,31 @@ func TestLookupsWhileMerging(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestMergeRuns merges from one to nine sorted runs, some empty, and gets
+// what sorting them all gets.
+func TestMergeRuns(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for runs := 1; runs <= 9; runs++ {
+		var ps []posting
+		var bounds []int
+		for range runs {
+			bounds = append(bounds, len(ps))
+			var run []posting
+			for range r.IntN(3) * r.IntN(50) {
+				run = append(run, posting{int64(r.IntN(40)), int64(r.IntN(1000))})
+			}
+			ps = append(ps, sortPostings(run)...)
+		}
+		want := slices.Clone(ps)
+		slices.SortFunc(want, comparePostings)
+		got, spare := mergeRuns(ps, nil, append(bounds, len(ps)))
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d runs: merged %v, want %v", runs, got, want)
+		}
+		if len(spare) != len(got) {
+			t.Fatalf("%d runs: spare of %d, want %d", runs, len(spare), len(got))
+		}
+	}
 }
