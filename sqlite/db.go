@@ -71,6 +71,9 @@ type Options struct {
 	// indexChunkKeys is how many keys a chunk of the index holds; 0
 	// means chunkKeys. Tests set it small.
 	indexChunkKeys int
+	// mergeHook, when set, runs in the index's merger before it installs
+	// a merge. Tests hold a merge back with it.
+	mergeHook func()
 	// fsync makes the write-ahead log durable; nil means fdatasync.
 	// Tests hold it back or make it fail.
 	fsync func(*os.File) error

@@ -130,18 +130,18 @@ func rowOf(e *custody.Entry) indexRow {
 // goroutine (and by Open before it starts) and a read pool.
 type lookups struct {
 	wdb, rdb *sql.DB
-	// The indexer's statements, on wdb.
-	getUpto, setUpto, addSegment, newest, readChunks, dropSegment, dropChunks *sql.Stmt
-	addChunks                                                                 *multiInsert
-	// The lookups' statements, on rdb.
-	getGen, listSegments, readSegment, readChunk *sql.Stmt
+	// The writing statements, on wdb: the indexer's and the merger's.
+	getUpto, setUpto, bumpGen, addSegment, segmentsIn, dropSegment, dropChunks *sql.Stmt
+	addChunks                                                                  *multiInsert
+	// The reading statements, on rdb: the lookups' and the merger's.
+	getGen, listSegments, readSegment, readChunk, readChunks *sql.Stmt
 	// perChunk is how many keys a chunk holds; tests make it small.
 	perChunk int
-	// log reports a long catch-up; never nil.
+	// log reports a long catch-up and failed merges; never nil.
 	log      *slog.Logger
-	args     []any     // reused by every update
 	postings []posting // reused by every update
-	spare    []posting // reused by every merge
+	// merges runs the merges of segments; see runMerges.
+	merges merges
 	// feed carries the rows of each committed batch to the indexer.
 	feed chan []indexRow
 	// poke asks the indexer to commit what it holds: a reader waits.
@@ -214,13 +214,15 @@ func tryOpenLookups(ctx context.Context, path string, main *sql.DB, opts Options
 	}
 	if err := prepareAll(ctx, lk.rdb, map[**sql.Stmt]string{
 		&lk.getGen:       `SELECT gen FROM index_meta`,
-		&lk.listSegments: `SELECT id, class, first, last, entries FROM segments ORDER BY first`,
+		&lk.listSegments: `SELECT id, class, first, last, entries, postings FROM segments ORDER BY first`,
 		&lk.readSegment:  `SELECT filter, firsts FROM segments WHERE id = ?`,
 		&lk.readChunk:    `SELECT data FROM chunks WHERE id = ?`,
+		&lk.readChunks:   `SELECT data FROM chunks WHERE id BETWEEN ? AND ? ORDER BY id`,
 	}); err != nil {
 		lk.close()
 		return nil, err
 	}
+	lk.startMerges(opts.mergeHook)
 	if err := lk.update(ctx, main, nil); err != nil {
 		lk.close()
 		return nil, err
@@ -251,10 +253,10 @@ func (lk *lookups) init(ctx context.Context) error {
 	return prepareAll(ctx, lk.wdb, map[**sql.Stmt]string{
 		&lk.getUpto: `SELECT upto FROM index_meta`,
 		&lk.setUpto: `UPDATE index_meta SET upto = ?, gen = gen + 1`,
+		&lk.bumpGen: `UPDATE index_meta SET gen = gen + 1`,
 		&lk.addSegment: `INSERT INTO segments (class, first, last, entries, postings, filter, firsts)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		&lk.newest:      `SELECT id, class, first, last, entries, postings FROM segments ORDER BY first DESC LIMIT ?`,
-		&lk.readChunks:  `SELECT data FROM chunks WHERE id BETWEEN ? AND ? ORDER BY id`,
+		&lk.segmentsIn:  `SELECT id FROM segments WHERE first >= ? AND last <= ? ORDER BY first`,
 		&lk.dropSegment: `DELETE FROM segments WHERE id = ?`,
 		&lk.dropChunks:  `DELETE FROM chunks WHERE id BETWEEN ? AND ?`,
 	})
@@ -338,6 +340,9 @@ func (lk *lookups) update(ctx context.Context, main *sql.DB, rows []indexRow) er
 			}
 			return lk.addRows(ctx, tx, upto, all)
 		})
+	}
+	if err == nil {
+		lk.merges.wake()
 	}
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
@@ -502,8 +507,8 @@ func readRows(ctx context.Context, main *sql.DB, after, until int64) ([]indexRow
 	return out, nil
 }
 
-// addRows indexes the rows beyond upto, as one new segment, merges the
-// newest segments when they are due, and returns the new upto.
+// addRows indexes the rows beyond upto, as one new segment, and returns
+// the new upto.
 func (lk *lookups) addRows(ctx context.Context, tx *sql.Tx, upto int64, rows []indexRow) (int64, error) {
 	ps := lk.postings[:0]
 	next := upto
@@ -524,9 +529,6 @@ func (lk *lookups) addRows(ctx context.Context, tx *sql.Tx, upto int64, rows []i
 	if err := lk.writeSegment(ctx, tx, sortPostings(ps), upto+1, next, next-upto); err != nil {
 		return upto, err
 	}
-	if err := lk.compact(ctx, tx); err != nil {
-		return upto, err
-	}
 	return next, nil
 }
 
@@ -543,116 +545,14 @@ func (lk *lookups) writeSegment(ctx context.Context, tx *sql.Tx, ps []posting, f
 	if err != nil {
 		return fmt.Errorf("add segment: %w", err)
 	}
-	args := lk.args[:0]
+	args := make([]any, 0, 2*len(chunks))
 	for n, c := range chunks {
 		args = append(args, chunkID(id, n), c)
 	}
-	err = lk.addChunks.exec(ctx, tx, args)
-	clear(args)
-	lk.args = args[:0]
-	if err != nil {
+	if err := lk.addChunks.exec(ctx, tx, args); err != nil {
 		return fmt.Errorf("add segment: %w", err)
 	}
 	return nil
-}
-
-// compact merges the newest segmentFanIn segments into one while they
-// share a class below finalClass.
-func (lk *lookups) compact(ctx context.Context, tx *sql.Tx) error {
-	for {
-		due, err := lk.dueMerge(ctx, tx)
-		if err != nil || due == nil {
-			return err
-		}
-		if err := lk.merge(ctx, tx, due); err != nil {
-			return err
-		}
-	}
-}
-
-// dueMerge returns the segments to merge next, in order, or nil when none
-// are due.
-func (lk *lookups) dueMerge(ctx context.Context, tx *sql.Tx) ([]segment, error) {
-	rows, err := tx.StmtContext(ctx, lk.newest).QueryContext(ctx, segmentFanIn)
-	if err != nil {
-		return nil, fmt.Errorf("list segments: %w", err)
-	}
-	defer rows.Close()
-	var newest []segment
-	for rows.Next() {
-		var s segment
-		if err := rows.Scan(&s.id, &s.class, &s.first, &s.last, &s.entries, &s.postings); err != nil {
-			return nil, fmt.Errorf("list segments: %w", err)
-		}
-		if s.class >= finalClass || (len(newest) > 0 && s.class != newest[0].class) {
-			return nil, rows.Err()
-		}
-		newest = append(newest, s)
-	}
-	if err := rows.Err(); err != nil || len(newest) < segmentFanIn {
-		return nil, err
-	}
-	slices.Reverse(newest)
-	return newest, nil
-}
-
-// merge replaces segs, contiguous and in order, by one segment holding
-// all their postings.
-func (lk *lookups) merge(ctx context.Context, tx *sql.Tx, segs []segment) error {
-	var entries, postings int64
-	for _, s := range segs {
-		entries, postings = entries+s.entries, postings+s.postings
-	}
-	ps := slices.Grow(lk.postings[:0], int(postings))
-	bounds := make([]int, 0, len(segs)+1)
-	for _, s := range segs {
-		bounds = append(bounds, len(ps))
-		var err error
-		if ps, err = lk.readPostings(ctx, tx, s, ps); err != nil {
-			return fmt.Errorf("merge segment %d: %w", s.id, err)
-		}
-	}
-	// Each segment's postings are sorted already.
-	ps, spare := mergeRuns(ps, lk.spare, append(bounds, len(ps)))
-	lk.postings, lk.spare = ps[:0], spare[:0]
-	if cap(ps) > 1<<16 {
-		// A merge into a large class: do not hold its buffers for good.
-		lk.postings, lk.spare = nil, nil
-	}
-	first, last := segs[0].first, segs[len(segs)-1].last
-	if err := lk.writeSegment(ctx, tx, ps, first, last, entries); err != nil {
-		return err
-	}
-	for _, s := range segs {
-		lo, hi := chunkRange(s.id)
-		if _, err := tx.StmtContext(ctx, lk.dropChunks).ExecContext(ctx, lo, hi); err != nil {
-			return fmt.Errorf("drop merged segment: %w", err)
-		}
-		if _, err := tx.StmtContext(ctx, lk.dropSegment).ExecContext(ctx, s.id); err != nil {
-			return fmt.Errorf("drop merged segment: %w", err)
-		}
-	}
-	return nil
-}
-
-// readPostings appends every posting of s to dst, in key order.
-func (lk *lookups) readPostings(ctx context.Context, tx *sql.Tx, s segment, dst []posting) ([]posting, error) {
-	lo, hi := chunkRange(s.id)
-	rows, err := tx.StmtContext(ctx, lk.readChunks).QueryContext(ctx, lo, hi)
-	if err != nil {
-		return dst, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var chunk []byte
-		if err := rows.Scan(&chunk); err != nil {
-			return dst, err
-		}
-		if dst, err = appendPostings(dst, chunk, s.first); err != nil {
-			return dst, err
-		}
-	}
-	return dst, rows.Err()
 }
 
 // waitFor waits until every entry up to seq is indexed. It fails at once
@@ -785,30 +685,20 @@ func (lk *lookups) segments(ctx context.Context, tx *sql.Tx) ([]*segment, error)
 // listSegmentsIn reads the list of segments in tx, taking from known
 // those it holds already.
 func (lk *lookups) listSegmentsIn(ctx context.Context, tx *sql.Tx, known map[int64]*segment) ([]*segment, error) {
-	rows, err := tx.StmtContext(ctx, lk.listSegments).QueryContext(ctx)
+	rows, err := lk.listSegmentRows(ctx, tx)
 	if err != nil {
-		return nil, fmt.Errorf("index: list segments: %w", err)
-	}
-	var segs []*segment
-	for rows.Next() {
-		s := &segment{}
-		if err := rows.Scan(&s.id, &s.class, &s.first, &s.last, &s.entries); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("index: list segments: %w", err)
-		}
-		segs = append(segs, s)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return nil, fmt.Errorf("index: list segments: %w", err)
+		return nil, fmt.Errorf("index: %w", err)
 	}
 	// segs is never nil once read, even when empty: nil means unread.
-	segs = slices.Grow(segs, 0)
+	segs := make([]*segment, len(rows))
 	read := tx.StmtContext(ctx, lk.readSegment)
-	for i, s := range segs {
-		if k := known[s.id]; k != nil {
+	for i := range rows {
+		if k := known[rows[i].id]; k != nil {
 			segs[i] = k
 			continue
 		}
+		s := &rows[i]
+		segs[i] = s
 		var filter, firsts []byte
 		if err := read.QueryRowContext(ctx, s.id).Scan(&filter, &firsts); err != nil {
 			return nil, fmt.Errorf("index: read segment %d: %w", s.id, err)
@@ -868,12 +758,13 @@ func seqList(seqs []int64) string {
 }
 
 func (lk *lookups) close() error {
+	lk.stopMerges()
 	var errs []error
 	if lk.addChunks != nil {
 		errs = append(errs, lk.addChunks.close())
 	}
-	for _, st := range []*sql.Stmt{lk.getUpto, lk.setUpto, lk.addSegment, lk.newest, lk.readChunks, lk.dropSegment,
-		lk.dropChunks, lk.getGen, lk.listSegments, lk.readSegment, lk.readChunk} {
+	for _, st := range []*sql.Stmt{lk.getUpto, lk.setUpto, lk.bumpGen, lk.addSegment, lk.segmentsIn, lk.dropSegment,
+		lk.dropChunks, lk.getGen, lk.listSegments, lk.readSegment, lk.readChunk, lk.readChunks} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -32,7 +32,7 @@ type segment struct {
 	class       int
 	first, last int64 // the seqs of its first and last entry
 	entries     int64
-	postings    int64     // read by the indexer only
+	postings    int64
 	filter      bloom     // nil for the indexer's own listing
 	firsts      []posting // the first posting of each chunk
 }

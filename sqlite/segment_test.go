@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/custody-dev/custody"
 )
@@ -57,6 +58,8 @@ func TestIndexMerges(t *testing.T) {
 			}
 		}
 	}
+	check(t, db)
+	settleMerges(t, db.lk)
 	check(t, db)
 	segs := storedSegments(t, dir)
 	if len(segs) >= 60 {
@@ -180,6 +183,7 @@ func TestIndexSegments(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			settleMerges(t, lk)
 			segs := storedSegments(t, dir)
 			if want := map[int]int{2: 2, segmentFanIn: 1}[updates]; len(segs) != want {
 				t.Fatalf("%d segments, want %d", len(segs), want)
@@ -505,5 +509,159 @@ func TestMergeRuns(t *testing.T) {
 		if len(spare) != len(got) {
 			t.Fatalf("%d runs: spare of %d, want %d", runs, len(spare), len(got))
 		}
+	}
+}
+
+// settleMerges waits until no merge of lk's segments is due.
+func settleMerges(t testing.TB, lk *lookups) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		due, err := lk.mergeDue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !due {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("merges still due after 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestDueMerge(t *testing.T) {
+	segs := func(classes ...int) []segment {
+		var out []segment
+		for i, c := range classes {
+			out = append(out, segment{id: int64(i), class: c})
+		}
+		return out
+	}
+	ids := func(ss []segment) []int64 {
+		var out []int64
+		for _, s := range ss {
+			out = append(out, s.id)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		classes []int
+		want    []int64
+	}{
+		{nil, nil},
+		{[]int{3, 3, 3, 3, 3, 3, 3}, nil},
+		{[]int{3, 3, 3, 3, 3, 3, 3, 3}, []int64{0, 1, 2, 3, 4, 5, 6, 7}},
+		{[]int{4, 3, 3, 3, 3, 3, 3, 3, 3, 3}, []int64{1, 2, 3, 4, 5, 6, 7, 8}},
+		{[]int{3, 3, 3, 3, 2, 3, 3, 3, 3}, nil}, // not in a row
+		{[]int{5, 5, 5, 5, 5, 5, 5, 5, 5}, nil}, // the final class
+		{[]int{5, 5, 2, 2, 2, 2, 2, 2, 2, 2, 1}, []int64{2, 3, 4, 5, 6, 7, 8, 9}},
+	} {
+		if got := ids(dueMerge(segs(c.classes...))); !slices.Equal(got, c.want) {
+			t.Errorf("dueMerge(%v) = %v, want %v", c.classes, got, c.want)
+		}
+	}
+}
+
+// TestLookupsDoNotWaitForMerges holds a merge back just before it is
+// installed: updates and lookups go on meanwhile, and find everything;
+// the merge then installs, and lookups still find everything.
+func TestLookupsDoNotWaitForMerges(t *testing.T) {
+	ctx := context.Background()
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	db := openDir(t, t.TempDir(), Options{mergeHook: func() {
+		once.Do(func() {
+			entered <- struct{}{}
+			<-release
+		})
+	}})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // runs before Close, which waits for the merger
+	var all []custody.Entry
+	add := func(i int) {
+		all = append(all, mustAppend(t, db, entry("k", fmt.Sprint("t", i%3), nil, i)))
+		// One update per entry: eight make a merge due. An update
+		// that waited for the merge held back would time out.
+		updated, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := db.Entries(updated, custody.Query{Trace: "t0"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i := 0
+	for held := false; !held; i++ {
+		if i == 100 {
+			t.Fatal("no merge began after 100 updates")
+		}
+		add(i)
+		select {
+		case <-entered:
+			held = true
+		default:
+		}
+	}
+	for range 20 {
+		add(i)
+		i++
+		lookupCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		got, err := db.Entries(lookupCtx, custody.Query{Trace: "t1", Limit: 1000})
+		cancel()
+		if err != nil {
+			t.Fatalf("lookup while a merge is held: %v", err)
+		}
+		if want := scanSeqs(all, custody.Query{Trace: "t1", Limit: 1000}); fmt.Sprint(seqsOfEntries(got)) != want {
+			t.Fatalf("while a merge is held: %v, want %s", seqsOfEntries(got), want)
+		}
+	}
+	unblock()
+	settleMerges(t, db.lk)
+	for _, q := range []custody.Query{{Trace: "t0", Limit: 1000}, {Trace: "t2", Limit: 1000}, {Kind: "k", Limit: 1000}} {
+		if got, want := seqsOf(t, db, q), scanSeqs(all, q); got != want {
+			t.Errorf("%+v after the merge: %s, want %s", q, got, want)
+		}
+	}
+}
+
+func seqsOfEntries(es []custody.Entry) []int64 {
+	var out []int64
+	for _, e := range es {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+// TestMergeLostToAnother: a merge whose segments another merge replaced
+// meanwhile installs nothing and loses nothing.
+func TestMergeLostToAnother(t *testing.T) {
+	ctx := context.Background()
+	main, lk, dir := openIndex(t, Options{})
+	lk.stopMerges() // this test merges by hand
+	for i := range int64(segmentFanIn) {
+		rows := []indexRow{{seq: 2*i + 1, trace: "t", kind: "k"}, {seq: 2*i + 2, trace: "u", kind: "k"}}
+		if err := lk.update(ctx, main, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inputs, ps, bounds, err := lk.readMerge(ctx, nil)
+	if err != nil || len(inputs) != segmentFanIn {
+		t.Fatalf("readMerge: %d segments, %v", len(inputs), err)
+	}
+	if merged, err := lk.mergeOnce(ctx); !merged || err != nil {
+		t.Fatalf("first merge: %v, %v", merged, err)
+	}
+	ps, _ = mergeRuns(ps, nil, bounds)
+	if installed, err := lk.installMerge(ctx, inputs, ps); installed || err != nil {
+		t.Fatalf("second merge of the same segments: installed %v, %v", installed, err)
+	}
+	if segs := storedSegments(t, dir); len(segs) != 1 {
+		t.Fatalf("%d segments, want the one merged", len(segs))
+	}
+	got, err := lk.seqs(ctx, custody.Query{Trace: "u", Limit: 100})
+	if err != nil || fmt.Sprint(got) != "[2 4 6 8 10 12 14 16]" {
+		t.Errorf("trace u: %v, %v", got, err)
 	}
 }
