@@ -47,8 +47,8 @@ const indexVersion = 4
 // filtered out by checking the entries found.
 //
 // Each index update writes one segment, the postings of the entries it
-// indexes, and merges the newest segmentFanIn segments into one whenever
-// they share a class (see segmentClass). Segments are written whole and
+// indexes; the merger (see merges) replaces segmentFanIn segments in a
+// row that share a class (see segmentClass) by one. Segments are written whole and
 // in key order, so an update writes about as many pages as its postings
 // fill, however large the index grows: posting rows scattered over one
 // table by their hashed keys would dirty a page per row. The segments

@@ -96,8 +96,10 @@ const (
 	// so an entry is rewritten once per class it climbs.
 	segmentFanIn = 8
 	// finalClass is the class whose segments are never merged: a merge
-	// into it reads and sorts at most segmentFanIn^finalClass entries'
-	// postings (32,768 entries of class 4 each) while the indexer waits.
+	// into it holds at most segmentFanIn^finalClass entries' postings in
+	// memory (eight segments of up to 32,767 entries), and a lookup
+	// considers one more segment for every 32,768 or more entries of
+	// the ledger.
 	finalClass = 5
 	// chunkKeys and chunkBytes bound a chunk; a single key's seqs can
 	// pass chunkBytes on their own.
