@@ -665,3 +665,61 @@ func TestMergeLostToAnother(t *testing.T) {
 		t.Errorf("trace u: %v, %v", got, err)
 	}
 }
+
+// TestTwoProcessesMerge opens one directory twice, as two processes
+// would: both append, index, merge and look up at once, and each finds
+// every entry of either, in segments that still cover the ledger once.
+func TestTwoProcessesMerge(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	dbs := []*DB{openDir(t, dir, Options{indexChunkKeys: 4}), openDir(t, dir, Options{indexChunkKeys: 4})}
+	var wg sync.WaitGroup
+	for p, db := range dbs {
+		for w := range 4 {
+			wg.Go(func() {
+				trace := fmt.Sprintf("p%d-w%d", p, w)
+				var mine []int64
+				for i := range 40 {
+					e, err := db.Append(ctx, entry("k", trace, nil, i))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mine = append(mine, e.Seq)
+					// Look up through the other process as well.
+					got, err := dbs[(p+i)%2].Entries(ctx, custody.Query{Trace: trace, Limit: 1000})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if seqs := seqsOfEntries(got); !slices.Equal(seqs, mine) {
+						t.Errorf("%s after %d appends finds %v, want %v", trace, i+1, seqs, mine)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, db := range dbs {
+		settleMerges(t, db.lk)
+	}
+	segs := storedSegments(t, dir)
+	next := int64(1)
+	for _, s := range segs {
+		if s.first != next {
+			t.Fatalf("segment %d starts at %d, want %d: %+v", s.id, s.first, next, segs)
+		}
+		next = s.last + 1
+	}
+	if next != 2*4*40+1 {
+		t.Errorf("segments end at %d, want %d", next-1, 2*4*40)
+	}
+	if got, want := storedPostings(t, dir), 2*4*40*2; got != want {
+		t.Errorf("%d postings, want %d", got, want)
+	}
+	all, err := dbs[0].Entries(ctx, custody.Query{Kind: "k", Limit: 1000})
+	if err != nil || len(all) != 2*4*40 {
+		t.Errorf("kind k: %d entries, %v", len(all), err)
+	}
+}
