@@ -292,7 +292,7 @@ func (lk *lookups) run(main *sql.DB) {
 			pending = append(pending, b...)
 		}
 		if len(pending) > 0 {
-			lk.update(ctx, main, pending)
+			lk.updateLogged(ctx, main, pending)
 			clear(pending)
 			pending = pending[:0]
 		}
@@ -312,12 +312,12 @@ func (lk *lookups) run(main *sql.DB) {
 			}
 		case <-lk.poke:
 			flush()
-			lk.update(ctx, main, nil) // another process may have appended
+			lk.updateLogged(ctx, main, nil) // another process may have appended
 		case <-delay.C:
 			flush()
 		case <-retry.C:
 			if lk.failed() {
-				lk.update(ctx, main, nil)
+				lk.updateLogged(ctx, main, nil)
 			}
 		}
 	}
@@ -353,6 +353,42 @@ func (lk *lookups) update(ctx context.Context, main *sql.DB, rows []indexRow) er
 	close(lk.changed)
 	lk.changed = make(chan struct{})
 	return err
+}
+
+// updateLogged runs update and logs when the index starts failing and
+// when it works again: lookups are refused in between.
+func (lk *lookups) updateLogged(ctx context.Context, main *sql.DB, rows []indexRow) {
+	was := lk.failed()
+	err := lk.update(ctx, main, rows)
+	switch {
+	case err != nil && !was:
+		lk.log.Error("the lookup index failed: lookups are refused until it catches up, which it tries every second", "err", err)
+	case err == nil && was:
+		lk.log.Info("the lookup index works again")
+	}
+}
+
+// IndexStatus says how far the lookup index has got.
+type IndexStatus struct {
+	// Indexed is the seq up to which every entry is indexed.
+	Indexed int64
+	// Segments is how many segments hold the postings.
+	Segments int64
+	// Failing is why the index's last update failed, nil when it works:
+	// lookups are refused meanwhile.
+	Failing error
+}
+
+// IndexStatus reports how far the lookup index has got.
+func (db *DB) IndexStatus(ctx context.Context) (IndexStatus, error) {
+	lk := db.lk
+	lk.mu.Lock()
+	s := IndexStatus{Indexed: lk.upto, Failing: lk.err}
+	lk.mu.Unlock()
+	if err := lk.rdb.QueryRowContext(ctx, `SELECT count(*) FROM segments`).Scan(&s.Segments); err != nil {
+		return s, unavailable("read the lookup index's status", err)
+	}
+	return s, nil
 }
 
 func (lk *lookups) failed() bool {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/lockedbuf"
 )
 
 // appendTraced appends n entries to trace, each with ref n=<i>.
@@ -154,13 +155,18 @@ func TestIndexCollisionFiltered(t *testing.T) {
 }
 
 // TestIndexFailureRefusesLookups breaks the index while the store runs:
-// appends still succeed, lookups are refused rather than incomplete, and
-// the index catches up once it works again.
+// appends still succeed, lookups are refused rather than incomplete, the
+// status and the log say so, and the index catches up once it works
+// again.
 func TestIndexFailureRefusesLookups(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db := openDir(t, dir, Options{})
+	var log lockedbuf.Buffer
+	db := openDir(t, dir, Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	appendTraced(t, db, "a", 1)
+	if got := seqsOf(t, db, custody.Query{Trace: "a"}); got != "[1]" { // indexed
+		t.Fatalf("trace a: %s", got)
+	}
 	rawIndex(t, dir, `CREATE TRIGGER boom BEFORE INSERT ON segments BEGIN SELECT RAISE(ABORT, 'boom'); END`)
 	mustAppend(t, db, entry("k", "a", nil, 2))
 	if _, err := db.Entries(ctx, custody.Query{Trace: "a"}); kindOf(err) != custody.EUNAVAILABLE {
@@ -168,6 +174,12 @@ func TestIndexFailureRefusesLookups(t *testing.T) {
 	}
 	if got, err := db.Entries(ctx, custody.Query{}); err != nil || len(got) != 2 {
 		t.Fatalf("unfiltered Entries = %d entries, %v; want 2", len(got), err)
+	}
+	if s, err := db.IndexStatus(ctx); err != nil || s.Failing == nil || !strings.Contains(s.Failing.Error(), "boom") || s.Indexed != 1 {
+		t.Errorf("status of the failing index: %+v, %v; want failing with boom, indexed to 1", s, err)
+	}
+	if want := `level=ERROR msg="the lookup index failed`; !strings.Contains(log.String(), want) {
+		t.Errorf("log lacks %s:\n%s", want, log.String())
 	}
 	rawIndex(t, dir, `DROP TRIGGER boom`)
 	deadline := time.Now().Add(10 * time.Second)
@@ -180,6 +192,12 @@ func TestIndexFailureRefusesLookups(t *testing.T) {
 			t.Fatalf("index did not catch up: %d entries, %v", len(got), err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if s, err := db.IndexStatus(ctx); err != nil || s.Failing != nil || s.Indexed != 2 || s.Segments < 1 {
+		t.Errorf("status once caught up: %+v, %v; want working, indexed to 2", s, err)
+	}
+	if want := `msg="the lookup index works again"`; !strings.Contains(log.String(), want) {
+		t.Errorf("log lacks %s:\n%s", want, log.String())
 	}
 }
 
