@@ -250,14 +250,7 @@ func TestSegmentEncoding(t *testing.T) {
 	if len(chunks) != len(firsts) || len(chunks) != (len(want)+2)/3 {
 		t.Fatalf("%d chunks, %d first keys for %d keys in threes", len(chunks), len(firsts), len(want))
 	}
-	var all []posting
-	for _, c := range chunks {
-		var err error
-		if all, err = appendPostings(all, c, first); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !slices.Equal(all, ps) {
+	if !slices.Equal(decodeChunks(t, chunks, first), ps) {
 		t.Fatal("the chunks do not decode to the postings encoded")
 	}
 	s := &segment{first: first, filter: filter, firsts: firsts}
@@ -275,6 +268,20 @@ func TestSegmentEncoding(t *testing.T) {
 			t.Fatalf("absent key %d: %v, %v", key, got, err)
 		}
 	}
+}
+
+// decodeChunks decodes every posting of chunks, of a segment starting at
+// first.
+func decodeChunks(t *testing.T, chunks [][]byte, first int64) []posting {
+	t.Helper()
+	var ps []posting
+	for _, c := range chunks {
+		var err error
+		if ps, err = appendPostings(ps, c, first); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ps
 }
 
 // chunkReader reads chunks from memory, and counts the reads in t's log.
@@ -332,14 +339,7 @@ func TestLongKey(t *testing.T) {
 			t.Errorf("key %d after %d limit %d: read %d chunks for at most 100 seqs", tt.key, tt.after, tt.limit, reads)
 		}
 	}
-	var back []posting
-	for _, c := range chunks {
-		var err error
-		if back, err = appendPostings(back, c, first); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !slices.Equal(back, ps) {
+	if !slices.Equal(decodeChunks(t, chunks, first), ps) {
 		t.Error("the chunks do not decode to the postings encoded")
 	}
 	if got, err := decodeFirsts(encodeFirsts(firsts)); err != nil || !slices.Equal(got, firsts) {
