@@ -113,17 +113,6 @@ func (lk *lookups) mergeOnce(ctx context.Context) (bool, error) {
 	return lk.installMerge(ctx, inputs, ps)
 }
 
-// mergeDue reports whether some segments are due to be merged.
-func (lk *lookups) mergeDue(ctx context.Context) (bool, error) {
-	tx, err := lk.rdb.BeginTx(ctx, nil)
-	if err != nil {
-		return false, err
-	}
-	defer tx.Rollback()
-	segs, err := lk.listSegmentRows(ctx, tx)
-	return dueMerge(segs) != nil, err
-}
-
 // readMerge finds the segments due to be merged, if any, and reads their
 // postings onto ps, each segment's from the bound at its index on.
 func (lk *lookups) readMerge(ctx context.Context, ps []posting) (inputs []segment, _ []posting, bounds []int, err error) {

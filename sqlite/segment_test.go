@@ -518,7 +518,7 @@ func settleMerges(t testing.TB, lk *lookups) {
 	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		due, err := lk.mergeDue(ctx)
+		due, err := mergeDue(ctx, lk)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -530,6 +530,17 @@ func settleMerges(t testing.TB, lk *lookups) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// mergeDue reports whether some of lk's segments are due to be merged.
+func mergeDue(ctx context.Context, lk *lookups) (bool, error) {
+	tx, err := lk.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	segs, err := lk.listSegmentRows(ctx, tx)
+	return dueMerge(segs) != nil, err
 }
 
 func TestDueMerge(t *testing.T) {
