@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 )
@@ -225,17 +226,7 @@ func nextKey(chunk []byte) (key int64, seqs, rest []byte, err error) {
 // appendSeqs decodes a key's seqs, in a segment starting at first, onto
 // dst.
 func appendSeqs(dst []int64, b []byte, first int64) ([]int64, error) {
-	prev := first - 1
-	for len(b) > 0 {
-		d, n := binary.Uvarint(b)
-		if n <= 0 || d == 0 {
-			return dst, errCorruptChunk
-		}
-		prev += int64(d)
-		dst = append(dst, prev)
-		b = b[n:]
-	}
-	return dst, nil
+	return appendSeqRange(dst, b, first, seqRange{after: math.MinInt64})
 }
 
 // seqRange selects the seqs after after, at most limit of them (all
@@ -247,17 +238,27 @@ type seqRange struct{ after, limit int64 }
 func appendSeqRange(dst []int64, b []byte, first int64, r seqRange) ([]int64, error) {
 	prev, n := first-1, int64(0)
 	for len(b) > 0 && (r.limit == 0 || n < r.limit) {
-		d, w := binary.Uvarint(b)
-		if w <= 0 || d == 0 {
-			return dst, errCorruptChunk
+		var err error
+		if prev, b, err = nextSeq(b, prev); err != nil {
+			return dst, err
 		}
-		if prev += int64(d); prev > r.after {
+		if prev > r.after {
 			dst = append(dst, prev)
 			n++
 		}
-		b = b[w:]
 	}
 	return dst, nil
+}
+
+// nextSeq decodes the distance at the start of b from prev, the seq
+// before, and returns the seq it lands on and the rest of b. A distance
+// of 0, or one past the largest seq, is corrupt.
+func nextSeq(b []byte, prev int64) (int64, []byte, error) {
+	d, w := binary.Uvarint(b)
+	if w <= 0 || d == 0 || d > uint64(math.MaxInt64-prev) {
+		return prev, b, errCorruptChunk
+	}
+	return prev + int64(d), b[w:], nil
 }
 
 // findSeqs appends to dst the seqs of key that r selects in chunk, of a

@@ -356,6 +356,9 @@ func TestCorruptChunk(t *testing.T) {
 		"length too long": good[:10],
 		"zero distance":   append(append([]byte{}, good[:8]...), 2, 1, 0),
 		"bad uvarint":     append(append([]byte{}, good[:8]...), 1, 0x80),
+		// A distance that would carry the seq past the largest int64
+		// (found by FuzzChunk: it decoded to a negative seq).
+		"past the last seq": append(append([]byte{}, good[:8]...), 10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 1),
 	} {
 		if _, err := appendPostings(nil, c, 10); err == nil {
 			t.Errorf("%s: decoded", name)
