@@ -328,19 +328,27 @@ func (lk *lookups) run(main *sql.DB) {
 // (another process's appends, a failed update), and publishes the outcome
 // to waiting readers.
 func (lk *lookups) update(ctx context.Context, main *sql.DB, rows []indexRow) error {
-	var upto int64
-	var err error
+	upto, err := lk.apply(ctx, main, rows)
+	lk.publish(upto, err)
+	return err
+}
+
+// apply does update's work and returns the seq indexed up to.
+func (lk *lookups) apply(ctx context.Context, main *sql.DB, rows []indexRow) (int64, error) {
 	if rows == nil {
-		upto, err = lk.catchUp(ctx, main)
-	} else {
-		upto, err = lk.inTx(ctx, func(tx *sql.Tx, upto int64) (int64, error) {
-			all, err := withMissing(ctx, main, upto, rows)
-			if err != nil {
-				return upto, err
-			}
-			return lk.addRows(ctx, tx, upto, all)
-		})
+		return lk.catchUp(ctx, main)
 	}
+	return lk.inTx(ctx, func(tx *sql.Tx, upto int64) (int64, error) {
+		all, err := withMissing(ctx, main, upto, rows)
+		if err != nil {
+			return upto, err
+		}
+		return lk.addRows(ctx, tx, upto, all)
+	})
+}
+
+// publish records an update's outcome and wakes the readers waiting on it.
+func (lk *lookups) publish(upto int64, err error) {
 	if err == nil {
 		lk.merges.wake()
 	}
@@ -352,20 +360,22 @@ func (lk *lookups) update(ctx context.Context, main *sql.DB, rows []indexRow) er
 	lk.err = err
 	close(lk.changed)
 	lk.changed = make(chan struct{})
-	return err
 }
 
 // updateLogged runs update and logs when the index starts failing and
-// when it works again: lookups are refused in between.
+// when it works again: lookups are refused in between. The log line comes
+// before the outcome is published, so a reader refused for a failing
+// index finds the reason already logged.
 func (lk *lookups) updateLogged(ctx context.Context, main *sql.DB, rows []indexRow) {
 	was := lk.failed()
-	err := lk.update(ctx, main, rows)
+	upto, err := lk.apply(ctx, main, rows)
 	switch {
 	case err != nil && !was:
 		lk.log.Error("the lookup index failed: lookups are refused until it catches up, which it tries every second", "err", err)
 	case err == nil && was:
 		lk.log.Info("the lookup index works again")
 	}
+	lk.publish(upto, err)
 }
 
 // IndexStatus says how far the lookup index has got.
