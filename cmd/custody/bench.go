@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,6 +45,12 @@ type benchResult struct {
 	// StartP99us is the calls' p99 from the moment a caller began each
 	// one rather than from its schedule: the pacing's own delay left out.
 	StartP99us int64 `json:"p99_from_start_us"`
+	// FloorP50us and FloorP99us, paced only, are the latencies of the
+	// disk floor under the same load: 4 KiB appends group-committed to a
+	// plain file with one fsync each, no database. No durable call on
+	// this disk can do better; a target under FloorP99us is out of reach.
+	FloorP50us int64 `json:"floor_p50_us,omitempty"`
+	FloorP99us int64 `json:"floor_p99_us,omitempty"`
 }
 
 // runBench measures the gateway:
@@ -57,7 +64,9 @@ type benchResult struct {
 // meet the same disk: a shared machine's fsync latency drifts by half from
 // one ten-second stretch to the next. With --rate R both are paced at a
 // steady R per second and latency is measured from each call's scheduled
-// start. The baseline lets SQLite fsync at every commit; with
+// start, and a third side, the disk floor, appends 4 KiB blocks to a plain
+// file with a group-committed fsync: what any durable log gets from this
+// disk. The baseline lets SQLite fsync at every commit; with
 // --baseline-sync pipelined it syncs the way the store does, so that the
 // two can be told apart. The last line is one JSON object.
 func (m *Main) runBench(ctx context.Context, args []string) int {
@@ -159,16 +168,36 @@ func (m *Main) benchCompare(ctx context.Context, dir string, p benchPlan) (bench
 		return m.benchSummary(gw, nil), nil
 	}
 	var raw *benchSide
+	var floor *benchSide
 	err = sqlite.RawGroupCommit(ctx, dir, p.sync, func(g *sqlite.RawGroup) error {
 		raw = rawSide(g, p.load.callers)
-		return m.benchRounds(ctx, p.load, p.rounds, gw, raw)
+		if p.load.rate == 0 {
+			return m.benchRounds(ctx, p.load, p.rounds, gw, raw)
+		}
+		d, err := openDiskFloor(dir)
+		if err != nil {
+			return err
+		}
+		floor = floorSide(d)
+		return errors.Join(m.benchRounds(ctx, p.load, p.rounds, gw, raw, floor), d.close())
 	})
 	if err != nil {
 		return benchResult{}, err
 	}
 	res := m.benchSummary(gw, raw)
 	res.BaselineSync = p.sync.String()
+	if floor != nil {
+		res.FloorP50us, res.FloorP99us = m.floorSummary(floor)
+	}
 	return res, nil
+}
+
+// floorSummary prints the disk floor's figures and returns its latencies.
+func (m *Main) floorSummary(floor *benchSide) (p50, p99 int64) {
+	_, p50, p99 = floor.summary()
+	fmt.Fprintf(m.Stdout, "disk floor: %d appends, p50 %d µs, p99 %d µs; %d in %d fsyncs, %.1f per fsync (4 KiB to a plain file, no database)\n",
+		floor.count(), p50, p99, floor.rows, floor.commits, floor.perCommit())
+	return p50, p99
 }
 
 // benchRounds gives each side rounds turns of load, the order of the
@@ -541,29 +570,4 @@ func round(v float64, digits int) float64 {
 		scale *= 10
 	}
 	return float64(int64(v*scale+0.5)) / scale
-}
-
-// fsyncLatency writes and syncs n 4 KiB blocks to a scratch file in dir
-// and returns the median and 99th percentile of one write plus fsync.
-func fsyncLatency(dir string, n int) (p50, p99 time.Duration, err error) {
-	f, err := os.CreateTemp(dir, "fsync-probe-")
-	if err != nil {
-		return 0, 0, err
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	block := make([]byte, 4096)
-	lat := make([]time.Duration, 0, n)
-	for range n {
-		start := time.Now()
-		if _, err := f.Write(block); err != nil {
-			return 0, 0, err
-		}
-		if err := f.Sync(); err != nil {
-			return 0, 0, err
-		}
-		lat = append(lat, time.Since(start))
-	}
-	slices.Sort(lat)
-	return lat[n/2], lat[n*99/100], nil
 }

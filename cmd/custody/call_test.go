@@ -152,6 +152,10 @@ func TestBenchGatewayShort(t *testing.T) {
 		res.EntriesPerCommit < 1 || res.BaselineRowsPerCommit < 1 {
 		t.Fatalf("result = %+v", res)
 	}
+	// Flat out, there is no disk floor: it is a latency bar.
+	if res.FloorP99us != 0 || strings.Contains(out, "disk floor:") {
+		t.Errorf("flat out, a disk floor was measured:\n%s", out)
+	}
 	// A call appends one entry, or two for the WRITE tool: the entries
 	// counted are the calls' own.
 	m := regexp.MustCompile(`(?m)^gateway: (\d+) calls, .*; (\d+) entries in (\d+) commits, [\d.]+ per commit$`).FindStringSubmatch(out)
@@ -265,6 +269,14 @@ func TestBenchGatewayPaced(t *testing.T) {
 		t.Errorf("no harness floor in:\n%s", out)
 	}
 	res := lastBenchResult(t, out)
+	// Paced, the disk floor takes its turns beside the other two.
+	m := regexp.MustCompile(`(?m)^disk floor: (\d+) appends, .*; (\d+) in (\d+) fsyncs`).FindStringSubmatch(out)
+	if m == nil || m[1] != m[2] || atoi(t, m[3]) < 1 || atoi(t, m[3]) > atoi(t, m[2]) {
+		t.Errorf("no disk floor summary, or its appends are not its rows, in:\n%s", out)
+	}
+	if res.FloorP50us <= 0 || res.FloorP99us < res.FloorP50us {
+		t.Errorf("disk floor p50 %d µs, p99 %d µs", res.FloorP50us, res.FloorP99us)
+	}
 	// Latency from the schedule holds the wait for it; from the call's
 	// start it does not.
 	if res.StartP99us <= 0 || res.StartP99us > res.P99us {
