@@ -89,7 +89,7 @@ func prewrite(f *os.File) error {
 }
 
 // append writes one block and returns once it is durable.
-func (d *diskFloor) append(ctx context.Context, _ int64) error {
+func (d *diskFloor) append(ctx context.Context) error {
 	r := make(chan error, 1)
 	select {
 	case d.reqs <- r:
@@ -160,7 +160,18 @@ func (d *diskFloor) close() error {
 	return errors.Join(err, os.Remove(d.f.Name()))
 }
 
-// floorSide appends to the disk floor's log.
-func floorSide(d *diskFloor) *benchSide {
-	return &benchSide{name: "disk floor", unit: "appends", do: d.append, committed: d.committed}
+// floorSide makes calls on the disk floor shaped as tool says the
+// gateway's are: a WRITE call appends two blocks in a row, as a WRITE call
+// must have its intent durable before its side effect and its outcome
+// durable before its result; a READ call appends one.
+func floorSide(d *diskFloor, tool func(n int64) string) *benchSide {
+	return &benchSide{name: "disk floor", unit: "calls", tool: tool, committed: d.committed,
+		do: func(ctx context.Context, n int64) error {
+			if tool(n) == toolWrite {
+				if err := d.append(ctx); err != nil {
+					return err
+				}
+			}
+			return d.append(ctx)
+		}}
 }

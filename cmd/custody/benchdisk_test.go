@@ -23,9 +23,9 @@ func TestDiskFloor(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	const n = 200
-	for i := range n {
+	for range n {
 		wg.Go(func() {
-			if err := d.append(ctx, int64(i)); err != nil {
+			if err := d.append(ctx); err != nil {
 				t.Error(err)
 			}
 		})
@@ -51,7 +51,7 @@ func TestDiskFloorWriteFails(t *testing.T) {
 	}
 	name := d.f.Name()
 	d.f.Close() // every write now fails
-	if err := d.append(context.Background(), 1); !errors.Is(err, os.ErrClosed) {
+	if err := d.append(context.Background()); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("append to a closed log: %v, want os.ErrClosed", err)
 	}
 	if rows, commits := d.committed(); rows != 0 || commits != 0 {
@@ -68,7 +68,7 @@ func TestDiskFloorCanceled(t *testing.T) {
 	d := &diskFloor{reqs: make(chan chan error)} // no writer: nothing is taken
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := d.append(ctx, 1); !errors.Is(err, context.Canceled) {
+	if err := d.append(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("append with a canceled context: %v", err)
 	}
 }
@@ -92,5 +92,28 @@ func TestPrewrite(t *testing.T) {
 	}
 	if len(got) != floorBlocks*floorBlock || !bytes.Equal(got, make([]byte, len(got))) {
 		t.Errorf("prewritten log: %d bytes, want %d zeros", len(got), floorBlocks*floorBlock)
+	}
+}
+
+// A floor call appends once for a READ call and twice for a WRITE call.
+func TestFloorSideShapesCalls(t *testing.T) {
+	d, err := openDiskFloor(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	side := floorSide(d, func(n int64) string {
+		if n%2 == 0 {
+			return toolWrite
+		}
+		return toolRead
+	})
+	for n := range int64(10) { // 5 WRITE calls, 5 READ calls
+		if err := side.do(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rows, _ := d.committed(); rows != 15 {
+		t.Errorf("5 WRITE and 5 READ calls appended %d blocks, want 15", rows)
 	}
 }
