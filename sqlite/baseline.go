@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/queue"
 )
 
 // baselineFile is the scratch database of RawGroupCommit.
@@ -170,22 +171,22 @@ func (g *RawGroup) write(conn *sql.DB, stmts *insertStmts, reqs <-chan *rawInser
 	}
 	var seq int64
 	fill := strings.Repeat("0", 64)
-	batch := make([]*rawInsert, 0, maxBatch)
+	taken := make([]*rawInsert, 0, maxBatch)
 	entries := make([]*custody.Entry, 0, maxBatch)
 	for r := range reqs {
-		batch = gather(append(batch[:0], r), reqs, maxBatch)
+		taken = queue.Gather(append(taken[:0], r), reqs, maxBatch)
 		entries = entries[:0]
-		for _, r := range batch {
+		for _, r := range taken {
 			seq++
 			r.e.Seq, r.e.Prev, r.e.Hash, r.e.BodySHA256 = seq, fill, fill, fill
 			entries = append(entries, &r.e)
 		}
 		err := rawCommit(g.ctx, conn, stmts, entries)
 		if err == nil && g.sync != nil {
-			g.sync.queue <- slices.Clone(batch)
+			g.sync.queue <- slices.Clone(taken)
 			continue
 		}
-		g.durable([][]*rawInsert{batch}, err)
+		g.durable([][]*rawInsert{taken}, err)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/queue"
 )
 
 // IndexFile is the name of the lookup index inside the data directory.
@@ -288,7 +289,7 @@ func (lk *lookups) run(main *sql.DB) {
 	delay.Stop()
 	var pending []indexRow
 	flush := func() {
-		for _, b := range drain(nil, lk.feed, queueSize) {
+		for _, b := range queue.Drain(nil, lk.feed, queueSize) {
 			pending = append(pending, b...)
 		}
 		if len(pending) > 0 {

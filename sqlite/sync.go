@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/queue"
 )
 
 // The write connection commits with synchronous=NORMAL: a commit writes
@@ -81,7 +82,7 @@ func newSyncer[T any](dbPath string, fsync func(*os.File) error, log *slog.Logge
 func (s *syncer[T]) run(answer func(batches []T, err error)) {
 	buf := make([]T, 0, maxBatch)
 	for b := range s.queue {
-		buf = drain(append(buf[:0], b), s.queue, maxBatch)
+		buf = queue.Drain(append(buf[:0], b), s.queue, maxBatch)
 		answer(buf, s.sync())
 		clear(buf)
 	}

@@ -6,12 +6,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/queue"
 	"github.com/custody-dev/custody/ledger"
 )
 
@@ -129,42 +129,13 @@ func (db *DB) run() {
 				}
 				return
 			}
-			buf = gather(append(buf[:0], r), db.reqs, maxBatch)
+			buf = queue.Gather(append(buf[:0], r), db.reqs, maxBatch)
 			w.commit(buf)
 			clear(buf) // let the requests be collected
 		case <-tick.C:
 			w.checkpointIfPending(false)
 		}
 	}
-}
-
-// gather adds to b what is already waiting on ch, up to limit: everything
-// that queued while the previous batch was committing joins this one. A
-// batch never waits for more: the writers acknowledged by the last batch
-// queue again while this one commits, so batches grow with the load on
-// their own, and waiting would only idle the disk. It first yields the
-// processor once, so that writers the last batch woke up and that are
-// ready to run queue their next request now rather than in the batch
-// after; with nothing else ready to run, the yield returns at once.
-func gather[T any](b []T, ch <-chan T, limit int) []T {
-	runtime.Gosched()
-	return drain(b, ch, limit)
-}
-
-// drain adds to b what is already waiting on ch, up to limit.
-func drain[T any](b []T, ch <-chan T, limit int) []T {
-	for len(b) < limit {
-		select {
-		case r, ok := <-ch:
-			if !ok {
-				return b
-			}
-			b = append(b, r)
-		default:
-			return b
-		}
-	}
-	return b
 }
 
 // checkpointIfPending writes a checkpoint when entries have waited for one

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/custody-dev/custody/internal/queue"
 )
 
 // fsyncLatency writes and syncs n 4 KiB blocks to a scratch file in dir
@@ -104,11 +105,11 @@ func (d *diskFloor) append(ctx context.Context) error {
 func (d *diskFloor) write() {
 	block := make([]byte, floorBlock)
 	var next int64
-	batch := make([]chan error, 0, floorBatch)
+	taken := make([]chan error, 0, floorBatch)
 	for r := range d.reqs {
-		batch = gatherAppends(append(batch[:0], r), d.reqs)
+		taken = queue.Gather(append(taken[:0], r), d.reqs, floorBatch)
 		var err error
-		for range batch {
+		for range taken {
 			if _, werr := d.f.WriteAt(block, next%floorBlocks*floorBlock); werr != nil {
 				err = errors.Join(err, werr)
 			}
@@ -118,32 +119,13 @@ func (d *diskFloor) write() {
 			err = d.f.Sync()
 		}
 		if err == nil {
-			d.rows.Add(int64(len(batch)))
+			d.rows.Add(int64(len(taken)))
 			d.commits.Add(1)
 		}
-		for _, r := range batch {
+		for _, r := range taken {
 			r <- err
 		}
 	}
-}
-
-// gatherAppends adds to batch the appends already waiting, up to
-// floorBatch, after letting the callers about to append run first, as the
-// store's writer does.
-func gatherAppends(batch []chan error, reqs <-chan chan error) []chan error {
-	runtime.Gosched()
-	for len(batch) < floorBatch {
-		select {
-		case r, ok := <-reqs:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, r)
-		default:
-			return batch
-		}
-	}
-	return batch
 }
 
 // committed returns how many appends were made durable, in how many
