@@ -46,8 +46,8 @@ func (m *merges) wake() {
 	}
 }
 
-// stopMerges stops the merger, abandoning a merge in progress, and waits
-// for it to return.
+// stopMerges stops the merger, abandoning a merge in progress at its next
+// step, and waits for it to return.
 func (lk *lookups) stopMerges() {
 	if lk.merges.cancel == nil {
 		return
@@ -95,10 +95,15 @@ func (lk *lookups) reportMerge(err error) {
 
 // mergeOnce merges the first segmentFanIn segments in a row that share a
 // class below finalClass, if any, and reports whether it merged them.
-func (lk *lookups) mergeOnce(ctx context.Context) (bool, error) {
+// Once stop ends it abandons the merge between its steps, never within
+// one: a query canceled under database/sql rolls back on a goroutine of
+// its own and may close its connection after the index has closed,
+// leaving the index's log behind it open.
+func (lk *lookups) mergeOnce(stop context.Context) (bool, error) {
 	m := &lk.merges
+	ctx := context.WithoutCancel(stop)
 	inputs, ps, bounds, err := lk.readMerge(ctx, m.postings[:0])
-	if err != nil || inputs == nil {
+	if err != nil || inputs == nil || stop.Err() != nil {
 		return false, err
 	}
 	ps, spare := mergeRuns(ps, m.spare, bounds)
@@ -109,6 +114,9 @@ func (lk *lookups) mergeOnce(ctx context.Context) (bool, error) {
 	}
 	if m.hook != nil {
 		m.hook()
+	}
+	if stop.Err() != nil {
+		return false, nil
 	}
 	return lk.installMerge(ctx, inputs, ps)
 }
