@@ -84,7 +84,7 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 	rate := fs.Float64("rate", 0, "pace a steady `R` calls per second; 0 runs flat out")
 	writes := fs.Float64("writes", 0.5, "`FRACTION` of calls that go to the WRITE tool")
 	rounds := fs.Int("rounds", 5, "split each side's time into `N` turns, alternating with the other side's")
-	baseline := fs.Bool("baseline", true, "also measure the raw group-commit baseline")
+	baseline := fs.Bool("baseline", true, "also measure the raw group-commit baseline and, paced, the disk floor")
 	baselineSync := fs.String("baseline-sync", "full", "how the baseline makes rows durable: `full` (SQLite fsyncs each commit) or pipelined (as the store does)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof reads it); with --baseline=false it holds the gateway alone")
 	if ok, code := m.parse(fs, args[1:]); !ok {
