@@ -63,6 +63,13 @@ type ToolSpec struct {
 	// Links are custody links: arguments that must name something produced
 	// earlier in the same trace.
 	Links []Link `json:"links,omitempty"`
+	// ArgumentsPolicy, when set, names a schema the arguments must match
+	// as well as Input: a policy that narrows what the tool accepts (a
+	// path to a prefix, an amount to a ceiling).
+	ArgumentsPolicy string `json:"arguments_policy,omitempty"`
+	// OutputPolicy, when set, names a schema the output must match as
+	// well as Output.
+	OutputPolicy string `json:"output_policy,omitempty"`
 	// Refs names output fields whose values thread the chain of custody:
 	// each is copied into the ledger entry's refs under its key. The key is
 	// the ref name (e.g. "vms_update_id"), the value a JSON pointer into
@@ -96,11 +103,15 @@ type Call struct {
 	Via string `json:"-"`
 }
 
-// Result is the outcome of a successful call.
+// Result is the outcome of a call that ran.
 type Result struct {
 	Trace   string          `json:"trace_id"`
 	Output  json.RawMessage `json:"output"`
 	Receipt Receipt         `json:"receipt"`
+	// ToolError says the tool ran and reported a failure of its own (an
+	// MCP result with isError): Output is what it said, recorded as a
+	// call.failed entry.
+	ToolError bool `json:"tool_error,omitempty"`
 }
 
 // Receipt proves that an entry is on the ledger.

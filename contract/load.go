@@ -290,11 +290,16 @@ func (r *Registry) compileInto(file, uri string) error {
 }
 
 // compileFast compiles the fast path for the canonical reference uri, or
-// returns nil when the schema is beyond it.
+// returns nil when the schema is beyond it. The fast path speaks draft
+// 2020-12 only: a contract that declares another draft (upstream MCP
+// tools often send draft-07) is left to the library.
 func (r *Registry) compileFast(uri string) *fastNode {
 	id, ptr, _ := strings.Cut(uri, "#")
 	d, ok := r.byID[id]
 	if !ok {
+		return nil
+	}
+	if draft, ok := member(d.tree, "$schema").(string); ok && strings.TrimSuffix(draft, "#") != draft2020 {
 		return nil
 	}
 	n, err := d.fast.compile(ptr)

@@ -46,6 +46,10 @@ func (g *Gateway) Call(ctx context.Context, c custody.Call) (custody.Result, err
 		}
 	}
 	out, err := g.run(ctx, f)
+	var te *ToolError
+	if errors.As(err, &te) {
+		return g.toolFailed(ctx, f, te.Output)
+	}
 	if err != nil {
 		return custody.Result{Trace: f.Trace}, g.fail(ctx, f, err)
 	}
@@ -57,14 +61,32 @@ func (g *Gateway) Call(ctx context.Context, c custody.Call) (custody.Result, err
 
 // lookupTool finds the called tool in the envelope: a tool outside it is
 // denied.
+// A tool the agent may not use is denied the same way, so that a caller
+// learns nothing of tools it cannot call.
 func (g *Gateway) lookupTool(_ context.Context, f *flight) error {
 	t, ok := g.tools[f.Tool]
-	if !ok {
+	if !ok || !g.Allows(f.Actor, f.Tool) {
 		return custody.Errorf(custody.EDENIED, "tool %q is not in the envelope %q", f.Tool, g.envelope)
 	}
 	f.tool = t
+	if t.Refs != nil {
+		for k, v := range t.Refs() {
+			f.ref(k, v)
+		}
+	}
 	return nil
 }
+
+// ToolError is what a handler returns when its tool ran and reported a
+// failure of its own (an MCP result with isError set): Output is the
+// tool's answer, which must still match the output contract. The call is
+// recorded as call.failed with that output, and the caller gets it with
+// Result.ToolError set.
+type ToolError struct {
+	Output json.RawMessage
+}
+
+func (e *ToolError) Error() string { return "the tool reported an error" }
 
 // ledgerFailure marks an error of the ledger itself: nothing more can be
 // recorded, so the call fails without a refusal entry.

@@ -85,6 +85,31 @@ type Tool struct {
 	// Editable names top-level string arguments an operator may edit
 	// before approving a HUMAN_CONFIRMATION call.
 	Editable []string
+	// Deadline bounds each run of this tool; the gateway's deadline when
+	// zero.
+	Deadline time.Duration
+	// Admit, when set, may refuse a call at the policy step for a reason
+	// of the tool's own (a tool definition in quarantine, say). A refusal
+	// that is not a *custody.Error is denied with its text.
+	Admit func(ctx context.Context) error
+	// Refs, when set, returns refs recorded on every entry of a call of
+	// the tool (the upstream that serves it, the definition it runs).
+	Refs func() map[string]string
+	// Published holds the schemas front doors publish for the tool when
+	// they are not the bundles of Spec.Input and Spec.Output: an
+	// upstream tool's own schemas, as its server declared them.
+	Published *Published
+	// MCPResult says the tool's output is an MCP CallToolResult
+	// ({"content","structuredContent"?,"isError"?}), which the MCP front
+	// door returns as it is.
+	MCPResult bool
+}
+
+// Published are the input and output schemas of a tool as front doors
+// show them. Output may be nil: the tool declares none.
+type Published struct {
+	Input  json.RawMessage
+	Output json.RawMessage
 }
 
 // Envelope is the declared set of tools one gateway offers.
@@ -110,6 +135,10 @@ type Config struct {
 	// Logger receives internal detail that never reaches an agent;
 	// slog.Default() when nil.
 	Logger *slog.Logger
+	// Allowed, when set, says whether an agent (a call's Actor) may see
+	// and call a tool; a tool it may not is denied as if outside the
+	// envelope. Every agent may call every tool when nil.
+	Allowed func(actor, tool string) bool
 }
 
 // Gateway is the chokepoint. It is safe for concurrent use.
@@ -122,6 +151,7 @@ type Gateway struct {
 	deadline  time.Duration
 	maxArgs   int
 	log       *slog.Logger
+	allowed   func(actor, tool string) bool
 	envelope  string
 	tools     map[string]*tool
 	order     []string
@@ -163,7 +193,7 @@ func New(cfg Config, env Envelope) (*Gateway, error) {
 	}
 	g := &Gateway{
 		reg: cfg.Registry, ledger: cfg.Ledger, approvals: cfg.Approvals, state: cfg.State,
-		now: cfg.Now, deadline: cfg.Deadline, maxArgs: cfg.MaxArgBytes, log: cfg.Logger,
+		now: cfg.Now, deadline: cfg.Deadline, maxArgs: cfg.MaxArgBytes, log: cfg.Logger, allowed: cfg.Allowed,
 		envelope: env.ID, tools: make(map[string]*tool, len(env.Tools)),
 	}
 	if g.now == nil {
@@ -212,7 +242,10 @@ func (g *Gateway) compile(t Tool) (*tool, error) {
 	if err := checkSpec(s, t.Handler); err != nil {
 		return nil, err
 	}
-	for _, ref := range []string{s.Input, s.Output} {
+	for _, ref := range []string{s.Input, s.Output, s.ArgumentsPolicy, s.OutputPolicy} {
+		if ref == "" {
+			continue
+		}
 		if _, err := g.reg.Resolve(ref); err != nil {
 			return nil, fmt.Errorf("schema %q: %w", ref, err)
 		}
@@ -308,6 +341,23 @@ func (g *Gateway) Tools() []custody.ToolSpec {
 		out[i] = g.tools[n].Spec
 	}
 	return out
+}
+
+// ToolsFor returns the specs of the tools actor may see and call, in
+// envelope order.
+func (g *Gateway) ToolsFor(actor string) []custody.ToolSpec {
+	var out []custody.ToolSpec
+	for _, n := range g.order {
+		if g.Allows(actor, n) {
+			out = append(out, g.tools[n].Spec)
+		}
+	}
+	return out
+}
+
+// Allows reports whether actor may see and call the tool named name.
+func (g *Gateway) Allows(actor, name string) bool {
+	return g.allowed == nil || g.allowed(actor, name)
 }
 
 // Tool returns the tool named name and whether the envelope has it.

@@ -14,6 +14,9 @@ import (
 // policy is step 3: the calls-per-trace budget, the resource scope and the
 // custody links. The tool being in the envelope was settled by lookupTool.
 func (g *Gateway) policy(ctx context.Context, f *flight) error {
+	if err := g.admit(ctx, f); err != nil {
+		return err
+	}
 	if err := g.budget(ctx, f); err != nil {
 		return err
 	}
@@ -21,6 +24,22 @@ func (g *Gateway) policy(ctx context.Context, f *flight) error {
 		return err
 	}
 	return g.links(ctx, f)
+}
+
+// admit asks the tool itself whether it takes calls now: a tool whose
+// definition is in quarantine does not.
+func (g *Gateway) admit(ctx context.Context, f *flight) error {
+	if f.tool.Admit == nil {
+		return nil
+	}
+	err := f.tool.Admit(ctx)
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*custody.Error); ok {
+		return err
+	}
+	return &custody.Error{Kind: custody.EDENIED, Message: err.Error(), Err: err}
 }
 
 // budget counts the attempt and refuses it once the trace has used the

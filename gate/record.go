@@ -38,6 +38,26 @@ func (g *Gateway) succeed(ctx context.Context, f *flight, out json.RawMessage) (
 	return custody.Result{Trace: f.Trace, Output: out, Receipt: custody.Receipt{Seq: e.Seq, Hash: e.Hash}}, nil
 }
 
+// toolFailed is step 8 for a call whose tool ran and reported a failure of
+// its own: the output must still match the output contract (else it is a
+// breach, withheld); it is recorded as call.failed and returned to the
+// caller as what the tool said.
+func (g *Gateway) toolFailed(ctx context.Context, f *flight, out json.RawMessage) (custody.Result, error) {
+	if err := g.checkOutput(ctx, f, out); err != nil {
+		return custody.Result{Trace: f.Trace}, g.breach(ctx, f, out, err)
+	}
+	body := f.bodyStart(make([]byte, 0, 128+len(f.Args)+len(out)))
+	body = append(body, `,"output":`...)
+	body = append(body, out...)
+	body = append(body, `,"error":{"kind":"tool_error","message":"the tool reported an error"}`...)
+	body = appendElapsed(body, f.elapsed)
+	e, err := g.append(ctx, f, custody.KindCallFailed, append(body, '}'))
+	if err != nil {
+		return custody.Result{Trace: f.Trace}, err
+	}
+	return custody.Result{Trace: f.Trace, Output: out, Receipt: custody.Receipt{Seq: e.Seq, Hash: e.Hash}, ToolError: true}, nil
+}
+
 // refuse is step 8 for a call refused before it ran: call.refused holds
 // the arguments and the error. The returned error carries the entry's
 // receipt. When the ledger itself failed nothing more is written.

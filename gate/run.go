@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/custody-dev/custody"
 )
@@ -40,7 +41,7 @@ type outcome struct {
 // goes to the log and the ledger, never to the agent. A handler that
 // ignores its context is abandoned at the deadline.
 func (g *Gateway) run(ctx context.Context, f *flight) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.deadline)
+	ctx, cancel := context.WithTimeout(ctx, g.deadlineOf(f.tool))
 	defer cancel()
 	done, _ := g.outcomes.Get().(chan outcome)
 	if done == nil {
@@ -72,12 +73,24 @@ func (g *Gateway) run(ctx context.Context, f *flight) (json.RawMessage, error) {
 	return o.out, nil
 }
 
-// runError turns a handler failure into the error the agent sees.
-func (g *Gateway) runError(f *flight, err error) *custody.Error {
+// deadlineOf is how long a run of t may take.
+func (g *Gateway) deadlineOf(t *tool) time.Duration {
+	if t.Deadline > 0 {
+		return t.Deadline
+	}
+	return g.deadline
+}
+
+// runError turns a handler failure into the error the agent sees. A tool's
+// own reported failure passes through as it is.
+func (g *Gateway) runError(f *flight, err error) error {
 	var ce *custody.Error
+	var te *ToolError
 	switch {
+	case errors.As(err, &te):
+		return te
 	case errors.Is(err, context.DeadlineExceeded):
-		return &custody.Error{Kind: custody.EUNAVAILABLE, Message: fmt.Sprintf("tool %q did not answer within %s", f.Tool, g.deadline), Err: err}
+		return &custody.Error{Kind: custody.EUNAVAILABLE, Message: fmt.Sprintf("tool %q did not answer within %s", f.Tool, g.deadlineOf(f.tool)), Err: err}
 	case errors.Is(err, context.Canceled):
 		return &custody.Error{Kind: custody.EUNAVAILABLE, Message: "the call was cancelled", Err: err}
 	case errors.As(err, &ce) && ce.Kind != custody.EINTERNAL:

@@ -11,8 +11,14 @@ import (
 // checkInput is step 2: the exact argument bytes against the tool's input
 // contract. A call that does not validate is refused as it is: nothing is
 // stripped, coerced or defaulted.
+//
+// A tool with an arguments policy must match it as well: the policy only
+// narrows what the tool's own contract accepts.
 func (g *Gateway) checkInput(_ context.Context, f *flight) error {
-	return g.validate(f.tool.Spec.Input, f.Args)
+	if err := g.validate(f.tool.Spec.Input, f.Args); err != nil {
+		return err
+	}
+	return g.validatePolicy(f.tool.Spec.ArgumentsPolicy, f.Args)
 }
 
 // checkOutput is step 7: the handler's output against the tool's output
@@ -21,7 +27,27 @@ func (g *Gateway) checkOutput(_ context.Context, f *flight, out json.RawMessage)
 	if len(out) == 0 {
 		return custody.Errorf(custody.EINVALID, "the tool returned no output")
 	}
-	return g.validate(f.tool.Spec.Output, out)
+	if err := g.validate(f.tool.Spec.Output, out); err != nil {
+		return err
+	}
+	return g.validatePolicy(f.tool.Spec.OutputPolicy, out)
+}
+
+// validatePolicy validates doc against a policy schema, when there is one.
+// Its violations say they are the policy's, so that a caller can tell a
+// narrowing from the tool's own contract.
+func (g *Gateway) validatePolicy(ref string, doc []byte) error {
+	if ref == "" {
+		return nil
+	}
+	err := g.validate(ref, doc)
+	ce, ok := err.(*custody.Error)
+	if !ok || ce.Kind != custody.EINVALID {
+		return err
+	}
+	c := *ce
+	c.Message = "the call is outside the policy's narrowing of the tool: " + ce.Message
+	return &c
 }
 
 // validate runs the registry. A contract that is missing or broken fails

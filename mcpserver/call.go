@@ -27,7 +27,25 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		s.log.Info("mcp call refused", "tool", name, "kind", custody.ErrorKind(err), "err", err)
 		return s.toolError(name, res.Trace, err), nil
 	}
+	if t, ok := s.gw.Tool(name); ok && t.MCPResult {
+		return passThrough(res)
+	}
 	return success(res), nil
+}
+
+// passThrough returns an upstream MCP tool's result as its server gave
+// it, with the receipt added to _meta.
+func passThrough(res custody.Result) (*mcp.CallToolResult, error) {
+	var out mcp.CallToolResult
+	if err := json.Unmarshal(res.Output, &out); err != nil {
+		return nil, fmt.Errorf("decode the upstream result: %w", err)
+	}
+	if out.Meta == nil {
+		out.Meta = mcp.Meta{}
+	}
+	out.Meta[TraceMeta] = res.Trace
+	out.Meta["custody/receipt"] = map[string]any{"seq": res.Receipt.Seq, "hash": res.Receipt.Hash}
+	return &out, nil
 }
 
 // arguments returns the argument bytes as received. A call that sends no
@@ -92,6 +110,30 @@ func (s *Server) routeUnknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		return s.callTool(ctx, call)
+	}
+}
+
+// filterTools answers tools/list with the tools the caller may use.
+func (s *Server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		list, ok := res.(*mcp.ListToolsResult)
+		if method != "tools/list" || err != nil || !ok {
+			return res, err
+		}
+		actor := s.opts.Actor
+		if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+			actor = extra.TokenInfo.UserID
+		}
+		kept := list.Tools[:0:0]
+		for _, t := range list.Tools {
+			if s.gw.Allows(actor, t.Name) {
+				kept = append(kept, t)
+			}
+		}
+		out := *list
+		out.Tools = kept
+		return &out, nil
 	}
 }
 

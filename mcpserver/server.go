@@ -78,14 +78,15 @@ func New(gw *gate.Gateway, reg *contract.Registry, opts Options) (*Server, error
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "custody", Title: "custody gateway", Version: opts.Version},
 		&mcp.ServerOptions{Logger: opts.Logger, Instructions: instructions})
 	for _, spec := range gw.Tools() {
-		t, err := mcpTool(reg, spec)
+		gt, _ := gw.Tool(spec.Name)
+		t, err := mcpTool(reg, spec, gt.Published)
 		if err != nil {
 			return nil, fmt.Errorf("mcpserver: tool %q: %w", spec.Name, err)
 		}
 		s.structured[spec.Name] = t.OutputSchema == nil
 		s.srv.AddTool(t, s.callTool)
 	}
-	s.srv.AddReceivingMiddleware(s.routeUnknownTools)
+	s.srv.AddReceivingMiddleware(s.routeUnknownTools, s.filterTools)
 	return s, nil
 }
 
@@ -130,8 +131,12 @@ func (s *Server) HTTPHandler(authenticate func(token string) (actor string, ok b
 	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 }
 
-// mcpTool describes one envelope tool for tools/list.
-func mcpTool(reg *contract.Registry, spec custody.ToolSpec) (*mcp.Tool, error) {
+// mcpTool describes one envelope tool for tools/list. A tool that
+// publishes schemas of its own (an upstream tool) is described with them.
+func mcpTool(reg *contract.Registry, spec custody.ToolSpec, pub *gate.Published) (*mcp.Tool, error) {
+	if pub != nil {
+		return publishedTool(spec, pub)
+	}
 	in, err := reg.Bundle(spec.Input)
 	if err != nil {
 		return nil, fmt.Errorf("bundle input schema %q: %w", spec.Input, err)
@@ -151,6 +156,19 @@ func mcpTool(reg *contract.Registry, spec custody.ToolSpec) (*mcp.Tool, error) {
 		// Structured content must be an object for most clients: only
 		// object outputs are declared.
 		t.OutputSchema = out
+	}
+	return t, nil
+}
+
+// publishedTool describes a tool with the schemas it publishes.
+func publishedTool(spec custody.ToolSpec, pub *gate.Published) (*mcp.Tool, error) {
+	in, err := objectSchema(pub.Input)
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	t := &mcp.Tool{Name: spec.Name, Description: spec.Description, InputSchema: in, Annotations: annotations(spec)}
+	if pub.Output != nil && schemaType(pub.Output) == "object" {
+		t.OutputSchema = pub.Output
 	}
 	return t, nil
 }

@@ -144,6 +144,16 @@ type toolsResponse struct {
 	Tools []custody.ToolSpec `json:"tools"`
 }
 
+// handleTools serves GET /v1/tools: an agent sees the tools it may call,
+// an operator or auditor every tool.
 func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, toolsResponse{Tools: s.cfg.Gateway.Tools()})
+	p, _ := PrincipalFrom(r.Context())
+	tools := s.cfg.Gateway.Tools()
+	if p.Role == RoleAgent {
+		tools = s.cfg.Gateway.ToolsFor(p.ID)
+	}
+	if tools == nil {
+		tools = []custody.ToolSpec{}
+	}
+	writeJSON(w, http.StatusOK, toolsResponse{Tools: tools})
 }

@@ -12,18 +12,19 @@ import (
 
 // runCall runs one tool call through the gateway:
 //
-//	custody call --tool T --args FILE|- [--trace ID] [--data DIR]
+//	custody call --tool T --args FILE|- [--trace ID] [--data DIR] [--config FILE]
 //
 // It prints {trace_id, output, receipt}; a refusal prints
 // {"error":{kind, message, violations, approval_request_id, ...}} and exits
 // with the kind's code (3 while an approval is pending).
 func (m *Main) runCall(ctx context.Context, args []string) int {
-	fs := m.flags("call", "--tool NAME --args FILE|- [--trace ID] [--data DIR]")
+	fs := m.flags("call", "--tool NAME --args FILE|- [--trace ID] [--data DIR] [--config FILE]")
 	tool := fs.String("tool", "", "`NAME` of the tool to call")
 	argsFile := fs.String("args", "", "`FILE` holding the JSON arguments, - for stdin")
 	trace := fs.String("trace", "", "trace `ID` to continue; a new one when empty")
 	data := m.dataFlag(fs)
 	contracts := m.contractsFlag(fs)
+	configPath := m.configFlag(fs)
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
@@ -34,7 +35,7 @@ func (m *Main) runCall(ctx context.Context, args []string) int {
 	if err != nil {
 		return m.flagUsage(fs, fmt.Sprintf("read arguments: %v", err))
 	}
-	s, err := m.openStack(ctx, *data, *contracts)
+	s, err := m.configuredStack(ctx, *data, *contracts, *configPath)
 	if err != nil {
 		return m.fail(err)
 	}

@@ -9,6 +9,7 @@ func (m *Main) commands() map[string]command {
 		"bench":     {"measure the gateway against the raw SQLite baseline", (*Main).runBench},
 		"brain":     {"local knowledge room, context packets and the Brain over MCP", (*Main).runBrain},
 		"call":      {"call a tool through the gateway and print the result", (*Main).runCall},
+		"config":    {"print the configuration schema, check a file, scan its upstreams for a tools block", (*Main).runConfig},
 		"contracts": {"list the contracts and their named schemas", (*Main).runContracts},
 		"demo":      {"run a seed system end to end with a scripted operator (peas, mesh)", (*Main).runDemo},
 		"ledger":    {"verify, export, show and append to the evidence ledger", (*Main).runLedger},

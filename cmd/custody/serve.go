@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -19,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/custody-dev/custody/config"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/mcpserver"
 	"github.com/custody-dev/custody/web"
@@ -34,38 +32,18 @@ const (
 // expireEvery is how often serve expires undecided approvals.
 const expireEvery = 5 * time.Second
 
-// serveConfig is the file given to serve --config. Unknown fields are
-// refused. Flags and CUSTODY_* environment variables override it.
-//
-//	{"addr": "127.0.0.1:8080", "data": "./custody-data", "contracts": "./contracts",
-//	 "tokens": {"agent": ["bot:TOKEN"], "operator": ["ana:TOKEN"], "auditor": []},
-//	 "webhooks": [{"name": "sms", "url": "https://sms.example/hook"}],
-//	 "console_url": "https://custody.example"}
-type serveConfig struct {
-	Addr      string `json:"addr"`
-	Data      string `json:"data"`
-	Contracts string `json:"contracts"`
-	Tokens    struct {
-		Agent    []string `json:"agent"`
-		Operator []string `json:"operator"`
-		Auditor  []string `json:"auditor"`
-	} `json:"tokens"`
-	// Webhooks notify of approvals in escalation order after the console
-	// inbox; $CUSTODY_NOTIFY overrides them.
-	Webhooks []struct {
-		Name string `json:"name"`
-		URL  string `json:"url"`
-	} `json:"webhooks"`
-	// ConsoleURL is the console's public base URL for notifications; the
-	// listening URL when empty.
-	ConsoleURL string `json:"console_url"`
-}
-
 // serveSettings are serve's settings after flags, environment and file.
 type serveSettings struct {
 	addr, data, contracts, nats string
 	llm, llmEdge, room          string
-	cfg                         serveConfig
+	// systems are the seed systems to serve; simulate runs their
+	// simulated feeds.
+	systems  []string
+	simulate bool
+	// cfg is the configuration file; an empty one when none was given.
+	cfg *config.File
+	// hasFile says a configuration file was given.
+	hasFile bool
 }
 
 // systems is where the domain systems plug into serve: their tools join
@@ -79,8 +57,12 @@ type systems struct {
 
 // runServe serves the HTTP API, MCP at /mcp and the operator console:
 //
-//	custody serve [--addr 127.0.0.1:8080] [--data DIR] [--contracts DIR] [--config FILE]
+//	custody serve [--config FILE] [--addr 127.0.0.1:8080] [--data DIR] [--systems peas,mesh [--simulate]]
 //
+// With no configuration it serves the example envelope alone; with one,
+// the upstream tools it governs as well. The seed systems are served only
+// when asked for, and their simulated feeds only with --simulate, so that
+// the ledger holds only what really happened.
 // It runs until ctx ends (SIGINT, SIGTERM), then shuts down gracefully.
 func (m *Main) runServe(ctx context.Context, args []string) int {
 	set, code, ok := m.serveFlags(args)
@@ -95,7 +77,7 @@ func (m *Main) runServe(ctx context.Context, args []string) int {
 
 // serveFlags parses the flags and the config file.
 func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
-	fset := m.flags("serve", "[--addr HOST:PORT] [--data DIR] [--contracts DIR] [--config FILE] [--llm URL] [--nats URL]")
+	fset := m.flags("serve", "[--config FILE] [--addr HOST:PORT] [--data DIR] [--contracts DIR] [--systems peas,mesh] [--simulate] [--llm URL] [--nats URL]")
 	addr := fset.String("addr", "", "`HOST:PORT` to listen on (env CUSTODY_ADDR, default 127.0.0.1:8080)")
 	data := m.dataFlag(fset)
 	contracts := m.contractsFlag(fset)
@@ -103,21 +85,28 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	edgeURL := fset.String("llm-edge", "", "edge text backend `URL` for language hops (env CUSTODY_LLM_EDGE; default: the main backend)")
 	room := fset.String("room", "", "a Brain room `FILE` (room.db) whose review queue the console shows (env CUSTODY_BRAIN_ROOM)")
 	natsURL := fset.String("nats", "", "join the wildfire mesh over NATS at `URL` (env CUSTODY_NATS; default: a simulated mesh)")
-	config := fset.String("config", m.env("CUSTODY_CONFIG", ""), "JSON config `FILE` (env CUSTODY_CONFIG)")
+	configPath := m.configFlag(fset)
+	systemsList := fset.String("systems", "", "seed systems to serve beside the configured tools: `LIST` of peas, mesh (default: the config file's \"systems\")")
+	simulate := fset.Bool("simulate", false, "run the seed systems' simulated feeds (a pile-up feed, a simulated wildfire mesh)")
 	if ok, code := m.parse(fset, args); !ok {
 		return serveSettings{}, code, false
 	}
 	if fset.NArg() > 0 {
 		return serveSettings{}, m.flagUsage(fset, "unexpected arguments"), false
 	}
-	var set serveSettings
-	if *config != "" {
-		cfg, err := readServeConfig(*config)
+	set := serveSettings{cfg: &config.File{}, simulate: *simulate}
+	if *configPath != "" {
+		cfg, err := config.Load(*configPath, m.Getenv)
 		if err != nil {
 			return set, m.flagUsage(fset, err.Error()), false
 		}
-		set.cfg = cfg
+		set.cfg, set.hasFile = cfg, true
 	}
+	systems, err := parseSystems(*systemsList, set.cfg.Systems)
+	if err != nil {
+		return set, m.flagUsage(fset, err.Error()), false
+	}
+	set.systems = systems
 	given := map[string]bool{}
 	fset.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	set.addr = m.setting(given["addr"], *addr, "CUSTODY_ADDR", set.cfg.Addr, "127.0.0.1:8080")
@@ -144,28 +133,26 @@ func (m *Main) setting(given bool, flagValue, envName, fileValue, def string) st
 	return def
 }
 
-// readServeConfig reads a config file, refusing unknown fields.
-func readServeConfig(path string) (serveConfig, error) {
-	var cfg serveConfig
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return cfg, fmt.Errorf("read config: %w", err)
+// parseSystems reads --systems, else the file's list, and refuses a name
+// it does not know.
+func parseSystems(flagValue string, fromFile []string) ([]string, error) {
+	list := fromFile
+	if flagValue != "" {
+		list = strings.Split(flagValue, ",")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		return cfg, fmt.Errorf("config %s: %w (fields: addr, data, contracts, tokens, webhooks, console_url)", path, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return cfg, fmt.Errorf("config %s: unexpected data after the JSON object", path)
-	}
-	for i, w := range cfg.Webhooks {
-		okURL := strings.HasPrefix(w.URL, "https://") || strings.HasPrefix(w.URL, "http://")
-		if w.Name == "" || strings.ContainsAny(w.Name, ",=") || !okURL || strings.Contains(w.URL, ",") {
-			return cfg, fmt.Errorf("config %s: webhooks[%d] needs a name (without , or =) and an http(s) url", path, i)
+	var out []string
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		switch s {
+		case "":
+			continue
+		case "peas", "mesh":
+			out = append(out, s)
+		default:
+			return nil, fmt.Errorf("unknown system %q: want peas or mesh", s)
 		}
 	}
-	return cfg, nil
+	return out, nil
 }
 
 // serve runs the server with set until ctx ends.
@@ -180,7 +167,8 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return fmt.Errorf("domain systems: %w", err)
 	}
-	st, err := m.withFileEnv(set.cfg, base).openStack(ctx, set.data, set.contracts, sys.Tools...)
+	st, err := m.withFileEnv(set.cfg, base).openStackWith(ctx, stackConfig{
+		data: set.data, contracts: set.contracts, file: set.cfg, tools: sys.Tools})
 	if err != nil {
 		return err
 	}
@@ -200,7 +188,7 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 // withFileEnv returns a copy of m whose environment falls back to the
 // config file: its webhooks become $CUSTODY_NOTIFY and its console URL (or
 // base) $CUSTODY_CONSOLE_URL, so the stack reads one source.
-func (m *Main) withFileEnv(cfg serveConfig, base string) *Main {
+func (m *Main) withFileEnv(cfg *config.File, base string) *Main {
 	fallback := map[string]string{"CUSTODY_CONSOLE_URL": base}
 	if cfg.ConsoleURL != "" {
 		fallback["CUSTODY_CONSOLE_URL"] = cfg.ConsoleURL
@@ -250,7 +238,7 @@ func (m *Main) serveTokens(set serveSettings, base string) (web.Tokens, []string
 }
 
 // addFileTokens adds the config file's id:token entries.
-func addFileTokens(tokens web.Tokens, cfg serveConfig) error {
+func addFileTokens(tokens web.Tokens, cfg *config.File) error {
 	for _, l := range []struct {
 		role web.Role
 		list []string

@@ -6,24 +6,57 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/config"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/upstream"
 )
 
 // stack is the running core: the store, the contracts, the approval
-// service and the gateway offering the example envelope plus any tools a
-// command adds.
+// service and the gateway offering the example envelope, the upstream
+// tools a configuration governs, and any tools a command adds.
 type stack struct {
 	db        *sqlite.DB
 	reg       *contract.Registry
 	approvals *approval.Service
 	gw        *gate.Gateway
+	// up is the configured upstreams; nil without any.
+	up *upstream.Set
+}
+
+// stackConfig says what a stack is made of.
+type stackConfig struct {
+	data, contracts string
+	// file is the configuration file; nil when none was given.
+	file *config.File
+	// tools are tools the command adds (a seed system's, the bench's).
+	tools []gate.Tool
+}
+
+// configFlag adds --config to fs: the configuration file, $CUSTODY_CONFIG
+// by default.
+func (m *Main) configFlag(fs *flag.FlagSet) *string {
+	return fs.String("config", m.env("CUSTODY_CONFIG", ""),
+		"configuration `FILE`: upstream MCP servers, HTTP tools, their governance (env CUSTODY_CONFIG)")
+}
+
+// loadConfig reads the configuration at path; nil when path is empty.
+func (m *Main) loadConfig(path string) (*config.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := config.Load(path, m.Getenv)
+	if err != nil {
+		return nil, &custody.Error{Kind: custody.EINVALID, Message: err.Error(), Err: err}
+	}
+	return f, nil
 }
 
 // contractsFlag adds --contracts to fs: a directory of user contracts,
@@ -42,37 +75,129 @@ func (m *Main) contractsFlag(fs *flag.FlagSet) *string {
 // example "sms=https://sms.example/hook,pager=https://pager.example/hook").
 // $CUSTODY_CONSOLE_URL is the console base URL the notifications link to.
 func (m *Main) openStack(ctx context.Context, dataDir, contractsDir string, tools ...gate.Tool) (*stack, error) {
-	_ = ctx // the store opens synchronously; kept for commands that pass theirs
+	return m.openStackWith(ctx, stackConfig{data: dataDir, contracts: contractsDir, tools: tools})
+}
+
+// openStackWith opens a stack as sc says. With a configuration that
+// declares upstreams it connects to each first (a server that cannot be
+// reached stops the start), registers their tools' contracts, and pins
+// their definitions on the ledger.
+func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (s *stack, err error) {
 	notifiers, err := m.notifiers()
 	if err != nil {
 		return nil, err
 	}
+	s = &stack{}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	extra := map[string][]byte{}
 	name, raw := example.Contract()
-	reg, err := contract.Load(contract.Options{Dir: contractsDir, Extra: map[string][]byte{name: raw}})
-	if err != nil {
+	extra[name] = raw
+	if sc.file != nil && hasUpstreams(sc.file) {
+		if s.up, extra, err = m.openUpstreams(ctx, sc.file, extra); err != nil {
+			return nil, err
+		}
+	}
+	if s.reg, err = contract.Load(contract.Options{Dir: sc.contracts, Extra: extra}); err != nil {
 		return nil, err
 	}
-	db, err := m.openData(dataDir)
-	if err != nil {
+	if s.db, err = m.openData(sc.data); err != nil {
 		return nil, err
 	}
-	s := &stack{db: db, reg: reg}
-	if s.approvals, err = approval.New(approval.Config{Store: db, Ledger: db, Notifiers: notifiers}); err != nil {
-		db.Close()
+	if s.approvals, err = approval.New(approval.Config{Store: s.db, Ledger: s.db, Notifiers: notifiers}); err != nil {
 		return nil, err
 	}
-	env := example.Envelope(db, nil)
-	env.Tools = append(env.Tools, tools...)
-	logger := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if s.gw, err = gate.New(gate.Config{Registry: reg, Ledger: db, Approvals: s.approvals, State: db, Logger: logger}, env); err != nil {
-		db.Close()
+	env := example.Envelope(s.db, nil)
+	env.Tools = append(env.Tools, sc.tools...)
+	gcfg := gate.Config{Registry: s.reg, Ledger: s.db, Approvals: s.approvals, State: s.db, Logger: m.warnLogger()}
+	if s.up != nil {
+		ups, err := s.up.Tools(ctx, upstream.NewPins(s.db, s.db, s.approvals))
+		if err != nil {
+			return nil, &custody.Error{Kind: custody.EUNAVAILABLE, Message: err.Error(), Err: err}
+		}
+		env.Tools = append(env.Tools, ups...)
+	}
+	if sc.file != nil {
+		gcfg.Allowed = sc.file.Allowed()
+	}
+	if s.gw, err = gate.New(gcfg, env); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// Close closes the store.
-func (s *stack) Close() error { return s.db.Close() }
+// configuredStack opens the stack a front door other than serve offers:
+// the configuration at configPath (none when empty) with the seed systems
+// it lists, so that `custody call` and `custody mcp --stdio` serve the
+// same tools as serve does with the same file. No simulation runs.
+func (m *Main) configuredStack(ctx context.Context, data, contracts, configPath string) (*stack, error) {
+	f, err := m.loadConfig(configPath)
+	if err != nil {
+		return nil, err
+	}
+	set := serveSettings{llm: m.env("CUSTODY_LLM", "template"), llmEdge: m.env("CUSTODY_LLM_EDGE", ""), cfg: f}
+	if f != nil {
+		set.systems = f.Systems
+		if contracts == "" {
+			contracts = f.Contracts
+		}
+	}
+	sys, err := m.serveSystems(ctx, set)
+	if err != nil {
+		return nil, fmt.Errorf("domain systems: %w", err)
+	}
+	st, err := m.openStackWith(ctx, stackConfig{data: data, contracts: contracts, file: f, tools: sys.Tools})
+	if err != nil {
+		return nil, err
+	}
+	if sys.Apps != nil {
+		if _, err := sys.Apps(st); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("domain systems: %w", err)
+		}
+	}
+	return st, nil
+}
+
+// hasUpstreams reports whether f declares any upstream tool.
+func hasUpstreams(f *config.File) bool { return len(f.MCPServers) > 0 || len(f.HTTPTools) > 0 }
+
+// openUpstreams connects to f's upstreams and adds their contracts to extra.
+func (m *Main) openUpstreams(ctx context.Context, f *config.File, extra map[string][]byte) (*upstream.Set, map[string][]byte, error) {
+	cfg := f.Upstream()
+	cfg.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
+	set, err := upstream.Open(ctx, cfg)
+	if err != nil {
+		return nil, nil, &custody.Error{Kind: custody.EUNAVAILABLE, Message: err.Error(), Err: err}
+	}
+	contracts, err := set.Contracts()
+	if err != nil {
+		set.Close()
+		return nil, nil, &custody.Error{Kind: custody.EINVALID, Message: err.Error(), Err: err}
+	}
+	maps.Copy(extra, contracts)
+	return set, extra, nil
+}
+
+// warnLogger logs warnings and errors to stderr.
+func (m *Main) warnLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// Close stops the upstreams and closes the store.
+func (s *stack) Close() error {
+	var errs []error
+	if s.up != nil {
+		errs = append(errs, s.up.Close())
+	}
+	if s.db != nil {
+		errs = append(errs, s.db.Close())
+	}
+	return errors.Join(errs...)
+}
 
 // notifiers reads $CUSTODY_NOTIFY.
 func (m *Main) notifiers() ([]approval.Notifier, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/custody-dev/custody/brain"
@@ -14,10 +15,14 @@ import (
 	"github.com/custody-dev/custody/web"
 )
 
-// serveSystems returns the seed systems served next to the core: their
-// tools join the envelope, their pages the console, their feeds run
-// beside the server.
+// serveSystems returns the seed systems set asks for, served next to the
+// core: their tools join the envelope, their pages the console. Their
+// simulated feeds run beside the server only with --simulate; the mesh
+// joins a real mesh over NATS when --nats is given.
 func (m *Main) serveSystems(ctx context.Context, set serveSettings) (systems, error) {
+	if len(set.systems) == 0 && set.room == "" {
+		return systems{}, nil
+	}
 	router, err := llm.NewRouter(set.llm, set.llmEdge)
 	if err != nil {
 		return systems{}, err
@@ -29,41 +34,50 @@ func (m *Main) serveSystems(ctx context.Context, set serveSettings) (systems, er
 		return systems{}, err
 	}
 	logger := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	pileup := peas.New(peas.Deps{LLM: router, Logger: logger, OperatorOf: operatorOf, Tracer: tracer})
+	on := func(name string) bool { return slices.Contains(set.systems, name) }
+	var sys systems
+	var pileup *peas.System
 	var wildfire *mesh.System
 	var room *brain.Room
-	return systems{
-		Tools: pileup.Tools(),
-		Apps: func(st *stack) ([]web.App, error) {
+	if on("peas") {
+		pileup = peas.New(peas.Deps{LLM: router, Logger: logger, OperatorOf: operatorOf, Tracer: tracer})
+		sys.Tools = pileup.Tools()
+	}
+	sys.Apps = func(st *stack) ([]web.App, error) {
+		var apps []web.App
+		if pileup != nil {
 			pileup.Attach(st.approvals, st.db, st.db, st.reg)
+			apps = append(apps, web.App{Name: "peas", Title: "Pile-up alert", Handler: pileup.Handler()})
+		}
+		if on("mesh") {
 			wildfire = mesh.New(m.meshDeps(st, set.nats, logger))
-			apps := []web.App{
-				{Name: "peas", Title: "Pile-up alert", Handler: pileup.Handler()},
-				{Name: "mesh", Title: "Wildfire mesh", Handler: wildfire.Handler()},
+			apps = append(apps, web.App{Name: "mesh", Title: "Wildfire mesh", Handler: wildfire.Handler()})
+		}
+		if set.room != "" {
+			var err error
+			if room, err = brain.OpenRoom(ctx, set.room, brain.RoomOptions{}); err != nil {
+				return nil, err
 			}
-			if set.room != "" {
-				var err error
-				if room, err = brain.OpenRoom(ctx, set.room, brain.RoomOptions{}); err != nil {
-					return nil, err
-				}
-				apps = append(apps, web.App{Name: "brain", Title: "Brain room", Handler: brain.Handler(room)})
-			}
-			return apps, nil
-		},
-		Runners: []func(ctx context.Context, st *stack) error{
-			func(ctx context.Context, st *stack) error { return pileup.Run(ctx, st.gw) },
-			func(ctx context.Context, st *stack) error { return wildfire.Run(ctx) },
-			func(ctx context.Context, _ *stack) error {
-				<-ctx.Done()
-				done, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				if room != nil {
-					room.Close()
-				}
-				return flush(done)
-			},
-		},
-	}, nil
+			apps = append(apps, web.App{Name: "brain", Title: "Brain room", Handler: brain.Handler(room)})
+		}
+		return apps, nil
+	}
+	if pileup != nil && set.simulate {
+		sys.Runners = append(sys.Runners, func(ctx context.Context, st *stack) error { return pileup.Run(ctx, st.gw) })
+	}
+	if on("mesh") && (set.simulate || set.nats != "") {
+		sys.Runners = append(sys.Runners, func(ctx context.Context, st *stack) error { return wildfire.Run(ctx) })
+	}
+	sys.Runners = append(sys.Runners, func(ctx context.Context, _ *stack) error {
+		<-ctx.Done()
+		done, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if room != nil {
+			room.Close()
+		}
+		return flush(done)
+	})
+	return sys, nil
 }
 
 // meshDeps wires the mesh to the stack: a simulated ridge on a loopback,

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"text/tabwriter"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/config"
+	"github.com/custody-dev/custody/upstream"
+)
+
+// runConfig works with configuration files:
+//
+//	custody config schema          print the JSON Schema of the file
+//	custody config check FILE      check a file and list what it would expose
+//	custody config scan FILE       list every upstream tool and print a tools block to paste
+func (m *Main) runConfig(ctx context.Context, args []string) int {
+	usage := "schema | check FILE | scan FILE"
+	if len(args) == 0 {
+		fmt.Fprintf(m.Stderr, "usage: custody config %s\n", usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "schema":
+		m.Stdout.Write(config.Schema())
+		return exitOK
+	case "check", "scan":
+		fs := m.flags("config "+args[0], "FILE")
+		if ok, code := m.parse(fs, args[1:]); !ok {
+			return code
+		}
+		if fs.NArg() != 1 {
+			return m.flagUsage(fs, "name one configuration file")
+		}
+		if args[0] == "check" {
+			return m.configCheck(ctx, fs.Arg(0))
+		}
+		return m.configScan(ctx, fs.Arg(0))
+	}
+	fmt.Fprintf(m.Stderr, "custody config: unknown subcommand %q (want %s)\n", args[0], usage)
+	return exitUsage
+}
+
+// openOffers loads a file and connects to its upstreams, for a look.
+func (m *Main) openOffers(ctx context.Context, path string) (*config.File, *upstream.Set, error) {
+	f, err := m.loadConfig(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := f.Upstream()
+	cfg.Logger = slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	set, err := upstream.Open(ctx, cfg)
+	if err != nil {
+		return nil, nil, &custody.Error{Kind: custody.EUNAVAILABLE, Message: err.Error(), Err: err}
+	}
+	return f, set, nil
+}
+
+// configCheck checks a file, connects to its upstreams and lists every
+// tool they offer with what custody would do with it.
+func (m *Main) configCheck(ctx context.Context, path string) int {
+	_, set, err := m.openOffers(ctx, path)
+	if err != nil {
+		return m.fail(err)
+	}
+	defer set.Close()
+	if _, err := set.Contracts(); err != nil {
+		return m.fail(&custody.Error{Kind: custody.EINVALID, Message: err.Error(), Err: err})
+	}
+	printOffers(m.Stdout, set.Offers())
+	return exitOK
+}
+
+// printOffers prints one line a tool: exposed or not, and its policy.
+func printOffers(w io.Writer, offers []upstream.Offer) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tUPSTREAM\tEXPOSED\tACCESS\tEFFECT\tAPPROVAL\tGOVERNED BY")
+	exposed := 0
+	for _, o := range offers {
+		if o.Key == "" {
+			fmt.Fprintf(tw, "%s\t%s\tno\t-\t-\t-\t(no policy: denied)\n", o.Exposed, o.Upstream)
+			continue
+		}
+		exposed++
+		p := o.Policy
+		fmt.Fprintf(tw, "%s\t%s\tyes\t%s\t%s\t%s\t%s\n", o.Exposed, o.Upstream, p.Access, p.Effect, p.Approval, o.Key)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d of %d tools exposed\n", exposed, len(offers))
+}
+
+// suggestion is a tools entry printed by scan.
+type suggestion struct {
+	Access   custody.Access         `json:"access"`
+	Effect   custody.Effect         `json:"effect"`
+	Approval custody.ApprovalPolicy `json:"approval"`
+}
+
+// configScan connects to every upstream of a file and prints a tools
+// block for every MCP tool they offer, suggested from the tools' MCP
+// annotations: a suggestion to review, since annotations are the
+// server's claim, not a guarantee.
+func (m *Main) configScan(ctx context.Context, path string) int {
+	_, set, err := m.openOffers(ctx, path)
+	if err != nil {
+		return m.fail(err)
+	}
+	defer set.Close()
+	tools := map[string]suggestion{}
+	for _, o := range set.Offers() {
+		if o.Tool != nil {
+			tools[o.Exposed] = suggest(o.Tool.Annotations)
+		}
+	}
+	out, err := json.MarshalIndent(map[string]any{"tools": tools}, "", "  ")
+	if err != nil {
+		return m.fail(err)
+	}
+	fmt.Fprintln(m.Stderr, "# suggested from each tool's MCP annotations, which are the server's claim, not a guarantee:")
+	fmt.Fprintln(m.Stderr, "# review every line, remove what no agent needs, and narrow with \"arguments\" where you can")
+	fmt.Fprintf(m.Stdout, "%s\n", out)
+	return exitOK
+}
+
+// suggest maps MCP annotations to a policy: a read-only tool reads with
+// no effect; any other is a write, consequential and held for a human
+// unless the server says it is not destructive (MCP's default for
+// destructiveHint is true).
+func suggest(a *mcp.ToolAnnotations) suggestion {
+	switch {
+	case a != nil && a.ReadOnlyHint:
+		return suggestion{custody.Read, custody.EffectNone, custody.NotRequired}
+	case a != nil && a.DestructiveHint != nil && !*a.DestructiveHint:
+		return suggestion{custody.Write, custody.EffectReversible, custody.NotRequired}
+	}
+	return suggestion{custody.Write, custody.EffectConsequential, custody.HumanConfirmation}
+}

@@ -1,0 +1,329 @@
+// Package config reads the one file that tells custody what to govern:
+// the upstream MCP servers (in the shape MCP clients' configuration files
+// already use), plain HTTP tools, each exposed tool's policy, which agent
+// may use which tools, and where custody listens and keeps its data.
+//
+// The file is JSON. It is checked against a JSON Schema that ships in the
+// binary (Schema), so that an unknown or misspelt field is refused with
+// its path. "${env:NAME}" in any string is replaced from the environment
+// at load; a variable that is not set is an error naming it.
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/contract"
+	"github.com/custody-dev/custody/upstream"
+)
+
+//go:embed schema.json
+var schemaJSON []byte
+
+// Schema returns the JSON Schema of the configuration file.
+func Schema() []byte { return slices.Clone(schemaJSON) }
+
+// schemaName is the registry's short name of the schema.
+const schemaName = "custody-config"
+
+// File is a configuration file, as read.
+type File struct {
+	Addr       string               `json:"addr"`
+	Data       string               `json:"data"`
+	Store      string               `json:"store"`
+	Contracts  string               `json:"contracts"`
+	Systems    []string             `json:"systems"`
+	Tokens     Tokens               `json:"tokens"`
+	Webhooks   []Webhook            `json:"webhooks"`
+	ConsoleURL string               `json:"console_url"`
+	MCPServers map[string]MCPServer `json:"mcpServers"`
+	HTTPTools  map[string]HTTPTool  `json:"httpTools"`
+	Tools      map[string]Policy    `json:"tools"`
+	Agents     map[string]Agent     `json:"agents"`
+}
+
+// Tokens are bearer tokens by role, each "id:token".
+type Tokens struct {
+	Agent    []string `json:"agent"`
+	Operator []string `json:"operator"`
+	Auditor  []string `json:"auditor"`
+}
+
+// Webhook notifies of approvals, in escalation order after the console.
+type Webhook struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+}
+
+// MCPServer is one upstream MCP server: a command custody starts and
+// talks to over stdio, or the URL of a streamable HTTP endpoint.
+type MCPServer struct {
+	Type     string            `json:"type"`
+	Command  string            `json:"command"`
+	Args     []string          `json:"args"`
+	Env      map[string]string `json:"env"`
+	Cwd      string            `json:"cwd"`
+	URL      string            `json:"url"`
+	Headers  map[string]string `json:"headers"`
+	Disabled bool              `json:"disabled"`
+}
+
+// HTTPTool is a tool that is a plain HTTP endpoint.
+type HTTPTool struct {
+	URL         string            `json:"url"`
+	Method      string            `json:"method"`
+	Headers     map[string]string `json:"headers"`
+	Input       json.RawMessage   `json:"input"`
+	Output      json.RawMessage   `json:"output"`
+	Description string            `json:"description"`
+}
+
+// Policy governs one exposed tool, in the envelope's words.
+type Policy struct {
+	Access           custody.Access         `json:"access"`
+	Effect           custody.Effect         `json:"effect"`
+	Approval         custody.ApprovalPolicy `json:"approval"`
+	MaxCallsPerTrace int                    `json:"maxCallsPerTrace"`
+	Timeout          string                 `json:"timeout"`
+	Arguments        json.RawMessage        `json:"arguments"`
+	Output           json.RawMessage        `json:"output"`
+	OpenArguments    bool                   `json:"openArguments"`
+	Editable         []string               `json:"editable"`
+}
+
+// Agent says which tools one agent may see and call.
+type Agent struct {
+	Tools []string `json:"tools"`
+}
+
+// Load reads and checks the file at p. getenv resolves ${env:NAME}.
+func Load(p string, getenv func(string) string) (*File, error) {
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	f, err := Parse(raw, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", p, err)
+	}
+	return f, nil
+}
+
+// Parse checks a configuration document and returns it. Errors name the
+// path of what is wrong.
+func Parse(raw []byte, getenv func(string) string) (*File, error) {
+	tree, err := decodeStrict(raw)
+	if err != nil {
+		return nil, err
+	}
+	if tree, err = substitute(tree, "", getenv); err != nil {
+		return nil, err
+	}
+	doc, err := json.Marshal(tree)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(doc); err != nil {
+		return nil, err
+	}
+	var f File
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if err := f.checkPolicies(); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// decodeStrict decodes one JSON value, keeping number literals and
+// refusing trailing data.
+func decodeStrict(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, errors.New("unexpected data after the JSON object")
+	}
+	return v, nil
+}
+
+// envRef matches ${env:NAME}.
+var envRef = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// substitute replaces ${env:NAME} in every string of v (at ptr).
+func substitute(v any, ptr string, getenv func(string) string) (any, error) {
+	switch t := v.(type) {
+	case string:
+		var missing string
+		out := envRef.ReplaceAllStringFunc(t, func(m string) string {
+			name := envRef.FindStringSubmatch(m)[1]
+			val := getenv(name)
+			if val == "" && missing == "" {
+				missing = name
+			}
+			return val
+		})
+		if missing != "" {
+			return nil, fmt.Errorf("%s: environment variable %s is not set", orRoot(ptr), missing)
+		}
+		return out, nil
+	case map[string]any:
+		for k, sub := range t {
+			r, err := substitute(sub, ptr+"/"+escape(k), getenv)
+			if err != nil {
+				return nil, err
+			}
+			t[k] = r
+		}
+	case []any:
+		for i, sub := range t {
+			r, err := substitute(sub, fmt.Sprintf("%s/%d", ptr, i), getenv)
+			if err != nil {
+				return nil, err
+			}
+			t[i] = r
+		}
+	}
+	return v, nil
+}
+
+func escape(tok string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(tok)
+}
+
+func orRoot(ptr string) string {
+	if ptr == "" {
+		return "/"
+	}
+	return ptr
+}
+
+// check validates doc against the schema.
+func check(doc []byte) error {
+	reg, err := contract.Load(contract.Options{Extra: map[string][]byte{schemaName + ".json": schemaJSON}})
+	if err != nil {
+		return fmt.Errorf("the configuration schema: %w", err)
+	}
+	err = reg.Validate("https://custody.dev/schemas/config/v1", doc)
+	if err == nil {
+		return nil
+	}
+	ce := custody.AsError(err)
+	if len(ce.Violations) == 0 {
+		return err
+	}
+	var lines []string
+	for _, v := range ce.Violations {
+		lines = append(lines, fmt.Sprintf("%s: %s", orRoot(v.Instance), v.Message))
+	}
+	return errors.New(strings.Join(lines, "; "))
+}
+
+// checkPolicies checks what the schema cannot: timeouts parse, agent
+// globs are well formed.
+func (f *File) checkPolicies() error {
+	for name, p := range f.Tools {
+		if _, err := path.Match(name, ""); err != nil {
+			return fmt.Errorf("/tools/%s: not a valid glob: %v", escape(name), err)
+		}
+		if p.Timeout != "" {
+			if d, err := time.ParseDuration(p.Timeout); err != nil || d <= 0 {
+				return fmt.Errorf("/tools/%s/timeout: %q is not a positive duration", escape(name), p.Timeout)
+			}
+		}
+	}
+	for id, a := range f.Agents {
+		for i, g := range a.Tools {
+			if _, err := path.Match(g, ""); err != nil {
+				return fmt.Errorf("/agents/%s/tools/%d: not a valid glob: %v", escape(id), i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Upstream returns the upstream configuration the file declares: its
+// enabled MCP servers in name order, its HTTP tools and its governance.
+func (f *File) Upstream() upstream.Config {
+	var cfg upstream.Config
+	for _, name := range sortedKeys(f.MCPServers) {
+		s := f.MCPServers[name]
+		if s.Disabled {
+			continue
+		}
+		cfg.Servers = append(cfg.Servers, upstream.Server{Name: name, Command: s.Command, Args: s.Args,
+			Env: s.Env, Dir: s.Cwd, URL: s.URL, Headers: s.Headers})
+	}
+	for _, name := range sortedKeys(f.HTTPTools) {
+		h := f.HTTPTools[name]
+		cfg.HTTPTools = append(cfg.HTTPTools, upstream.HTTPTool{Name: name, URL: h.URL, Method: h.Method,
+			Headers: h.Headers, Input: h.Input, Output: h.Output, Description: h.Description})
+	}
+	cfg.Governance = upstream.Governance{}
+	for name, p := range f.Tools {
+		cfg.Governance[name] = p.policy()
+	}
+	return cfg
+}
+
+// policy converts a checked policy.
+func (p Policy) policy() upstream.Policy {
+	out := upstream.Policy{Access: p.Access, Effect: p.Effect, Approval: p.Approval,
+		MaxCallsPerTrace: p.MaxCallsPerTrace, Arguments: p.Arguments, Output: p.Output,
+		OpenArguments: p.OpenArguments, Editable: p.Editable}
+	if out.Approval == "" {
+		out.Approval = custody.NotRequired
+		if p.Effect == custody.EffectConsequential {
+			out.Approval = custody.HumanConfirmation
+		}
+	}
+	out.Timeout, _ = time.ParseDuration(p.Timeout)
+	return out
+}
+
+// Allowed returns the check of which agent may use which tool: an agent
+// the file lists may use the tools its globs match; any other agent every
+// governed tool.
+func (f *File) Allowed() func(actor, tool string) bool {
+	if len(f.Agents) == 0 {
+		return nil
+	}
+	agents := f.Agents
+	return func(actor, tool string) bool {
+		a, listed := agents[actor]
+		if !listed {
+			return true
+		}
+		for _, g := range a.Tools {
+			if m, _ := path.Match(g, tool); m {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,336 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Restart backoff of a server whose session ended: the first restart
+// comes after minBackoff, each failed one doubles the wait up to
+// maxBackoff, and a session that lived stableAfter resets it.
+const (
+	minBackoff  = 200 * time.Millisecond
+	maxBackoff  = 30 * time.Second
+	stableAfter = 10 * time.Second
+)
+
+// Server declares one upstream MCP server, in the shape MCP clients'
+// configuration files use: a Command (with Args, Env and Dir) that
+// custody starts and talks to over stdio, or the URL of a streamable HTTP
+// endpoint (with Headers).
+type Server struct {
+	Name    string
+	Command string
+	Args    []string
+	Env     map[string]string
+	Dir     string
+	URL     string
+	Headers map[string]string
+}
+
+// Stdio reports whether custody starts the server itself.
+func (s Server) Stdio() bool { return s.Command != "" }
+
+// Conn is a supervised session with one upstream MCP server. A stdio
+// server that exits is started again with backoff; a call made while the
+// session is down fails at once, as unavailable, and is never retried
+// behind the caller's back. Conn is safe for concurrent use.
+type Conn struct {
+	srv    Server
+	log    *slog.Logger
+	client *mcp.Client
+	// changed is told when the server says its tool list changed.
+	changed func()
+
+	mu      sync.Mutex
+	session *mcp.ClientSession
+	tools   []*mcp.Tool
+	down    error // why there is no session, when session is nil
+	closed  bool
+	stop    context.CancelFunc
+	restart chan struct{}
+	done    chan struct{}
+}
+
+// ConnOptions configures Dial. Every field is optional.
+type ConnOptions struct {
+	// Logger receives the server's stderr and the session's life.
+	Logger *slog.Logger
+	// ToolsChanged is called (on its own goroutine) after the tool list
+	// was fetched again, because the server said it changed or because
+	// the server was restarted.
+	ToolsChanged func()
+	// Version is the client version custody reports.
+	Version string
+}
+
+// Dial starts (or connects to) srv, initialises an MCP session, lists its
+// tools and keeps the session up until Close. It fails when the first
+// session cannot be had: a gateway must not start on a server it cannot
+// reach.
+func Dial(ctx context.Context, srv Server, opts ConnOptions) (*Conn, error) {
+	if (srv.Command == "") == (srv.URL == "") {
+		return nil, fmt.Errorf("upstream %q: give either a command or a url", srv.Name)
+	}
+	c := &Conn{srv: srv, log: opts.Logger, changed: opts.ToolsChanged,
+		restart: make(chan struct{}, 1), done: make(chan struct{})}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.log = c.log.With("upstream", srv.Name)
+	c.client = mcp.NewClient(&mcp.Implementation{Name: "custody", Version: cmpOr(opts.Version, "dev")},
+		&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			go c.relist()
+		}})
+	if err := c.connect(ctx); err != nil {
+		return nil, err
+	}
+	supervise, stop := context.WithCancel(context.Background())
+	c.stop = stop
+	go c.supervise(supervise)
+	return c, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// connect opens a session and lists the tools.
+func (c *Conn) connect(ctx context.Context) error {
+	t, err := c.transport()
+	if err != nil {
+		return err
+	}
+	s, err := c.client.Connect(ctx, t, nil)
+	if err != nil {
+		return fmt.Errorf("upstream %q: connect: %w", c.srv.Name, err)
+	}
+	tools, err := listTools(ctx, s)
+	if err != nil {
+		s.Close()
+		return fmt.Errorf("upstream %q: list tools: %w", c.srv.Name, err)
+	}
+	c.mu.Lock()
+	c.session, c.tools, c.down = s, tools, nil
+	c.mu.Unlock()
+	go func() {
+		s.Wait()
+		c.lost(s)
+	}()
+	return nil
+}
+
+// listTools reads every page of tools/list.
+func listTools(ctx context.Context, s *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var out []*mcp.Tool
+	for t, err := range s.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// transport returns a new transport to the server.
+func (c *Conn) transport() (mcp.Transport, error) {
+	if c.srv.URL != "" {
+		hc := &http.Client{Transport: headerTransport{headers: c.srv.Headers, next: http.DefaultTransport}}
+		return &mcp.StreamableClientTransport{Endpoint: c.srv.URL, HTTPClient: hc, MaxRetries: -1}, nil
+	}
+	cmd := exec.Command(c.srv.Command, c.srv.Args...)
+	cmd.Dir = c.srv.Dir
+	cmd.Env = os.Environ()
+	for _, k := range slices.Sorted(maps.Keys(c.srv.Env)) {
+		cmd.Env = append(cmd.Env, k+"="+c.srv.Env[k])
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: %w", c.srv.Name, err)
+	}
+	go c.logStderr(stderr)
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+}
+
+// logStderr sends a stdio server's stderr to custody's log, a line at a
+// time: never to the agent.
+func (c *Conn) logStderr(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	for sc.Scan() {
+		c.log.Info("upstream stderr", "line", sc.Text())
+	}
+}
+
+// headerTransport adds configured headers to every request.
+type headerTransport struct {
+	headers map[string]string
+	next    http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(h.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range h.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return h.next.RoundTrip(r)
+}
+
+// lost marks a session that ended and asks the supervisor to restart it.
+func (c *Conn) lost(s *mcp.ClientSession) {
+	c.mu.Lock()
+	if c.session != s {
+		c.mu.Unlock()
+		return
+	}
+	c.session = nil
+	c.down = errors.New("the session ended")
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return
+	}
+	c.log.Warn("upstream session ended; restarting")
+	select {
+	case c.restart <- struct{}{}:
+	default:
+	}
+}
+
+// supervise restarts the session each time it ends, with backoff.
+func (c *Conn) supervise(ctx context.Context) {
+	defer close(c.done)
+	wait := minBackoff
+	up := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.restart:
+		}
+		if time.Since(up) > stableAfter {
+			wait = minBackoff
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, maxBackoff)
+			err := c.connect(ctx)
+			if err == nil {
+				c.log.Info("upstream session restarted")
+				up = time.Now()
+				c.notifyChanged()
+				break
+			}
+			c.mu.Lock()
+			c.down = err
+			c.mu.Unlock()
+			c.log.Warn("upstream restart failed", "err", err, "next_in", wait)
+		}
+	}
+}
+
+// relist fetches the tool list again after the server said it changed.
+func (c *Conn) relist() {
+	s := c.current()
+	if s == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tools, err := listTools(ctx, s)
+	if err != nil {
+		c.log.Warn("upstream tools/list after list_changed failed", "err", err)
+		return
+	}
+	c.mu.Lock()
+	c.tools = tools
+	c.mu.Unlock()
+	c.notifyChanged()
+}
+
+func (c *Conn) notifyChanged() {
+	if c.changed != nil {
+		go c.changed()
+	}
+}
+
+// current returns the live session, or nil.
+func (c *Conn) current() *mcp.ClientSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session
+}
+
+// Name returns the server's name in the configuration.
+func (c *Conn) Name() string { return c.srv.Name }
+
+// Tools returns the tools of the last listing.
+func (c *Conn) Tools() []*mcp.Tool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.tools)
+}
+
+// ErrDown is wrapped by Call's error when the server has no live session.
+var ErrDown = errors.New("upstream server is down")
+
+// Call runs tools/call with the exact argument bytes and returns the
+// result as the JSON of an MCP CallToolResult. It fails when the server
+// is down, the session breaks or ctx ends: the caller decides what that
+// means, and nothing is retried here.
+func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
+	c.mu.Lock()
+	s, down := c.session, c.down
+	c.mu.Unlock()
+	if s == nil {
+		return nil, fmt.Errorf("upstream %q: %w: %v", c.srv.Name, ErrDown, down)
+	}
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: tools/call %s: %w", c.srv.Name, tool, err)
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: tools/call %s: encode result: %w", c.srv.Name, tool, err)
+	}
+	return out, nil
+}
+
+// Close ends the session and, for a stdio server, the process.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	s := c.session
+	c.session = nil
+	c.mu.Unlock()
+	c.stop()
+	<-c.done
+	if s != nil {
+		return s.Close()
+	}
+	return nil
+}

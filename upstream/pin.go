@@ -1,0 +1,295 @@
+package upstream
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/ledger"
+)
+
+// Ledger entry kinds of tool pinning.
+const (
+	KindToolPinned      = "tool.pinned"
+	KindToolQuarantined = "tool.quarantined"
+	KindToolRepinned    = "tool.repinned"
+)
+
+// Refs on the entries of upstream calls and pins.
+const (
+	RefUpstream   = "upstream"
+	RefDefinition = "tool_definition_sha256"
+)
+
+// RepinTool is the action name of an approval that re-pins a changed tool
+// definition: it never names a tool an agent can call.
+const RepinTool = "custody.repin"
+
+// repinTTL is how long a re-pin request waits for an operator.
+const repinTTL = 7 * 24 * time.Hour
+
+// nsPin is the state namespace of the pins, keyed by exposed name.
+const nsPin = "upstream.pin"
+
+// Definition is what pinning covers of a tool: everything a server tells
+// an agent about it.
+type Definition struct {
+	Name         string               `json:"name"`
+	Title        string               `json:"title,omitempty"`
+	Description  string               `json:"description,omitempty"`
+	InputSchema  json.RawMessage      `json:"inputSchema"`
+	OutputSchema json.RawMessage      `json:"outputSchema,omitempty"`
+	Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`
+}
+
+// DefinitionOf returns the definition of an MCP tool.
+func DefinitionOf(t *mcp.Tool) (Definition, error) {
+	d := Definition{Name: t.Name, Title: t.Title, Description: t.Description, Annotations: t.Annotations}
+	var err error
+	if d.InputSchema, err = json.Marshal(t.InputSchema); err != nil {
+		return d, fmt.Errorf("tool %s: input schema: %w", t.Name, err)
+	}
+	if t.OutputSchema != nil {
+		if d.OutputSchema, err = json.Marshal(t.OutputSchema); err != nil {
+			return d, fmt.Errorf("tool %s: output schema: %w", t.Name, err)
+		}
+	}
+	return d, nil
+}
+
+// Hash is the hex SHA-256 of the definition's canonical JSON (RFC 8785).
+func (d Definition) Hash() (string, error) {
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return "", err
+	}
+	canon, err := ledger.Canonicalize(raw)
+	if err != nil {
+		return "", fmt.Errorf("tool %s: definition is not canonical JSON: %w", d.Name, err)
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// pin is what the state keeps of a pinned definition.
+type pin struct {
+	SHA256     string     `json:"sha256"`
+	Upstream   string     `json:"upstream"`
+	Definition Definition `json:"definition"`
+}
+
+// quarantine is a tool whose offered definition differs from its pin.
+type quarantine struct {
+	upstream string
+	old, new pin
+	// approval is the re-pin request, "" until one was made.
+	approval string
+}
+
+// Pins keeps each exposed tool's definition pinned on the ledger and
+// quarantines a tool whose server offers a different one until an
+// operator approves the change. It is safe for concurrent use.
+type Pins struct {
+	ledger    custody.Ledger
+	state     custody.StateStore
+	approvals *approval.Service
+	now       func() time.Time
+
+	mu     sync.Mutex
+	hashes map[string]string // exposed name -> pinned hash
+	quar   map[string]*quarantine
+}
+
+// NewPins returns pins recorded on l and kept in st; approvals carries the
+// re-pin requests.
+func NewPins(l custody.Ledger, st custody.StateStore, approvals *approval.Service) *Pins {
+	return &Pins{ledger: l, state: st, approvals: approvals, now: time.Now,
+		hashes: map[string]string{}, quar: map[string]*quarantine{}}
+}
+
+// Check compares the definition a server offers for the tool exposed as
+// name with its pin. A tool seen for the first time is pinned (a
+// tool.pinned entry); the same definition passes; a different one puts
+// the tool in quarantine (a tool.quarantined entry with the change and a
+// re-pin approval request for the operators).
+func (p *Pins) Check(ctx context.Context, name, upstream string, d Definition) error {
+	h, err := d.Hash()
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old, found, err := p.load(ctx, name)
+	if err != nil {
+		return err
+	}
+	offered := pin{SHA256: h, Upstream: upstream, Definition: d}
+	switch {
+	case !found:
+		_, err := p.pin(ctx, name, offered, KindToolPinned, "custody", nil)
+		return err
+	case old.SHA256 == h:
+		p.hashes[name] = h
+		if q := p.quar[name]; q != nil {
+			// The server went back to the pinned definition.
+			delete(p.quar, name)
+		}
+		return nil
+	}
+	if q := p.quar[name]; q != nil && q.new.SHA256 == h {
+		return nil
+	}
+	p.hashes[name] = old.SHA256
+	return p.quarantine(ctx, name, upstream, old, offered)
+}
+
+// load reads the pin of name.
+func (p *Pins) load(ctx context.Context, name string) (pin, bool, error) {
+	raw, err := p.state.State(ctx, nsPin, name)
+	if custody.ErrorKind(err) == custody.ENOTFOUND {
+		return pin{}, false, nil
+	}
+	if err != nil {
+		return pin{}, false, fmt.Errorf("read the pin of %s: %w", name, err)
+	}
+	var pn pin
+	if err := json.Unmarshal(raw, &pn); err != nil {
+		return pin{}, false, fmt.Errorf("the pin of %s is corrupt: %w", name, err)
+	}
+	return pn, true, nil
+}
+
+// pin records pn on the ledger, then in state: a crash between the two
+// pins again at the next start, recorded twice, never unrecorded.
+func (p *Pins) pin(ctx context.Context, name string, pn pin, kind, actor string, extra map[string]any) (int64, error) {
+	body := map[string]any{"tool": name, "upstream": pn.Upstream, "sha256": pn.SHA256, "definition": pn.Definition}
+	for k, v := range extra {
+		body[k] = v
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return 0, err
+	}
+	refs := map[string]string{RefUpstream: pn.Upstream, RefDefinition: pn.SHA256, "tool": name}
+	e, err := p.ledger.Append(ctx, custody.Entry{Kind: kind, Trace: pinTrace(name), Actor: actor, Refs: refs, Body: raw})
+	if err != nil {
+		return 0, fmt.Errorf("record %s of %s: %w", kind, name, err)
+	}
+	doc, _ := json.Marshal(pn)
+	if err := p.state.PutState(ctx, nsPin, name, doc); err != nil {
+		return 0, fmt.Errorf("keep the pin of %s (ledger seq %d): %w", name, e.Seq, err)
+	}
+	p.hashes[name] = pn.SHA256
+	return e.Seq, nil
+}
+
+// pinTrace is the trace of a tool's pin entries and re-pin approvals.
+func pinTrace(name string) string { return "custody.pin/" + name }
+
+// quarantine records the change and asks an operator to approve it.
+func (p *Pins) quarantine(ctx context.Context, name, upstream string, old, offered pin) error {
+	q := &quarantine{upstream: upstream, old: old, new: offered}
+	change := Diff(old.Definition, offered.Definition)
+	body, _ := json.Marshal(map[string]any{"tool": name, "upstream": upstream,
+		"pinned_sha256": old.SHA256, "offered_sha256": offered.SHA256,
+		"offered": offered.Definition, "change": change})
+	refs := map[string]string{RefUpstream: upstream, RefDefinition: offered.SHA256, "tool": name}
+	if _, err := p.ledger.Append(ctx, custody.Entry{Kind: KindToolQuarantined, Trace: pinTrace(name), Actor: "custody", Refs: refs, Body: body}); err != nil {
+		return fmt.Errorf("record the quarantine of %s: %w", name, err)
+	}
+	p.quar[name] = q
+	return p.request(ctx, name, q, change)
+}
+
+// request asks the operators to approve the offered definition.
+func (p *Pins) request(ctx context.Context, name string, q *quarantine, change string) error {
+	args, _ := json.Marshal(map[string]string{"tool": name, "upstream": q.upstream, "sha256": q.new.SHA256})
+	detail, _ := json.Marshal(map[string]any{"change": change, "pinned_sha256": q.old.SHA256, "offered": q.new.Definition})
+	a, err := p.approvals.Request(ctx, approval.Request{
+		Tool: RepinTool, Args: args, Trace: pinTrace(name), Requester: "custody", TTL: repinTTL,
+		Reason:  fmt.Sprintf("upstream %s changed the definition of tool %s: approve to re-pin it, decline to keep it quarantined", q.upstream, name),
+		Context: detail,
+	})
+	if err != nil {
+		return fmt.Errorf("request the re-pin of %s: %w", name, err)
+	}
+	q.approval = a.ID
+	return nil
+}
+
+// Admit returns the check the gateway runs before each call of the tool
+// exposed as name: a quarantined tool is denied until its re-pin request
+// is approved, and re-pinned on the first call after.
+func (p *Pins) Admit(name string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		q := p.quar[name]
+		if q == nil {
+			return nil
+		}
+		return p.settle(ctx, name, q)
+	}
+}
+
+// settle looks at the re-pin request of a quarantined tool.
+func (p *Pins) settle(ctx context.Context, name string, q *quarantine) error {
+	denied := &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: q.approval, Message: fmt.Sprintf(
+		"tool %q is quarantined: upstream %s changed its definition (pinned sha256 %.12s…, offered %.12s…); an operator must approve the change (approval %s)",
+		name, q.upstream, q.old.SHA256, q.new.SHA256, q.approval)}
+	a, err := p.approvals.Get(ctx, q.approval)
+	if err != nil {
+		return err
+	}
+	switch {
+	case a.Status == custody.ApprovalApproved:
+		return p.repin(ctx, name, q, a)
+	case a.Status == custody.ApprovalExpired || (a.Status == custody.ApprovalPending && !p.now().Before(a.ExpiresAt)):
+		if err := p.request(ctx, name, q, Diff(q.old.Definition, q.new.Definition)); err != nil {
+			return err
+		}
+		denied.ApprovalRequestID = q.approval
+		denied.Message = fmt.Sprintf("tool %q is quarantined: its re-pin request expired; approval %s now waits for an operator", name, q.approval)
+	case a.Status == custody.ApprovalDeclined:
+		denied.Message = fmt.Sprintf("tool %q is quarantined: an operator declined the changed definition offered by upstream %s", name, q.upstream)
+	}
+	return denied
+}
+
+// repin pins the approved definition, naming the operator, and uses the
+// approval.
+func (p *Pins) repin(ctx context.Context, name string, q *quarantine, a custody.Approval) error {
+	extra := map[string]any{"previous_sha256": q.old.SHA256, "approval_request_id": a.ID, "operator_id": a.Operator}
+	seq, err := p.pin(ctx, name, q.new, KindToolRepinned, a.Operator, extra)
+	if err != nil {
+		return err
+	}
+	delete(p.quar, name)
+	if _, err := p.approvals.Consume(ctx, a.ID, a.Digest, seq); err != nil {
+		return fmt.Errorf("use the re-pin approval %s of %s: %w", a.ID, name, err)
+	}
+	return nil
+}
+
+// Pinned returns the pinned definition hash of the tool exposed as name,
+// "" when none.
+func (p *Pins) Pinned(name string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hashes[name]
+}
+
+// Quarantined reports whether the tool exposed as name is in quarantine.
+func (p *Pins) Quarantined(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.quar[name] != nil
+}

@@ -1,0 +1,423 @@
+// Package upstream puts custody in front of the tools a team already has:
+// MCP servers, started over stdio or reached over streamable HTTP, and
+// plain HTTP endpoints. Each upstream tool that the configuration governs
+// becomes a gate.Tool whose contracts are the tool's own schemas (objects
+// closed to members they do not declare) plus the policy's narrowing, so
+// that its calls take the same eight steps as every other call. A tool
+// nobody governs is not exposed: a call to it is denied like any tool
+// outside the envelope.
+//
+// Every exposed MCP tool's definition is pinned on the evidence ledger
+// (Pins): a server that later offers a different definition has the tool
+// quarantined until an operator approves the change.
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/gate"
+)
+
+// Config declares the upstreams and how their tools are governed.
+type Config struct {
+	Servers    []Server
+	HTTPTools  []HTTPTool
+	Governance Governance
+	Logger     *slog.Logger
+	// HTTPClient calls the HTTP tools; one without a client timeout (the
+	// gateway's deadline bounds each call) when nil.
+	HTTPClient *http.Client
+}
+
+// Offer is one tool an upstream offers, governed or not.
+type Offer struct {
+	// Exposed is the name custody exposes it under.
+	Exposed  string
+	Upstream string
+	// Tool is the MCP tool as its server declared it; nil for an HTTP tool.
+	Tool *mcp.Tool
+	// Policy governs it when Key is not "".
+	Policy Policy
+	// Key is the governance key that matched ("" when none: not exposed).
+	Key string
+}
+
+// Set is the running upstreams of one configuration.
+type Set struct {
+	cfg   Config
+	log   *slog.Logger
+	conns []*Conn
+	pins  *Pins
+
+	mu      sync.Mutex
+	offers  []Offer
+	changed chan struct{}
+}
+
+// Open connects to every MCP server of cfg and lists its tools. It fails
+// when a server cannot be reached, two tools would be exposed under one
+// name, or a governance key matches nothing (a typo that would leave a
+// tool ungoverned must not pass silently).
+func Open(ctx context.Context, cfg Config) (*Set, error) {
+	s := &Set{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}, 1)}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	for _, srv := range cfg.Servers {
+		c, err := Dial(ctx, srv, ConnOptions{Logger: s.log, ToolsChanged: s.toolsChanged})
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.conns = append(s.conns, c)
+	}
+	offers, err := s.offer()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.offers = offers
+	return s, nil
+}
+
+// offer lists every tool of every upstream with its governance.
+func (s *Set) offer() ([]Offer, error) {
+	var out []Offer
+	seen := map[string]string{}
+	add := func(o Offer) error {
+		if prev, dup := seen[o.Exposed]; dup {
+			return fmt.Errorf("two tools would be exposed as %q: from %s and %s", o.Exposed, prev, o.Upstream)
+		}
+		seen[o.Exposed] = o.Upstream
+		o.Policy, o.Key, _ = s.cfg.Governance.For(o.Exposed)
+		out = append(out, o)
+		return nil
+	}
+	for _, c := range s.conns {
+		for _, t := range c.Tools() {
+			if err := add(Offer{Exposed: ExposedName(c.Name(), t.Name), Upstream: c.Name(), Tool: t}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, h := range s.cfg.HTTPTools {
+		if err := add(Offer{Exposed: h.Name, Upstream: "http:" + h.Name}); err != nil {
+			return nil, err
+		}
+	}
+	return out, s.checkKeys(out)
+}
+
+// checkKeys refuses a governance key that matches no offered tool.
+func (s *Set) checkKeys(offers []Offer) error {
+	used := map[string]bool{}
+	for _, o := range offers {
+		used[o.Key] = true
+	}
+	var unused []string
+	for _, k := range slices.Sorted(maps.Keys(s.cfg.Governance)) {
+		if !used[k] {
+			unused = append(unused, k)
+		}
+	}
+	if len(unused) > 0 {
+		return fmt.Errorf("tools %q govern no tool any upstream offers (names are SERVER__TOOL for MCP tools; run 'custody config check' to list them)", unused)
+	}
+	return nil
+}
+
+// Offers returns every tool the upstreams offer, governed or not.
+func (s *Set) Offers() []Offer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.offers)
+}
+
+// Contracts returns the contracts of the governed tools, by file name,
+// for contract.Options.Extra: each tool's input schema (closed unless
+// its policy opens it), its output contract, and its policy's schemas.
+func (s *Set) Contracts() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, o := range s.Offers() {
+		if o.Key == "" {
+			continue
+		}
+		if err := s.contracts(o, out); err != nil {
+			return nil, fmt.Errorf("tool %s: %w", o.Exposed, err)
+		}
+	}
+	return out, nil
+}
+
+// contracts adds the contracts of one governed tool.
+func (s *Set) contracts(o Offer, out map[string][]byte) error {
+	in, outSchema, err := s.schemas(o)
+	if err != nil {
+		return err
+	}
+	if !o.Policy.OpenArguments {
+		if in, err = CloseObjects(in); err != nil {
+			return fmt.Errorf("input schema: %w", err)
+		}
+	}
+	if in, err = withoutID(in); err != nil {
+		return fmt.Errorf("input schema: %w", err)
+	}
+	out[file(o.Exposed, "input")] = in
+	switch {
+	case o.Tool == nil:
+		out[file(o.Exposed, "output")] = outSchema
+	case outSchema != nil:
+		out[file(o.Exposed, "output")] = outSchema
+		out[file(o.Exposed, "result")] = resultSchema(contractURI(o.Exposed, "output"))
+	default:
+		out[file(o.Exposed, "result")] = resultSchema("")
+	}
+	if o.Policy.Arguments != nil {
+		if out[file(o.Exposed, "policy-arguments")], err = withDialect(o.Policy.Arguments); err != nil {
+			return fmt.Errorf("policy arguments: %w", err)
+		}
+	}
+	if o.Policy.Output != nil {
+		pol := o.Policy.Output
+		if o.Tool != nil {
+			pol = resultPolicySchema(pol)
+		}
+		if out[file(o.Exposed, "policy-output")], err = withDialect(pol); err != nil {
+			return fmt.Errorf("policy output: %w", err)
+		}
+	}
+	return nil
+}
+
+// schemas returns a tool's own input and output schemas (output nil when
+// an MCP tool declares none).
+func (s *Set) schemas(o Offer) (in, out json.RawMessage, err error) {
+	if o.Tool == nil {
+		h := s.httpTool(o.Exposed)
+		return h.Input, h.Output, nil
+	}
+	d, err := DefinitionOf(o.Tool)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d.OutputSchema != nil {
+		if d.OutputSchema, err = withoutID(d.OutputSchema); err != nil {
+			return nil, nil, fmt.Errorf("output schema: %w", err)
+		}
+	}
+	return d.InputSchema, d.OutputSchema, nil
+}
+
+// withoutID drops a schema's root $id: each tool's schema is registered
+// under a name of custody's, so that two servers' ids cannot collide.
+func withoutID(schema json.RawMessage) (json.RawMessage, error) {
+	tree, err := decodeTree(schema)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := tree.(map[string]any)
+	if !ok {
+		return nil, errors.New("the schema is not a JSON object")
+	}
+	if _, has := obj["$id"]; !has {
+		return schema, nil
+	}
+	delete(obj, "$id")
+	return encodeTree(obj)
+}
+
+func (s *Set) httpTool(name string) HTTPTool {
+	for _, h := range s.cfg.HTTPTools {
+		if h.Name == name {
+			return h
+		}
+	}
+	return HTTPTool{}
+}
+
+// file is the contract file name of one schema of a tool.
+func file(exposed, part string) string { return "upstream." + exposed + "." + part + ".json" }
+
+// contractURI is the $id the registry gives a contract file.
+func contractURI(exposed, part string) string {
+	return "urn:custody:contract:" + url.PathEscape(file(exposed, part))
+}
+
+// ref is how a gate.Tool names one schema of a tool.
+func ref(exposed, part string) string { return contractURI(exposed, part) + "#" }
+
+// Tools returns the governed tools as gateway tools, each checked against
+// its pin first (pins may be nil: no pinning, for commands that only look).
+func (s *Set) Tools(ctx context.Context, pins *Pins) ([]gate.Tool, error) {
+	s.pins = pins
+	client := s.cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	var out []gate.Tool
+	for _, o := range s.Offers() {
+		if o.Key == "" {
+			s.log.Info("upstream tool not governed: not exposed", "tool", o.Exposed)
+			continue
+		}
+		t, err := s.tool(ctx, o, client)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %w", o.Exposed, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// tool builds the gateway tool of one governed offer.
+func (s *Set) tool(ctx context.Context, o Offer, client *http.Client) (gate.Tool, error) {
+	p := o.Policy
+	spec := custody.ToolSpec{
+		Name: o.Exposed, Input: ref(o.Exposed, "input"),
+		Access: p.Access, Effect: p.Effect, Approval: p.Approval, MaxCallsPerTrace: p.MaxCallsPerTrace,
+	}
+	if p.Arguments != nil {
+		spec.ArgumentsPolicy = ref(o.Exposed, "policy-arguments")
+	}
+	if p.Output != nil {
+		spec.OutputPolicy = ref(o.Exposed, "policy-output")
+	}
+	t := gate.Tool{Spec: spec, Editable: p.Editable, Deadline: p.Timeout}
+	in, outSchema, err := s.schemas(o)
+	if err != nil {
+		return t, err
+	}
+	if o.Tool == nil {
+		h := s.httpTool(o.Exposed)
+		t.Spec.Description, t.Spec.Output = h.Description, ref(o.Exposed, "output")
+		t.Handler = h.handler(client)
+		t.Refs = staticRefs(map[string]string{RefUpstream: o.Upstream})
+		t.Published = &gate.Published{Input: in, Output: outSchema}
+		return t, nil
+	}
+	t.Spec.Description, t.Spec.Output = o.Tool.Description, ref(o.Exposed, "result")
+	t.MCPResult = true
+	t.Published = &gate.Published{Input: in, Output: outSchema}
+	if !p.OpenArguments {
+		if t.Published.Input, err = CloseObjects(in); err != nil {
+			return t, err
+		}
+	}
+	t.Handler = s.mcpHandler(o.Upstream, o.Tool.Name)
+	if s.pins != nil {
+		d, err := DefinitionOf(o.Tool)
+		if err != nil {
+			return t, err
+		}
+		if err := s.pins.Check(ctx, o.Exposed, o.Upstream, d); err != nil {
+			return t, err
+		}
+		t.Admit = s.pins.Admit(o.Exposed)
+		name, up := o.Exposed, o.Upstream
+		t.Refs = func() map[string]string {
+			return map[string]string{RefUpstream: up, RefDefinition: s.pins.Pinned(name)}
+		}
+	} else {
+		t.Refs = staticRefs(map[string]string{RefUpstream: o.Upstream})
+	}
+	return t, nil
+}
+
+func staticRefs(m map[string]string) func() map[string]string {
+	return func() map[string]string { return m }
+}
+
+// mcpHandler calls tool on the named server. A result with isError set is
+// the tool's own failure: a *gate.ToolError carrying it.
+func (s *Set) mcpHandler(server, tool string) gate.Handler {
+	return func(ctx context.Context, c custody.Call) (json.RawMessage, error) {
+		conn := s.conn(server)
+		if conn == nil {
+			return nil, fmt.Errorf("upstream %q is not configured", server)
+		}
+		out, err := conn.Call(ctx, tool, c.Args)
+		if err != nil {
+			return nil, err
+		}
+		var r struct {
+			IsError bool `json:"isError"`
+		}
+		if json.Unmarshal(out, &r) == nil && r.IsError {
+			return nil, &gate.ToolError{Output: out}
+		}
+		return out, nil
+	}
+}
+
+func (s *Set) conn(name string) *Conn {
+	for _, c := range s.conns {
+		if c.Name() == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// toolsChanged re-checks the pins after a server's tool list changed (it
+// said so, or it was restarted): a changed definition of an exposed tool
+// is quarantined. Tools that appeared are not exposed until a restart
+// with a configuration that governs them.
+func (s *Set) toolsChanged() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pins == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	exposed := map[string]bool{}
+	for _, o := range s.offers {
+		exposed[o.Exposed] = o.Key != ""
+	}
+	for _, c := range s.conns {
+		for _, t := range c.Tools() {
+			name := ExposedName(c.Name(), t.Name)
+			if !exposed[name] {
+				continue
+			}
+			d, err := DefinitionOf(t)
+			if err == nil {
+				err = s.pins.Check(ctx, name, c.Name(), d)
+			}
+			if err != nil {
+				s.log.Error("upstream tool re-check failed", "tool", name, "err", err)
+			}
+		}
+	}
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Close ends every session and stops every stdio server.
+func (s *Set) Close() error {
+	var errs []error
+	for _, c := range s.conns {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Changed receives after the pins were re-checked because a server's tool
+// list changed.
+func (s *Set) Changed() <-chan struct{} { return s.changed }
