@@ -313,10 +313,6 @@ func TestLongKey(t *testing.T) {
 	if start, _ := s.chunksOf(0, 0); end-start < 3 {
 		t.Fatalf("key 0's seqs are in chunks %d-%d: not cut", start, end-1)
 	}
-	var all []int64
-	for seq := int64(first); seq < first+n; seq++ {
-		all = append(all, seq)
-	}
 	for _, tt := range []struct {
 		key          int64
 		after, limit int64
