@@ -162,8 +162,11 @@ func (m *Main) configuredStack(ctx context.Context, data, contracts, configPath 
 	return st, nil
 }
 
-// hasUpstreams reports whether f declares any upstream tool.
-func hasUpstreams(f *config.File) bool { return len(f.MCPServers) > 0 || len(f.HTTPTools) > 0 }
+// hasUpstreams reports whether f declares any upstream tool or governs
+// any (a policy that governs nothing is refused, so it must be looked at).
+func hasUpstreams(f *config.File) bool {
+	return len(f.MCPServers) > 0 || len(f.HTTPTools) > 0 || len(f.Tools) > 0
+}
 
 // openUpstreams connects to f's upstreams and adds their contracts to extra.
 func (m *Main) openUpstreams(ctx context.Context, f *config.File, extra map[string][]byte) (*upstream.Set, map[string][]byte, error) {

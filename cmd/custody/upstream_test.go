@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -300,3 +301,43 @@ func postStatus(t *testing.T, url, token, body string) (int, string) {
 	_, _ = io.Copy(&b, res.Body)
 	return res.StatusCode, b.String()
 }
+
+// TestConfigCommands runs config schema, check and scan.
+func TestConfigCommands(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testServerConfig(t, dir, "", "")
+	run := func(args ...string) (int, string, string) {
+		var out, errOut strings.Builder
+		m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: os.Getenv}
+		return m.Run(context.Background(), args), out.String(), errOut.String()
+	}
+	code, out, _ := run("config", "schema")
+	var schema map[string]any
+	if code != exitOK || json.Unmarshal([]byte(out), &schema) != nil || schema["$id"] == nil {
+		t.Errorf("config schema: %d %.200s", code, out)
+	}
+	code, out, errOut := run("config", "check", cfg)
+	if code != exitOK || !strings.Contains(out, "5 of 6 tools exposed") || !regexpMatch(`t__ungoverned\s+t\s+no`, out) {
+		t.Errorf("config check: %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, _ = run("config", "scan", cfg)
+	var block struct {
+		Tools map[string]struct{ Access, Effect, Approval string }
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &block) != nil {
+		t.Fatalf("config scan: %d %s", code, out)
+	}
+	if e := block.Tools["t__echo"]; e.Access != "READ" || e.Effect != "NONE" {
+		t.Errorf("a read-only tool is suggested %+v", e)
+	}
+	if a := block.Tools["t__append"]; a.Access != "WRITE" || a.Approval != "HUMAN_CONFIRMATION" {
+		t.Errorf("a tool without annotations is suggested %+v", a)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"tools":{"nothing__here":{"access":"READ","effect":"NONE"}}}`), 0o600)
+	if code, _, errOut := run("config", "check", bad); code == exitOK || !strings.Contains(errOut, "nothing__here") {
+		t.Errorf("a key that governs nothing passed: %d %s", code, errOut)
+	}
+}
+
+func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
