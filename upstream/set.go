@@ -179,7 +179,12 @@ func (s *Set) contracts(o Offer, out map[string][]byte) error {
 	out[file(o.Exposed, "input")] = in
 	switch {
 	case o.Tool == nil:
-		out[file(o.Exposed, "output")] = outSchema
+		// An HTTP tool's output schema is the configuration's own: its
+		// objects are closed like the arguments, so a reply carrying
+		// members nobody declared is withheld, not passed on.
+		if out[file(o.Exposed, "output")], err = CloseObjects(outSchema); err != nil {
+			return fmt.Errorf("output schema: %w", err)
+		}
 	case outSchema != nil:
 		out[file(o.Exposed, "output")] = outSchema
 		out[file(o.Exposed, "result")] = resultSchema(contractURI(o.Exposed, "output"))

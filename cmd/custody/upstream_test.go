@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -341,3 +343,61 @@ func TestConfigCommands(t *testing.T) {
 }
 
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+
+// TestHTTPTools fronts a plain HTTP endpoint: custody sends the exact
+// argument bytes, validates the reply and withholds one that breaks the
+// output schema.
+func TestHTTPTools(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.Method+" "+r.Header.Get("X-Api-Key")+" "+string(b))
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/quote":
+			w.Write([]byte(`{"price": 12.5}`))
+		case "/leaky":
+			w.Write([]byte(`{"price": 1, "internal_note": "s3cr3t"}`))
+		default:
+			http.Error(w, "down for maintenance", 503)
+		}
+	}))
+	defer api.Close()
+	dir := t.TempDir()
+	tool := func(path string) map[string]any {
+		return map[string]any{"url": api.URL + path, "method": "PUT", "headers": map[string]string{"X-Api-Key": "${env:QUOTE_KEY}"},
+			"input":  map[string]any{"type": "object", "properties": map[string]any{"sku": map[string]any{"type": "string"}}, "required": []string{"sku"}},
+			"output": map[string]any{"type": "object", "properties": map[string]any{"price": map[string]any{"type": "number"}}, "required": []string{"price"}}}
+	}
+	cfg := map[string]any{
+		"httpTools": map[string]any{"quote": tool("/quote"), "leaky": tool("/leaky"), "down": tool("/down")},
+		"tools":     map[string]any{"*": map[string]any{"access": "READ", "effect": "NONE"}},
+	}
+	raw, _ := json.Marshal(cfg)
+	path := filepath.Join(dir, "custody.json")
+	os.WriteFile(path, raw, 0o600)
+	env := upstreamEnv()
+	env["QUOTE_KEY"] = "k-123"
+	base, _, stop := startServe(t, env, "--data", filepath.Join(dir, "data"), "--config", path)
+	defer stop()
+
+	args := `{ "sku" : "A-1" }`
+	ans := callJSON(t, base, upAgent, `{"tool":"quote","arguments":`+args+`}`, 200)
+	if toJSON(ans["output"]) != `{"price":12.5}` {
+		t.Errorf("output %v", ans["output"])
+	}
+	callJSON(t, base, upAgent, `{"tool":"quote","arguments":{"sku":"A-1","extra":true}}`, 400)
+	if e := errorOf(t, callJSON(t, base, upAgent, `{"tool":"leaky","arguments":{"sku":"A"}}`, 500)); strings.Contains(toJSON(e), "s3cr3t") {
+		t.Errorf("a reply that breaks its schema reached the agent: %v", e)
+	}
+	if e := errorOf(t, callJSON(t, base, upAgent, `{"tool":"down","arguments":{"sku":"A"}}`, 503)); strings.Contains(toJSON(e), "maintenance") {
+		t.Errorf("the endpoint's own text reached the agent: %v", e)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 || got[0] != "PUT k-123 "+args {
+		t.Errorf("the endpoint received %q, want the exact bytes %q first and the refused call never", got, args)
+	}
+}
