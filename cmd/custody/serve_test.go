@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -191,8 +192,8 @@ func get(t *testing.T, url string) string {
 	return b
 }
 
-// TestServeSystems checks that serve runs the seed systems: their pages
-// are mounted for operators, their tools join the envelope, a state change
+// TestServeSystems checks that serve runs the seed systems it is asked
+// for: their pages are mounted for operators, their tools join the envelope, a state change
 // on a page needs an operator, and a Brain room is shown when given.
 func TestServeSystems(t *testing.T) {
 	dir := t.TempDir()
@@ -202,7 +203,7 @@ func TestServeSystems(t *testing.T) {
 		t.Fatalf("brain import: exit %d", code)
 	}
 	env := map[string]string{"CUSTODY_AUDITOR_TOKENS": "aud:auditor-secret-0000001"}
-	base, _, stop := startServe(t, env, "--data", data, "--room", room)
+	base, _, stop := startServe(t, env, "--data", data, "--room", room, "--systems", "peas,mesh")
 	defer stop()
 	operator := readToken(t, filepath.Join(data, operatorTokenFile))
 	for _, app := range []string{"peas", "mesh", "brain"} {
@@ -250,4 +251,43 @@ func fetch(t *testing.T, url, token string) (int, string) {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(b)
+}
+
+// TestServeQuiet checks that serve with no configuration serves the
+// example envelope alone and writes nothing that did not happen: no
+// simulated feed fills the ledger or the inbox.
+func TestServeQuiet(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	base, _, stop := startServe(t, map[string]string{}, "--data", data)
+	defer stop()
+	agent := readToken(t, filepath.Join(data, agentTokenFile))
+	var tools struct {
+		Tools []struct{ Name string }
+	}
+	if err := json.Unmarshal([]byte(getBody(t, base+"/v1/tools", agent)), &tools); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if strings.Join(names, ",") != "get_time,write_note,post_announcement" {
+		t.Errorf("tools %v, want the example envelope alone", names)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	operator := readToken(t, filepath.Join(data, operatorTokenFile))
+	if body := getBody(t, base+"/v1/ledger", operator); !strings.Contains(body, `"entries":[]`) {
+		t.Errorf("an idle serve wrote to the ledger: %.300s", body)
+	}
+	if code := getStatus(t, base+"/apps/peas/", operator); code != 404 {
+		t.Errorf("/apps/peas/ without --systems: %d", code)
+	}
+}
+
+func TestServeUnknownSystem(t *testing.T) {
+	var stderr bytes.Buffer
+	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(string) string { return "" }}
+	if code := m.Run(context.Background(), []string{"serve", "--systems", "peas,brainz"}); code != exitUsage || !strings.Contains(stderr.String(), "brainz") {
+		t.Errorf("exit %d: %s", code, stderr.String())
+	}
 }

@@ -82,12 +82,12 @@ func (m *Main) openStack(ctx context.Context, dataDir, contractsDir string, tool
 // declares upstreams it connects to each first (a server that cannot be
 // reached stops the start), registers their tools' contracts, and pins
 // their definitions on the ledger.
-func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (s *stack, err error) {
+func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err error) {
 	notifiers, err := m.notifiers()
 	if err != nil {
 		return nil, err
 	}
-	s = &stack{}
+	s := &stack{}
 	defer func() {
 		if err != nil {
 			s.Close()
