@@ -243,11 +243,13 @@ func TestBenchSideCountsSettle(t *testing.T) {
 	if err := side.turn(context.Background(), benchLoad{callers: 1, d: 100 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	if side.elapsed < 300*time.Millisecond {
+	// The turn's load may end a little before its 100ms: a settle of
+	// 200ms left out would leave the elapsed time near 100ms.
+	if side.elapsed < 250*time.Millisecond {
 		t.Errorf("elapsed %s leaves out the settle", side.elapsed)
 	}
-	if rate, _, _ := side.summary(); rate > float64(calls.Load())/0.3 {
-		t.Errorf("rate %.0f/s for %d calls in over 300ms", rate, calls.Load())
+	if rate, _, _ := side.summary(); rate > float64(calls.Load())/0.25 {
+		t.Errorf("rate %.0f/s for %d calls in over 250ms", rate, calls.Load())
 	}
 
 	failing := &benchSide{name: "gateway", do: func(context.Context, int64) error { return nil },
