@@ -74,8 +74,14 @@ type benchResult struct {
 // two can be told apart. The last line is one JSON object.
 func (m *Main) runBench(ctx context.Context, args []string) int {
 	const usage = "[--callers N] [--seconds S] [--rate R] [--writes F] [--rounds N] [--baseline-sync full|pipelined]"
-	if len(args) == 0 || args[0] != "gateway" {
+	switch {
+	case len(args) > 0 && args[0] == "upstream":
+		return m.runBenchUpstream(ctx, args[1:])
+	case len(args) > 0 && args[0] == "upstream-server":
+		return m.runBenchUpstreamServer(ctx, args[1:])
+	case len(args) == 0 || args[0] != "gateway":
 		fmt.Fprintln(m.Stderr, "usage: custody bench gateway "+usage)
+		fmt.Fprintln(m.Stderr, "       custody bench upstream [--command CMD --arg A ... --tool NAME --arguments JSON] [--seconds S]")
 		return exitUsage
 	}
 	fs := m.flags("bench gateway", usage)

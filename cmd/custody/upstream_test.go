@@ -401,3 +401,28 @@ func TestHTTPTools(t *testing.T) {
 		t.Errorf("the endpoint received %q, want the exact bytes %q first and the refused call never", got, args)
 	}
 }
+
+// TestBenchUpstream runs a short bench upstream against the mcptest
+// server and checks its last line.
+func TestBenchUpstream(t *testing.T) {
+	t.Setenv(mcptest.EnvServe, "1")
+	var out, errOut strings.Builder
+	m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: os.Getenv}
+	code := m.Run(context.Background(), []string{"bench", "upstream", "--command", os.Args[0], "--seconds", "0.4", "--rounds", "1"})
+	if code != exitOK {
+		t.Fatalf("exit %d: %s %s", code, out.String(), errOut.String())
+	}
+	all := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var res map[string]float64
+	if err := json.Unmarshal([]byte(all[len(all)-1]), &res); err != nil {
+		t.Fatalf("last line %q: %v", all[len(all)-1], err)
+	}
+	for _, k := range []string{"direct_calls_per_s", "governed_calls_per_s", "ratio", "added_p50_us"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("no %s in %v", k, res)
+		}
+	}
+	if res["direct_calls_per_s"] <= 0 || res["governed_calls_per_s"] <= 0 {
+		t.Errorf("rates %v", res)
+	}
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/config"
+	"github.com/custody-dev/custody/internal/mcptest"
+)
+
+// upstreamBenchResult is the last line `custody bench upstream` prints:
+// the rates with 16 callers, the added p50 with one.
+type upstreamBenchResult struct {
+	DirectPerS   float64 `json:"direct_calls_per_s"`
+	GovernedPerS float64 `json:"governed_calls_per_s"`
+	Ratio        float64 `json:"ratio"`
+	AddedP50us   int64   `json:"added_p50_us"`
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, " ") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// upstreamBench is what one `bench upstream` run drives.
+type upstreamBench struct {
+	command   string
+	args      []string
+	tool      string
+	arguments json.RawMessage
+	load      benchLoad
+	rounds    int
+}
+
+// runBenchUpstream measures the cost of governing an upstream MCP tool:
+//
+//	custody bench upstream [--command CMD --arg A ... --tool NAME --arguments JSON] [--seconds S] [--rounds N]
+//
+// One READ tool of a stdio MCP server is driven directly (an MCP client
+// session with the server) and through custody (the same server behind a
+// gateway on a temporary data directory, each call validated, recorded
+// and made durable), the two taking turns: with 16 callers for the
+// rates, then one caller for the latency each adds. By default the server
+// is custody's own small Go server (its echo tool); --command runs any
+// other, such as the official filesystem server. The last line is one
+// JSON object.
+func (m *Main) runBenchUpstream(ctx context.Context, args []string) int {
+	fs := m.flags("bench upstream", "[--command CMD [--arg A]... --tool NAME --arguments JSON] [--seconds S] [--rounds N]")
+	b := upstreamBench{}
+	var cmdArgs stringList
+	fs.StringVar(&b.command, "command", "", "the stdio MCP server's `COMMAND` (default: custody's own small Go server)")
+	fs.Var(&cmdArgs, "arg", "an `ARGUMENT` of --command (repeat for more)")
+	fs.StringVar(&b.tool, "tool", "echo", "the READ tool to call")
+	arguments := fs.String("arguments", `{"message":"bench"}`, "the tool's arguments, as `JSON`")
+	seconds := fs.Float64("seconds", 6, "measure each side for `S` seconds in all, per load")
+	fs.IntVar(&b.rounds, "rounds", 3, "split each side's time into `N` turns, alternating with the other side's")
+	if ok, code := m.parse(fs, args); !ok {
+		return code
+	}
+	if *seconds <= 0 || b.rounds < 1 || !json.Valid([]byte(*arguments)) {
+		return m.flagUsage(fs, "--seconds and --rounds must be positive and --arguments JSON")
+	}
+	b.args, b.arguments = append([]string{}, cmdArgs...), json.RawMessage(*arguments)
+	if b.command == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return m.fail(fmt.Errorf("bench: find custody's own executable: %w", err))
+		}
+		b.command, b.args = self, []string{"bench", "upstream-server"}
+	}
+	b.load = benchLoad{callers: 16, d: time.Duration(*seconds * float64(time.Second) / float64(b.rounds))}
+	res, err := m.benchUpstream(ctx, b)
+	if err != nil {
+		return m.fail(err)
+	}
+	return m.printJSON(res)
+}
+
+// benchUpstream runs both sides at 16 callers, then at one.
+func (m *Main) benchUpstream(ctx context.Context, b upstreamBench) (upstreamBenchResult, error) {
+	dir, err := os.MkdirTemp("", "custody-bench-upstream-")
+	if err != nil {
+		return upstreamBenchResult{}, fmt.Errorf("bench: temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	direct, err := mcp.NewClient(&mcp.Implementation{Name: "custody-bench", Version: "1"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: exec.Command(b.command, b.args...)}, nil)
+	if err != nil {
+		return upstreamBenchResult{}, fmt.Errorf("bench: start the server: %w", err)
+	}
+	defer direct.Close()
+	st, err := m.benchStack(ctx, dir, b)
+	if err != nil {
+		return upstreamBenchResult{}, err
+	}
+	defer st.Close()
+	var res upstreamBenchResult
+	fmt.Fprintf(m.Stdout, "%s %s, tool %s\n", b.command, strings.Join(b.args, " "), b.tool)
+	for _, callers := range []int{16, 1} {
+		load := b.load
+		load.callers = callers
+		ds, gs := directSide(direct, b), governedSide(st, b)
+		if err := m.benchRounds(ctx, load, b.rounds, ds, gs); err != nil {
+			return res, err
+		}
+		dRate, dP50, dP99 := ds.summary()
+		gRate, gP50, gP99 := gs.summary()
+		fmt.Fprintf(m.Stdout, "%d callers: direct %.0f calls/s p50 %d µs p99 %d µs; governed %.0f calls/s p50 %d µs p99 %d µs\n",
+			callers, dRate, dP50, dP99, gRate, gP50, gP99)
+		if callers == 16 {
+			res.DirectPerS, res.GovernedPerS = dRate, gRate
+			if dRate > 0 {
+				res.Ratio = round(gRate/dRate, 3)
+			}
+		} else {
+			res.AddedP50us = gP50 - dP50
+		}
+	}
+	return res, nil
+}
+
+// benchStack opens a gateway fronting the bench server as upstream "b".
+func (m *Main) benchStack(ctx context.Context, dir string, b upstreamBench) (*stack, error) {
+	raw, err := json.Marshal(map[string]any{
+		"mcpServers": map[string]any{"b": map[string]any{"command": b.command, "args": b.args}},
+		"tools":      map[string]any{"b__" + b.tool: map[string]any{"access": "READ", "effect": "NONE"}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	f, err := config.Parse(raw, os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("bench: config: %w", err)
+	}
+	quiet := *m
+	quiet.Stderr = discardLines{}
+	return quiet.openStackWith(ctx, stackConfig{data: filepath.Join(dir, "data"), file: f})
+}
+
+// discardLines drops the upstream's stderr during a bench.
+type discardLines struct{}
+
+func (discardLines) Write(p []byte) (int, error) { return len(p), nil }
+
+// directSide calls the tool on an MCP session of its own.
+func directSide(s *mcp.ClientSession, b upstreamBench) *benchSide {
+	return &benchSide{name: "direct", unit: "calls", do: func(ctx context.Context, _ int64) error {
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: b.tool, Arguments: b.arguments})
+		if err == nil && res.IsError {
+			err = fmt.Errorf("the tool reported an error: %v", res.Content)
+		}
+		return err
+	}}
+}
+
+// governedSide calls the same tool through the gateway.
+func governedSide(st *stack, b upstreamBench) *benchSide {
+	return &benchSide{name: "governed", unit: "calls", do: func(ctx context.Context, _ int64) error {
+		res, err := st.gw.Call(ctx, custody.Call{Tool: "b__" + b.tool, Args: b.arguments, Actor: "bench", Via: "bench"})
+		if err == nil && res.ToolError {
+			err = fmt.Errorf("the tool reported an error: %s", res.Output)
+		}
+		return err
+	}}
+}
+
+// runBenchUpstreamServer serves custody's small Go MCP server on stdio:
+// the default server of `custody bench upstream`.
+func (m *Main) runBenchUpstreamServer(ctx context.Context, _ []string) int {
+	if err := mcptest.ServeStdio(ctx, mcptest.Options{}, io.NopCloser(m.Stdin), nopWriteCloser{m.Stdout}); err != nil {
+		return m.fail(err)
+	}
+	return exitOK
+}
+
+var _ flag.Value = (*stringList)(nil)
