@@ -104,7 +104,8 @@ type Pins struct {
 	now       func() time.Time
 
 	mu     sync.Mutex
-	hashes map[string]string // exposed name -> pinned hash
+	hashes map[string]string     // exposed name -> pinned hash
+	defs   map[string]Definition // exposed name -> pinned definition
 	quar   map[string]*quarantine
 }
 
@@ -112,7 +113,7 @@ type Pins struct {
 // re-pin requests.
 func NewPins(l custody.Ledger, st custody.StateStore, approvals *approval.Service) *Pins {
 	return &Pins{ledger: l, state: st, approvals: approvals, now: time.Now,
-		hashes: map[string]string{}, quar: map[string]*quarantine{}}
+		hashes: map[string]string{}, defs: map[string]Definition{}, quar: map[string]*quarantine{}}
 }
 
 // Check compares the definition a server offers for the tool exposed as
@@ -137,7 +138,7 @@ func (p *Pins) Check(ctx context.Context, name, upstream string, d Definition) e
 		_, err := p.pin(ctx, name, offered, KindToolPinned, "custody", nil)
 		return err
 	case old.SHA256 == h:
-		p.hashes[name] = h
+		p.hashes[name], p.defs[name] = h, old.Definition
 		if q := p.quar[name]; q != nil {
 			// The server went back to the pinned definition.
 			delete(p.quar, name)
@@ -147,7 +148,7 @@ func (p *Pins) Check(ctx context.Context, name, upstream string, d Definition) e
 	if q := p.quar[name]; q != nil && q.new.SHA256 == h {
 		return nil
 	}
-	p.hashes[name] = old.SHA256
+	p.hashes[name], p.defs[name] = old.SHA256, old.Definition
 	return p.quarantine(ctx, name, upstream, old, offered)
 }
 
@@ -187,7 +188,7 @@ func (p *Pins) pin(ctx context.Context, name string, pn pin, kind, actor string,
 	if err := p.state.PutState(ctx, nsPin, name, doc); err != nil {
 		return 0, fmt.Errorf("keep the pin of %s (ledger seq %d): %w", name, e.Seq, err)
 	}
-	p.hashes[name] = pn.SHA256
+	p.hashes[name], p.defs[name] = pn.SHA256, pn.Definition
 	return e.Seq, nil
 }
 
@@ -285,6 +286,14 @@ func (p *Pins) Pinned(name string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.hashes[name]
+}
+
+// Definition returns the pinned definition of the tool exposed as name.
+func (p *Pins) Definition(name string) (Definition, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d, ok := p.defs[name]
+	return d, ok
 }
 
 // Quarantined reports whether the tool exposed as name is in quarantine.

@@ -29,6 +29,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/ledger"
 )
 
 // Config declares the upstreams and how their tools are governed.
@@ -331,7 +332,7 @@ func (s *Set) tool(ctx context.Context, o Offer, client *http.Client) (gate.Tool
 		if err := s.pins.Check(ctx, o.Exposed, o.Upstream, d); err != nil {
 			return t, err
 		}
-		t.Admit = s.pins.Admit(o.Exposed)
+		t.Admit = s.admit(o.Exposed, d)
 		name, up := o.Exposed, o.Upstream
 		t.Refs = func() map[string]string {
 			return map[string]string{RefUpstream: up, RefDefinition: s.pins.Pinned(name)}
@@ -340,6 +341,41 @@ func (s *Set) tool(ctx context.Context, o Offer, client *http.Client) (gate.Tool
 		t.Refs = staticRefs(map[string]string{RefUpstream: o.Upstream})
 	}
 	return t, nil
+}
+
+// admit is the gateway's check of a pinned tool: its pin must not be in
+// quarantine, and its pinned schemas must be the ones compiled at start
+// (loaded, a definition whose schemas an operator approved while custody
+// ran is refused until a restart compiles them: custody never validates
+// against one definition while the ledger names another).
+func (s *Set) admit(name string, loaded Definition) func(ctx context.Context) error {
+	quarantine := s.pins.Admit(name)
+	return func(ctx context.Context) error {
+		if err := quarantine(ctx); err != nil {
+			return err
+		}
+		pinned, ok := s.pins.Definition(name)
+		if ok && !sameSchemas(pinned, loaded) {
+			return custody.Errorf(custody.EUNAVAILABLE,
+				"tool %q was re-pinned with new schemas while custody ran: restart custody to load them", name)
+		}
+		return nil
+	}
+}
+
+// sameSchemas reports whether two definitions declare the same schemas.
+func sameSchemas(a, b Definition) bool {
+	return jsonEqual(a.InputSchema, b.InputSchema) && jsonEqual(a.OutputSchema, b.OutputSchema)
+}
+
+// jsonEqual compares two JSON documents by their canonical form.
+func jsonEqual(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	ca, errA := ledger.Canonicalize(a)
+	cb, errB := ledger.Canonicalize(b)
+	return errA == nil && errB == nil && string(ca) == string(cb)
 }
 
 func staticRefs(m map[string]string) func() map[string]string {

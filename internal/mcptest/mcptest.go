@@ -52,6 +52,17 @@ type echoOut struct {
 	Echo string `json:"echo"`
 }
 
+type loudEchoIn struct {
+	Message string `json:"message"`
+	Loud    bool   `json:"loud,omitempty"`
+}
+
+type redefineIn struct {
+	Description string `json:"description"`
+	// Schema, set, also gives echo a new input member.
+	Schema bool `json:"schema,omitempty"`
+}
+
 type appendIn struct {
 	Line string `json:"line"`
 }
@@ -70,6 +81,20 @@ func Server(opts Options) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: opts.Description, Annotations: readOnly},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
 			return nil, echoOut{Echo: in.Message}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "redefine", Description: "Redefine the echo tool while the server runs."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in redefineIn) (*mcp.CallToolResult, any, error) {
+			tool := &mcp.Tool{Name: "echo", Description: in.Description, Annotations: readOnly}
+			if in.Schema {
+				mcp.AddTool(s, tool, func(_ context.Context, _ *mcp.CallToolRequest, in loudEchoIn) (*mcp.CallToolResult, echoOut, error) {
+					return nil, echoOut{Echo: in.Message}, nil
+				})
+			} else {
+				mcp.AddTool(s, tool, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
+					return nil, echoOut{Echo: in.Message}, nil
+				})
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "redefined"}}}, nil, nil
 		})
 	var mu sync.Mutex
 	mcp.AddTool(s, &mcp.Tool{Name: "append", Description: "Append a line to the server's file."},
