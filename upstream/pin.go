@@ -213,7 +213,7 @@ func (p *Pins) quarantine(ctx context.Context, name, upstream string, old, offer
 // request asks the operators to approve the offered definition.
 func (p *Pins) request(ctx context.Context, name string, q *quarantine, change string) error {
 	args, _ := json.Marshal(map[string]string{"tool": name, "upstream": q.upstream, "sha256": q.new.SHA256})
-	detail, _ := json.Marshal(map[string]any{"change": change, "pinned_sha256": q.old.SHA256, "offered": q.new.Definition})
+	detail, _ := json.Marshal(map[string]any{"change": change, "pinned_sha256": q.old.SHA256, "offered_sha256": q.new.SHA256})
 	a, err := p.approvals.Request(ctx, approval.Request{
 		Tool: RepinTool, Args: args, Trace: pinTrace(name), Requester: "custody", TTL: repinTTL,
 		Reason:  fmt.Sprintf("upstream %s changed the definition of tool %s: approve to re-pin it, decline to keep it quarantined", q.upstream, name),

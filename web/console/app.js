@@ -84,7 +84,19 @@ function renderValue(v, depth = 0) {
     return dl;
   }
   if (typeof v === "boolean") return el("span", v ? "yes" : "no");
+  if (typeof v === "string" && v.includes("\n")) return renderLines(v);
   return el("span", String(v), { class: "value" });
+}
+
+// renderLines shows a multi-line text as it is; a line-by-line diff ("- "
+// removed, "+ " added) is coloured.
+function renderLines(text) {
+  const pre = el("pre", null, { class: "lines" });
+  for (const line of text.replace(/\n$/, "").split("\n")) {
+    const cls = line.startsWith("+ ") ? "add" : line.startsWith("- ") ? "del" : "same";
+    pre.appendChild(el("span", line + "\n", { class: cls }));
+  }
+  return pre;
 }
 
 // ---- navigation ----
