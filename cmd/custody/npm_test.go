@@ -87,7 +87,7 @@ func TestReferenceServers(t *testing.T) {
 				"arguments": map[string]any{"properties": map[string]any{"path": map[string]any{"pattern": "^notes/[a-z]+\\.md$"}}}},
 			"memory__create_entities": map[string]any{"access": "WRITE", "effect": "REVERSIBLE"},
 			"memory__read_graph":      map[string]any{"access": "READ", "effect": "NONE"},
-			"everything__echo":        map[string]any{"access": "READ", "effect": "NONE"},
+			"everything__echo":        map[string]any{"access": "READ", "effect": "NONE", "openArguments": true},
 		},
 	}
 	raw, _ := json.Marshal(cfg)
@@ -163,6 +163,8 @@ func TestReferenceServers(t *testing.T) {
 		if !strings.Contains(toJSON(ans["output"]), "over http") {
 			t.Errorf("output %v", ans["output"])
 		}
+		// openArguments passes on what the server's schema does not declare.
+		callJSON(t, base, upAgent, `{"tool":"everything__echo","arguments":{"message":"open","extra":1}}`, 200)
 	})
 	t.Run("Ledger", func(t *testing.T) {
 		if body := getBody(t, base+"/v1/ledger/verify", upOperator); !strings.Contains(body, `"ok":true`) {

@@ -52,6 +52,7 @@ func testServerConfig(t *testing.T, dir, description, file string) string {
 			"t__fail":     map[string]any{"access": "READ", "effect": "NONE"},
 			"t__sleep":    map[string]any{"access": "READ", "effect": "NONE", "timeout": "300ms"},
 			"t__redefine": map[string]any{"access": "WRITE", "effect": "REVERSIBLE"},
+			"t__breach":   map[string]any{"access": "READ", "effect": "NONE"},
 		},
 		"agents": map[string]any{"limited": map[string]any{"tools": []string{"t__echo"}}},
 	}
@@ -167,6 +168,22 @@ func TestUpstreamGoverned(t *testing.T) {
 			t.Errorf("tool error: %v", ans)
 		}
 	})
+	t.Run("ErrOutputBreach", func(t *testing.T) {
+		e := errorOf(t, callJSON(t, base, upAgent, `{"tool":"t__breach","arguments":{}}`, 500))
+		if e["kind"] != "internal" || strings.Contains(toJSON(e), "s3cr3t") {
+			t.Errorf("a result that breaks the output schema: %v", e)
+		}
+		if body := getBody(t, base+"/v1/ledger?kind=contract.breach", upOperator); !strings.Contains(body, `"upstream":"t"`) {
+			t.Errorf("no contract.breach naming the upstream: %.300s", body)
+		}
+	})
+	t.Run("SameToolsOnTheCLI", func(t *testing.T) {
+		code, out, errOut := runMain(t, map[string]string{"CUSTODY_DATA": filepath.Join(dir, "cli-data")}, `{"message":"from the cli"}`,
+			"call", "--config", cfg, "--tool", "t__echo", "--args", "-")
+		if code != exitOK || !strings.Contains(out, `"echo":"from the cli"`) {
+			t.Errorf("custody call --config: exit %d: %s %s", code, out, errOut)
+		}
+	})
 	t.Run("ErrTimeout", func(t *testing.T) {
 		if e := errorOf(t, callJSON(t, base, upAgent, `{"tool":"t__sleep","arguments":{"millis":3000}}`, 503)); e["kind"] != "unavailable" {
 			t.Errorf("%v", e)
@@ -187,6 +204,10 @@ func TestUpstreamGoverned(t *testing.T) {
 		res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "t__echo", Arguments: map[string]any{"message": "x", "extra": true}})
 		if err != nil || !res.IsError {
 			t.Errorf("an undeclared field over MCP: %v %v", err, res)
+		}
+		limited, err := mcpSession(t, base, upLimited).ListTools(context.Background(), nil)
+		if err != nil || len(limited.Tools) != 1 || limited.Tools[0].Name != "t__echo" {
+			t.Errorf("tools/list for a limited agent: %v %v", err, limited)
 		}
 	})
 	t.Run("CrashIsUnavailableThenRestarts", func(t *testing.T) {
@@ -210,8 +231,8 @@ func TestUpstreamGoverned(t *testing.T) {
 		if !strings.Contains(body, `"upstream":"t"`) || !strings.Contains(body, `"tool_definition_sha256":"`) {
 			t.Errorf("call entries do not name the upstream and definition: %.400s", body)
 		}
-		if body := getBody(t, base+"/v1/ledger?kind=tool.pinned", upOperator); strings.Count(body, `"kind":"tool.pinned"`) != 6 {
-			t.Errorf("want 6 tool.pinned entries: %.400s", body)
+		if body := getBody(t, base+"/v1/ledger?kind=tool.pinned", upOperator); strings.Count(body, `"kind":"tool.pinned"`) != 7 {
+			t.Errorf("want 7 tool.pinned entries: %.400s", body)
 		}
 		if body := getBody(t, base+"/v1/ledger/verify", upOperator); !strings.Contains(body, `"ok":true`) {
 			t.Errorf("verify: %s", body)
@@ -320,7 +341,7 @@ func TestConfigCommands(t *testing.T) {
 		t.Errorf("config schema: %d %.200s", code, out)
 	}
 	code, out, errOut := run("config", "check", cfg)
-	if code != exitOK || !strings.Contains(out, "6 of 7 tools exposed") || !regexpMatch(`t__ungoverned\s+t\s+no`, out) {
+	if code != exitOK || !strings.Contains(out, "7 of 8 tools exposed") || !regexpMatch(`t__ungoverned\s+t\s+no`, out) {
 		t.Errorf("config check: %d\n%s\n%s", code, out, errOut)
 	}
 	code, out, _ = run("config", "scan", cfg)
@@ -362,7 +383,7 @@ func TestHTTPTools(t *testing.T) {
 		case "/leaky":
 			w.Write([]byte(`{"price": 1, "internal_note": "s3cr3t"}`))
 		default:
-			http.Error(w, "down for maintenance", 503)
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 		}
 	}))
 	defer api.Close()

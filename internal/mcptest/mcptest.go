@@ -7,6 +7,7 @@ package mcptest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -123,6 +124,15 @@ func Server(opts Options) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Report a failure of the tool's own.", Annotations: readOnly},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return nil, nil, errors.New("the tool failed on purpose")
+		})
+	// breach declares an output schema and answers with structured
+	// content that breaks it (the low-level AddTool validates nothing).
+	s.AddTool(&mcp.Tool{Name: "breach", Description: "Answer against the declared output schema.", Annotations: readOnly,
+		InputSchema:  json.RawMessage(`{"type":"object"}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "s3cr3t"}},
+				StructuredContent: json.RawMessage(`{"n":"s3cr3t"}`)}, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "ungoverned", Description: "A tool a configuration leaves ungoverned.", Annotations: readOnly},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
