@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/web"
+	"github.com/custody-dev/custody/httpjson"
 )
 
 //go:embed assets/map.html
@@ -130,7 +130,7 @@ func readJSON(r *http.Request, v any) error {
 	return nil
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) { web.WriteJSON(w, status, v) }
+func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 
 // writeError writes err through the server's one kind-to-status table; a
 // request the client abandoned is unavailable, not an internal error.
@@ -138,7 +138,7 @@ func writeError(w http.ResponseWriter, err error) {
 	if errors.Is(err, context.Canceled) {
 		err = custody.Errorf(custody.EUNAVAILABLE, "request cancelled")
 	}
-	web.WriteError(w, err)
+	httpjson.WriteError(w, err)
 }
 
 // operator returns the authenticated operator's id when the server knows

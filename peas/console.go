@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/web"
+	"github.com/custody-dev/custody/httpjson"
 )
 
 //go:embed console/index.html
@@ -111,7 +111,7 @@ func (s *System) serveVoice(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"approval_request_id": in.ID, "tts_voice_style": in.Voice})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) { web.WriteJSON(w, status, v) }
+func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 
 // writeError writes err through the server's one kind-to-status table.
-func writeError(w http.ResponseWriter, err error) { web.WriteError(w, err) }
+func writeError(w http.ResponseWriter, err error) { httpjson.WriteError(w, err) }
