@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/guard"
 )
 
 // Aggregation text limits of the contract.
@@ -101,7 +100,7 @@ func aggregationBudget(agg Aggregation) (int, error) {
 // aggregationCheck is the check every aggregation text passes: the guard
 // against unknown nodes and tiers and escalation, and the size limits.
 func aggregationCheck(reported map[string]string, severity Tier, budget int) func(string) error {
-	g := guard.MeshAggregation(reported, string(severity))
+	g := aggregationGuard(reported, string(severity))
 	return func(text string) error {
 		if err := fitText(text, aggregationMinChars, aggregationMaxChars, budget); err != nil {
 			return custody.Errorf(custody.EINVALID, "aggregation text: %v", err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
-	"github.com/custody-dev/custody/guard"
 	"github.com/custody-dev/custody/ledger"
 )
 
@@ -321,5 +320,5 @@ func checkOrder(agg Aggregation, o Order) error {
 	if err := fitText(o.BroadcastText, 20, 1200, MaxMessageBytes); err != nil {
 		return custody.Errorf(custody.EINVALID, "broadcast text: %v", err)
 	}
-	return guard.MeshBroadcast(agg.AggregationText, string(o.SeverityTier))(o.BroadcastText)
+	return broadcastGuard(agg.AggregationText, string(o.SeverityTier))(o.BroadcastText)
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/guard"
 )
 
 // Advisory text limits of the contract.
@@ -188,7 +187,7 @@ func textBudget(adv *Advisory) (int, error) {
 // advisoryCheck is the check every advisory text passes: the R4 guard
 // for its tier, every absent sensor named, and the size limits.
 func advisoryCheck(a Assessment, budget int) func(string) error {
-	tierCheck := guard.MeshAdvisory(string(a.State.Tier))
+	tierCheck := advisoryGuard(string(a.State.Tier))
 	return func(text string) error {
 		if err := fitText(text, advisoryMinChars, advisoryMaxChars, budget); err != nil {
 			return custody.Errorf(custody.EINVALID, "advisory text: %v", err)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/custody-dev/custody/guard"
 )
 
 // fakeBackend always answers with the same text.
@@ -38,7 +37,7 @@ func TestInfoAdvisoryNeverMentionsFire(t *testing.T) {
 		if comp.Breach == nil || comp.Backend != "template" || adv.ComposerSignature.Model != "template" {
 			t.Errorf("backend text %q was not refused: %+v", text, comp)
 		}
-		if err := guard.MeshAdvisory("info")(adv.AdvisoryText); err != nil {
+		if err := advisoryGuard("info")(adv.AdvisoryText); err != nil {
 			t.Errorf("sent info advisory %q: %v", adv.AdvisoryText, err)
 		}
 		for _, w := range []string{"fire", "smoke", "flame", "ignit", "evacu"} {

@@ -226,7 +226,7 @@ func (s *System) composeText(ctx context.Context, sig Signature, sigRaw json.Raw
 		factRaw = sigRaw
 	}
 	check := guard.All(
-		guard.Brief{Signature: string(factRaw), Comparisons: string(cmpRaw), Template: tmpl, Citations: cites}.Check(),
+		briefGuard{Signature: string(factRaw), Comparisons: string(cmpRaw), Template: tmpl, Citations: cites}.check(),
 		guard.MaxChars(1400),
 	)
 	p := llm.Prompt{

@@ -1,4 +1,4 @@
-package guard
+package mesh
 
 import (
 	"fmt"
@@ -7,12 +7,13 @@ import (
 	"strings"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/guard"
 )
 
-// The mesh checks keep composed mesh texts (advisories, aggregations,
-// broadcasts) from contradicting the deterministic state they word. Tiers
-// are passed as their tier_enum strings so that this package does not
-// depend on package mesh.
+// The mesh's discipline checks keep composed texts (advisories,
+// aggregations, broadcasts) from contradicting the deterministic state they
+// word. They are the seed's own rules, built on package guard's generic
+// checks; tiers are passed as their tier_enum strings.
 
 // meshTierWords are the tier_enum values, lowest first.
 var meshTierWords = [...]string{"info", "warning", "critical", "emergency"}
@@ -43,11 +44,11 @@ var (
 	meshNumberRE   = regexp.MustCompile(`[0-9]+(?:[.,][0-9]+)?`)
 )
 
-// MeshAdvisory returns the check of a forward advisory's text against its detector
+// advisoryGuard returns the check of a forward advisory's text against its detector
 // tier: the text names its tier, names no higher tier, and at info
 // mentions no fire, smoke, flames, ignition or evacuation (the R4
 // discipline test). It returns nil or an EINVALID *custody.Error.
-func MeshAdvisory(tier string) Check {
+func advisoryGuard(tier string) guard.Check {
 	return func(text string) error { return meshAdvisory(tier, text) }
 }
 
@@ -72,14 +73,14 @@ func meshAdvisory(tier, text string) error {
 	return nil
 }
 
-// MeshAggregation returns the check of an aggregation's text against its inputs:
+// aggregationGuard returns the check of an aggregation's text against its inputs:
 // reported maps each input node to the tier it reported. The text must
 // cite at least one node as "node-id (tier ...)", may name no node outside
 // the inputs, may cite a node only with the tier it reported, may name no
 // tier above the highest reported, and when every node reported info it
 // may mention no hazard. severity must not exceed the highest reported
 // tier. It returns nil or an EINVALID *custody.Error.
-func MeshAggregation(reported map[string]string, severity string) Check {
+func aggregationGuard(reported map[string]string, severity string) guard.Check {
 	return func(text string) error { return meshAggregation(text, reported, severity) }
 }
 
@@ -116,13 +117,13 @@ func meshAggregation(text string, reported map[string]string, severity string) e
 	return nil
 }
 
-// MeshBroadcast returns the check of the text an operator approved for broadcast against
+// broadcastGuard returns the check of the text an operator approved for broadcast against
 // the aggregation it came from: it may shorten and soften, but it may not
 // introduce a node, a number, a tier word or a claim (a hazard, an order,
 // a condition) that the aggregation text does not hold, and it names a
 // tier above the broadcast tier only when citing what a node reported. It returns
 // nil or an EINVALID *custody.Error.
-func MeshBroadcast(aggregationText, tier string) Check {
+func broadcastGuard(aggregationText, tier string) guard.Check {
 	return func(text string) error { return meshBroadcast(text, aggregationText, tier) }
 }
 

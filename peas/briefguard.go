@@ -1,8 +1,10 @@
-package guard
+package peas
 
-// BriefMaxWords is the length bound of an ops brief: readable at a glance
+import "github.com/custody-dev/custody/guard"
+
+// briefMaxWords is the length bound of an ops brief: readable at a glance
 // on a phone.
-const BriefMaxWords = 200
+const briefMaxWords = 200
 
 // sensorTerms are the measurements a brief may only mention when its facts
 // do: a brief that brings up humidity or ice when no sensor reported it
@@ -16,8 +18,8 @@ func sensorTerms() []string {
 	}
 }
 
-// Brief is what an ops brief is checked against.
-type Brief struct {
+// briefGuard is what an ops brief is checked against.
+type briefGuard struct {
 	// Signature is the detector's signature as JSON.
 	Signature string
 	// Comparisons are the historical comparisons as JSON; may be empty.
@@ -27,22 +29,22 @@ type Brief struct {
 	// Citations are phrases of which one must appear (a comparison's key,
 	// "Galesburg"); empty when no citation is required.
 	Citations []string
-	// MaxWords bounds the length; 0 means BriefMaxWords.
+	// MaxWords bounds the length; 0 means briefMaxWords.
 	MaxWords int
 }
 
-// Check returns the brief guard: it refuses a brief that states a number,
+// check returns the brief guard: it refuses a brief that states a number,
 // place, field or sensor term absent from the signature, comparisons and
 // template, that drops the required citation, or that is too long.
-func (b Brief) Check() Check {
-	facts := NewFacts(b.Signature, b.Comparisons, b.Template)
+func (b briefGuard) check() guard.Check {
+	facts := guard.NewFacts(b.Signature, b.Comparisons, b.Template)
 	max := b.MaxWords
 	if max == 0 {
-		max = BriefMaxWords
+		max = briefMaxWords
 	}
-	return All(
-		MaxWords(max),
-		RequireAny(b.Citations...),
+	return guard.All(
+		guard.MaxWords(max),
+		guard.RequireAny(b.Citations...),
 		facts.OnlyNumbers(),
 		facts.OnlyNames(),
 		facts.OnlyFields(),

@@ -1,4 +1,4 @@
-package guard
+package mesh
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/custody-dev/custody"
 )
 
-func TestMeshAdvisory(t *testing.T) {
+func TestAdvisoryGuard(t *testing.T) {
 	tests := []struct {
 		name, tier, text string
 		ok               bool
@@ -26,7 +26,7 @@ func TestMeshAdvisory(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := MeshAdvisory(tt.tier)(tt.text)
+			err := advisoryGuard(tt.tier)(tt.text)
 			if (err == nil) != tt.ok {
 				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
 			}
@@ -37,7 +37,7 @@ func TestMeshAdvisory(t *testing.T) {
 	}
 }
 
-func TestMeshAggregation(t *testing.T) {
+func TestAggregationGuard(t *testing.T) {
 	reported := map[string]string{"forward-a-1": "critical", "forward-a-2": "info", "forward-a-12": "warning"}
 	allInfo := map[string]string{"forward-a-1": "info", "forward-a-2": "info"}
 	tests := []struct {
@@ -62,14 +62,14 @@ func TestMeshAggregation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := MeshAggregation(tt.reported, tt.severity)(tt.text); (err == nil) != tt.ok {
+			if err := aggregationGuard(tt.reported, tt.severity)(tt.text); (err == nil) != tt.ok {
 				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
 			}
 		})
 	}
 }
 
-func TestMeshBroadcast(t *testing.T) {
+func TestBroadcastGuard(t *testing.T) {
 	agg := "Sector 11SKU, 12 nodes, severity emergency. Reported: forward-r-1 (emergency), forward-r-2 (critical); 10 more nodes report info."
 	tests := []struct {
 		name, tier, text string
@@ -88,7 +88,7 @@ func TestMeshBroadcast(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := MeshBroadcast(agg, tt.tier)(tt.text); (err == nil) != tt.ok {
+			if err := broadcastGuard(agg, tt.tier)(tt.text); (err == nil) != tt.ok {
 				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
 			}
 		})
@@ -112,14 +112,14 @@ func TestMeshAdvisoryMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := MeshAdvisory(tt.tier)(tt.text)
+			err := advisoryGuard(tt.tier)(tt.text)
 			if err == nil || custody.AsError(err).Message != tt.want {
 				t.Fatalf("err = %v, want %s", err, tt.want)
 			}
 		})
 	}
 	for _, text := range []string{"Tier info at forward-fire-1: clear.", "TIER INFO, conditions clear."} {
-		if err := MeshAdvisory("info")(text); err != nil {
+		if err := advisoryGuard("info")(text); err != nil {
 			t.Fatalf("%q: %v", text, err)
 		}
 	}
