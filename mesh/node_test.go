@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
 )
 
 // fakeBackend always answers with the same text.
