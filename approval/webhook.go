@@ -21,8 +21,8 @@ import (
 //
 // Any status outside 2xx is a failed notification.
 type Webhook struct {
-	// Name_ is the channel name (Name returns it); "webhook" when empty.
-	Name_ string
+	// Channel is the channel name (Name returns it); "webhook" when empty.
+	Channel string
 	// URL receives the POST.
 	URL string
 	// ConsoleURL is the base URL of the operator console; the payload's
@@ -46,10 +46,10 @@ type WebhookPayload struct {
 
 // Name returns the channel the webhook serves.
 func (w *Webhook) Name() string {
-	if w.Name_ == "" {
+	if w.Channel == "" {
 		return "webhook"
 	}
-	return w.Name_
+	return w.Channel
 }
 
 // Notify POSTs a to the webhook URL. The error never holds the URL, which

@@ -44,7 +44,7 @@ func TestWebhook(t *testing.T) {
 				_, _ = io.WriteString(w, `{"queued":true}`)
 			}))
 			defer srv.Close()
-			w := &approval.Webhook{Name_: "pager", URL: srv.URL + "/notify?token=secret", ConsoleURL: "https://custody.example", Client: srv.Client()}
+			w := &approval.Webhook{Channel: "pager", URL: srv.URL + "/notify?token=secret", ConsoleURL: "https://custody.example", Client: srv.Client()}
 			err := w.Notify(context.Background(), a)
 			if (err == nil) != tt.ok {
 				t.Fatalf("Notify = %v, want ok %v", err, tt.ok)
@@ -91,7 +91,7 @@ func TestWebhookAsEscalationChannel(t *testing.T) {
 		hits <- p.ID
 	}))
 	defer srv.Close()
-	f := newFixture(t, &approval.Webhook{Name_: "pager", URL: srv.URL, Client: srv.Client()})
+	f := newFixture(t, &approval.Webhook{Channel: "pager", URL: srv.URL, Client: srv.Client()})
 	a := f.request(t, approval.Request{})
 	f.clk.Add(approval.DefaultTTL)
 	if n, err := f.svc.ExpireDue(context.Background()); err != nil || n != 1 {

@@ -215,7 +215,7 @@ func (m *Main) notifiers() ([]approval.Notifier, error) {
 		if !ok || name == "" || url == "" {
 			return nil, errors.New(`CUSTODY_NOTIFY: want "name=URL,name=URL"`)
 		}
-		out = append(out, &approval.Webhook{Name_: name, URL: url, ConsoleURL: console})
+		out = append(out, &approval.Webhook{Channel: name, URL: url, ConsoleURL: console})
 	}
 	return out, nil
 }
