@@ -27,6 +27,20 @@ import (
 // some may survive, and the store refuses every write until it is opened
 // again.
 func (db *DB) Append(ctx context.Context, e custody.Entry) (custody.Entry, error) {
+	return db.Commit(ctx, e)
+}
+
+// Commit seals e onto the chain and applies changes to the approvals and
+// state of the same database in the same transaction, inside the group
+// commit: the entry and its changes are written together or not at all.
+// A change whose condition fails refuses this commit alone (its Refusal,
+// or ECONFLICT or EDENIED) and the batch goes on without it; a malformed
+// change is EINVALID. Otherwise Commit behaves as Append.
+func (db *DB) Commit(ctx context.Context, e custody.Entry, changes ...custody.Change) (custody.Entry, error) {
+	changes, err := checkChanges(changes)
+	if err != nil {
+		return custody.Entry{}, err
+	}
 	if e.At == "" {
 		e.At = custody.FormatTime(db.opts.Now())
 	}
@@ -42,7 +56,7 @@ func (db *DB) Append(ctx context.Context, e custody.Entry) (custody.Entry, error
 	}
 	// The index row is made here too, off the writer; it goes to the
 	// indexer, so it is not pooled.
-	a.req = request{what: "append evidence", entry: &a.e, prepared: &a.p, row: rowOf(&a.e), done: a.done}
+	a.req = request{what: "append evidence", entry: &a.e, prepared: &a.p, row: rowOf(&a.e), changes: changes, done: a.done}
 	resp, err := db.do(ctx, &a.req)
 	if err != nil {
 		return custody.Entry{}, err

@@ -36,6 +36,8 @@ type request struct {
 	// index keeps of it but for its seq.
 	prepared *ledger.Prepared
 	row      indexRow
+	// changes are the state changes committed with entry.
+	changes []custody.Change
 
 	resp response
 	// done receives one value once resp is final; its buffer of one
@@ -274,7 +276,9 @@ func (w *writer) apply(ctx context.Context, tx *sql.Tx, b *batch, reqs []*reques
 		}
 		switch {
 		case r.entry != nil:
-			w.seal(b, r)
+			if err := w.seal(ctx, tx, b, r); err != nil {
+				return err
+			}
 		case r.op != nil:
 			runOp(ctx, tx, r)
 		case r.checkpoint:
@@ -295,14 +299,23 @@ func (w *writer) apply(ctx context.Context, tx *sql.Tx, b *batch, reqs []*reques
 	return w.checkpoint(ctx, tx, b, reqs, now, wantCP)
 }
 
-// seal puts r's entry on the chain after b.head; an entry that cannot be
-// sealed is refused alone and the chain goes on without it.
-func (w *writer) seal(b *batch, r *request) {
+// seal puts r's entry on the chain after b.head and applies its changes;
+// an entry that cannot be sealed, or whose changes fail, is refused alone
+// and the chain goes on without it. A storage failure fails the batch.
+func (w *writer) seal(ctx context.Context, tx *sql.Tx, b *batch, r *request) error {
 	e := *r.entry
 	e.Seq = b.head.Seq + 1
 	if err := w.sealer.SealPrepared(b.head.Hash, &e, r.prepared); err != nil {
 		r.resp.err = &custody.Error{Kind: custody.EINVALID, Message: "entry: " + err.Error(), Err: err}
-		return
+		return nil
+	}
+	if len(r.changes) > 0 {
+		if err := w.applyChanges(ctx, tx, e.Seq, r); err != nil {
+			return err
+		}
+		if r.resp.err != nil {
+			return nil
+		}
 	}
 	r.resp.entry = e
 	b.head = custody.Receipt{Seq: e.Seq, Hash: e.Hash}
@@ -310,6 +323,26 @@ func (w *writer) seal(b *batch, r *request) {
 	row := r.row
 	row.seq = e.Seq
 	b.rows = append(b.rows, row)
+	return nil
+}
+
+// applyChanges applies r's changes for the entry at seq inside a
+// savepoint: a change that fails undoes the ones before it and refuses r
+// alone. Only a failure to undo them fails the batch.
+func (w *writer) applyChanges(ctx context.Context, tx *sql.Tx, seq int64, r *request) error {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT changes`); err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	if err := applyChanges(ctx, tx, seq, r.changes); err != nil {
+		r.resp.err = unavailable(r.what, err)
+		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO changes`); rerr != nil {
+			return fmt.Errorf("roll back changes: %w", rerr)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `RELEASE changes`); err != nil {
+		return fmt.Errorf("release savepoint: %w", err)
+	}
+	return nil
 }
 
 // runOp runs an approval or state operation; a panic is handed back to the
