@@ -116,8 +116,8 @@ type Request struct {
 	ID string
 }
 
-// Request stores a pending approval for r, records approval.requested and
-// notifies through r's channel. A notifier failure is recorded as
+// Request stores a pending approval for r with its approval.requested
+// entry, in one commit, and notifies through r's channel. A notifier failure is recorded as
 // notify.failed and leaves the request pending: it is never approved by
 // default. Errors are EINVALID for a malformed request and EUNAVAILABLE when
 // the store or the ledger cannot be written.
@@ -126,15 +126,13 @@ func (s *Service) Request(ctx context.Context, r Request) (custody.Approval, err
 	if err != nil {
 		return custody.Approval{}, err
 	}
-	if err := s.store.CreateApproval(ctx, a); err != nil {
-		return custody.Approval{}, storeError("store approval request", err)
-	}
 	body, err := json.Marshal(a)
 	if err != nil {
 		return custody.Approval{}, fmt.Errorf("encode approval request: %w", err)
 	}
-	if _, err := s.record(ctx, custody.KindApprovalRequest, a.Requester, a, body); err != nil {
-		s.withdraw(ctx, a.ID)
+	// The request and its approval.requested entry are one commit: no
+	// request exists that the ledger does not show, with its requester.
+	if _, err := s.record(ctx, custody.KindApprovalRequest, a.Requester, a, body, custody.CreateApproval(a)); err != nil {
 		return custody.Approval{}, err
 	}
 	s.notify(ctx, a, a.Channel)
@@ -174,16 +172,6 @@ func (s *Service) newApproval(r Request) (custody.Approval, error) {
 	}, nil
 }
 
-// withdraw expires a request that could not be recorded, so that it can
-// never be approved. It is best effort: the caller already fails.
-func (s *Service) withdraw(ctx context.Context, id string) {
-	_, _ = s.store.UpdateApproval(ctx, id, func(a *custody.Approval) error {
-		a.Status = custody.ApprovalExpired
-		a.ExpiresAt = a.CreatedAt
-		return nil
-	})
-}
-
 // Get returns one approval; ENOTFOUND if there is none with that id.
 func (s *Service) Get(ctx context.Context, id string) (custody.Approval, error) {
 	a, err := s.store.Approval(ctx, id)
@@ -203,12 +191,25 @@ func (s *Service) List(ctx context.Context, status custody.ApprovalStatus) ([]cu
 	return as, nil
 }
 
+// For returns the approvals of trace asked for the action with the given
+// digest, or bound to it by an operator's edit, newest first.
+func (s *Service) For(ctx context.Context, trace, digest string) ([]custody.Approval, error) {
+	as, err := s.store.ApprovalsFor(ctx, trace, digest)
+	if err != nil {
+		return nil, storeError("find approvals", err)
+	}
+	return as, nil
+}
+
 // Consume uses the approval id for the action with the given digest, on
 // behalf of the ledger entry seq. It succeeds only once, and only for an
 // approved, unexpired request bound to digest; the check and the change
 // are one atomic update. Otherwise it returns EDENIED (declined, or bound
 // to another action), EPENDING (not decided yet), EEXPIRED, ECONFLICT
 // (already used) or ENOTFOUND.
+//
+// Consume changes the approval alone: a caller that records the use on the
+// ledger commits ConsumeChange with that entry instead.
 func (s *Service) Consume(ctx context.Context, id, digest string, seq int64) (custody.Approval, error) {
 	now := s.now()
 	a, err := s.store.UpdateApproval(ctx, id, func(a *custody.Approval) error {
@@ -223,6 +224,15 @@ func (s *Service) Consume(ctx context.Context, id, digest string, seq int64) (cu
 		return custody.Approval{}, storeError("consume approval", err)
 	}
 	return a, nil
+}
+
+// ConsumeChange returns the change that uses the approval id for the entry
+// it is committed with: it holds only while the approval is approved and
+// unused, and otherwise refuses the commit with ECONFLICT, since an
+// approved approval can only have been used since.
+func ConsumeChange(id string) custody.Change {
+	return custody.ConsumeApproval(id).Else(&custody.Error{Kind: custody.ECONFLICT, ApprovalRequestID: id,
+		Message: fmt.Sprintf("approval %s was already used; an approval authorises one call", id)})
 }
 
 // Usable returns nil when a may authorise the action with the given digest
@@ -251,22 +261,38 @@ func Usable(a custody.Approval, digest string, now time.Time) error {
 	return nil
 }
 
-// record appends one approval entry with the refs approval_request_id and
-// action_digest.
-func (s *Service) record(ctx context.Context, kind, actor string, a custody.Approval, body []byte) (custody.Entry, error) {
-	e, err := s.ledger.Append(ctx, custody.Entry{
+// record commits one approval entry, with the refs approval_request_id
+// and action_digest, and the changes it is the evidence of. A change whose
+// condition fails is returned as the store said; any other failure is the
+// ledger's.
+func (s *Service) record(ctx context.Context, kind, actor string, a custody.Approval, body []byte, changes ...custody.Change) (custody.Entry, error) {
+	e, err := s.ledger.Commit(ctx, custody.Entry{
 		At:    custody.FormatTime(s.now()),
 		Kind:  kind,
 		Trace: a.Trace,
 		Actor: actor,
 		Refs:  map[string]string{RefApproval: a.ID, RefDigest: a.Digest},
 		Body:  body,
-	})
+	}, changes...)
+	if err != nil && len(changes) > 0 && Refused(err) {
+		return custody.Entry{}, err
+	}
 	if err != nil {
 		return custody.Entry{}, &custody.Error{Kind: custody.EUNAVAILABLE, Message: "evidence ledger unavailable",
 			ApprovalRequestID: a.ID, Err: fmt.Errorf("append %s: %w", kind, err)}
 	}
 	return e, nil
+}
+
+// Refused reports whether err is a commit refused because a change's
+// condition did not hold (ECONFLICT, EDENIED, ENOTFOUND, EEXPIRED,
+// EPENDING), as opposed to a failure of the store.
+func Refused(err error) bool {
+	switch custody.ErrorKind(err) {
+	case custody.ECONFLICT, custody.EDENIED, custody.ENOTFOUND, custody.EEXPIRED, custody.EPENDING:
+		return true
+	}
+	return false
 }
 
 // storeError keeps a *custody.Error from the store as it is and makes any

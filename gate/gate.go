@@ -69,6 +69,8 @@ const (
 	nsBudget     = "budget"
 	nsScope      = "scope"
 	nsScopeClaim = "scope.claim"
+	// nsRef holds the refs of successful calls that custody links check.
+	nsRef = "ref"
 )
 
 // Handler runs a tool. call.Args are the exact bytes that passed the input
@@ -94,8 +96,9 @@ type Envelope struct {
 }
 
 // Config holds the gateway's dependencies. Registry, Ledger and Approvals
-// are required; State is required when a tool has a budget or a trace
-// scope.
+// are required; State is required when a tool has a budget, a trace scope
+// or a custody link to a ref, and must be kept in the same store as the
+// Ledger: the state a call changes is committed with its entry.
 type Config struct {
 	Registry  *contract.Registry
 	Ledger    custody.Ledger
@@ -152,6 +155,8 @@ type tool struct {
 	approvalArgs []string
 	// intent says the call gets a call.started entry before it runs.
 	intent bool
+	// refLinks says the tool has a custody link to a ref.
+	refLinks bool
 }
 
 // New builds a gateway for env. It fails closed: a missing registry,
@@ -237,8 +242,8 @@ func (g *Gateway) compile(t Tool) (*tool, error) {
 			return nil, fmt.Errorf("editable %q must name a top-level argument", f)
 		}
 	}
-	if (s.MaxCallsPerTrace > 0 || ct.scopeArg != "") && g.state == nil {
-		return nil, errors.New("a calls-per-trace budget or a trace scope needs a state store")
+	if (s.MaxCallsPerTrace > 0 || ct.scopeArg != "" || ct.refLinks) && g.state == nil {
+		return nil, errors.New("a calls-per-trace budget, a trace scope or a custody link to a ref needs a state store")
 	}
 	return ct, nil
 }
@@ -296,6 +301,8 @@ func (t *tool) parseLinks() error {
 			t.approvalArgs = append(t.approvalArgs, toks[0])
 		case l.Ref == "":
 			return fmt.Errorf("link %d: a custody link needs the ref it must match", i)
+		default:
+			t.refLinks = true
 		}
 	}
 	return nil
