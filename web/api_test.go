@@ -189,6 +189,27 @@ func (e *env) pending(trace, args string, wantKind string) string {
 	return d.ApprovalRequestID
 }
 
+// TestApprovalOfAnotherAgent checks that an approval one agent asked for
+// does not authorise another agent naming the same trace.
+func TestApprovalOfAnotherAgent(t *testing.T) {
+	e := newEnv(t)
+	const args = `{"channel":"general","message":"LUNCH AT NOON"}`
+	id := e.pending("t-bot", args, custody.EPENDING)
+	if res := e.decide(id, `{"decision":"approved"}`); res.Status != 200 {
+		t.Fatalf("decide: %d %s", res.Status, res.Body)
+	}
+	res := e.callAs(agent2Token, "t-bot", "post_announcement", args)
+	if res.Status != 403 || res.Error(t).Kind != custody.EDENIED || res.Error(t).ApprovalRequestID != id {
+		t.Fatalf("another agent's call: %d %s, want 403 denied naming %s", res.Status, res.Body, id)
+	}
+	if n := len(e.entries("t-bot", custody.KindCallSucceeded)); n != 0 {
+		t.Fatalf("%d successful posts, want none", n)
+	}
+	if res := e.call("t-bot", "post_announcement", args); res.Status != 200 {
+		t.Fatalf("the requester's call: %d %s", res.Status, res.Body)
+	}
+}
+
 func TestApprovals(t *testing.T) {
 	e := newEnv(t)
 	const args = `{"channel":"general", "message":"LUNCH AT NOON"}`
