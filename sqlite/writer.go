@@ -32,10 +32,8 @@ type request struct {
 	entry      *custody.Entry
 	op         func(ctx context.Context, tx *sql.Tx) error
 	checkpoint bool
-	// prepared is entry readied for sealing by Append, and row what the
-	// index keeps of it but for its seq.
+	// prepared is entry readied for sealing by Append.
 	prepared *ledger.Prepared
-	row      indexRow
 	// changes are the state changes committed with entry.
 	changes []custody.Change
 
@@ -56,7 +54,6 @@ type response struct {
 type writer struct {
 	conn  *sql.DB
 	stmts *insertStmts
-	lk    *lookups
 	priv  ed25519.PrivateKey
 	opts  Options
 	// sealer keeps its hashing buffer from one entry to the next.
@@ -86,12 +83,11 @@ type writer struct {
 type batch struct {
 	head    custody.Receipt
 	entries []*custody.Entry // sealed, in seq order
-	rows    []indexRow       // the entries' index rows
 	cp      *custody.Checkpoint
 }
 
 func newWriter(ctx context.Context, db *DB, conn *sql.DB, path string) (*writer, error) {
-	w := &writer{conn: conn, lk: db.lk, priv: db.priv, opts: db.opts, publish: db.publish, sync: newSyncer[synced](path, db.opts.fsync, db.opts.Logger)}
+	w := &writer{conn: conn, priv: db.priv, opts: db.opts, publish: db.publish, sync: newSyncer[synced](path, db.opts.fsync, db.opts.Logger)}
 	var err error
 	if w.stmts, err = prepareInserts(ctx, conn); err != nil {
 		return nil, err
@@ -208,14 +204,6 @@ func (w *writer) rebase(ctx context.Context) bool {
 	return true
 }
 
-// feedIndex hands the committed entries' rows to the indexer, which
-// indexes them while the next batch commits.
-func (w *writer) feedIndex(rows []indexRow) {
-	if len(rows) > 0 {
-		w.lk.feed <- rows
-	}
-}
-
 // committed makes the batch's outcome the writer's state: the next batch
 // chains on from its head. Readers see the head once it is durable.
 func (w *writer) committed(b *batch) {
@@ -320,9 +308,6 @@ func (w *writer) seal(ctx context.Context, tx *sql.Tx, b *batch, r *request) err
 	r.resp.entry = e
 	b.head = custody.Receipt{Seq: e.Seq, Hash: e.Hash}
 	b.entries = append(b.entries, &r.resp.entry)
-	row := r.row
-	row.seq = e.Seq
-	b.rows = append(b.rows, row)
 	return nil
 }
 
