@@ -141,6 +141,10 @@ type Gateway struct {
 	// outcomes holds the channels handlers answer on (chan outcome, with
 	// room for one), back from calls whose handler did answer.
 	outcomes sync.Pool
+	// linked holds the refs some custody link checks, as refKey's tool
+	// and ref ("" tool: a link that takes any tool's), so that only they
+	// are recorded as state.
+	linked map[[2]string]bool
 }
 
 // tool is a Tool with its declarations parsed once.
@@ -195,6 +199,7 @@ func New(cfg Config, env Envelope) (*Gateway, error) {
 		g.tools[t.Spec.Name] = ct
 		g.order = append(g.order, t.Spec.Name)
 	}
+	g.linked = linkedRefs(env)
 	return g, nil
 }
 

@@ -197,18 +197,36 @@ func refKey(trace, tool, ref, value string) string {
 	return string(b)
 }
 
+// linkedRefs returns the refs the custody links of env check: the ref
+// and the tool that must have recorded it, "" for any tool.
+func linkedRefs(env Envelope) map[[2]string]bool {
+	out := map[[2]string]bool{}
+	for _, t := range env.Tools {
+		for _, l := range t.Spec.Links {
+			if !l.Approval {
+				out[[2]string{l.Tool, l.Ref}] = true
+			}
+		}
+	}
+	return out
+}
+
 // refChanges returns the state changes that record the refs of a
-// successful call for the custody links of later calls: each ref under
-// the call's tool and under any tool.
-func refChanges(f *flight, refs map[string]string) []custody.Change {
-	if len(refs) == 0 {
+// successful call for the custody links of later calls: each ref a link
+// checks, under the call's tool or under any tool as the links ask. Refs
+// no link checks are on the entry alone.
+func (g *Gateway) refChanges(f *flight, refs map[string]string) []custody.Change {
+	if len(refs) == 0 || len(g.linked) == 0 {
 		return nil
 	}
 	doc := []byte(`true`)
-	out := make([]custody.Change, 0, 2*len(refs))
+	var out []custody.Change
 	for k, v := range refs {
-		out = append(out, custody.PutState(nsRef, refKey(f.Trace, f.Tool, k, v), doc),
-			custody.PutState(nsRef, refKey(f.Trace, "", k, v), doc))
+		for _, tool := range [2]string{f.Tool, ""} {
+			if g.linked[[2]string{tool, k}] {
+				out = append(out, custody.PutState(nsRef, refKey(f.Trace, tool, k, v), doc))
+			}
+		}
 	}
 	return out
 }

@@ -39,7 +39,7 @@ func (g *Gateway) changes(f *flight, kind string) []custody.Change {
 		out = append(out, approval.ConsumeChange(f.approval))
 	}
 	if kind == custody.KindCallSucceeded {
-		out = append(out, refChanges(f, f.refs)...)
+		out = append(out, g.refChanges(f, f.refs)...)
 	}
 	return out
 }
