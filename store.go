@@ -49,13 +49,10 @@ type Ledger interface {
 	Close() error
 }
 
-// ApprovalStore keeps approval requests. Changes that need evidence (a
-// request, a decision, a use, an expiry) go through Ledger.Commit with the
-// entry that records them; the methods that write here are for changes
-// that carry no evidence of their own.
+// ApprovalStore reads approval requests. Every change of a request (its
+// creation, a decision, a use, an expiry) is evidence: it is written with
+// the entry that records it, through Ledger.Commit.
 type ApprovalStore interface {
-	// CreateApproval stores a new request; ECONFLICT if the id exists.
-	CreateApproval(ctx context.Context, a Approval) error
 	// Approval returns one request; ENOTFOUND if absent.
 	Approval(ctx context.Context, id string) (Approval, error)
 	// Approvals lists requests, newest first; status "" lists all.
@@ -65,11 +62,6 @@ type ApprovalStore interface {
 	// newest first: a keyed lookup, whose cost does not grow with the
 	// ledger.
 	ApprovalsFor(ctx context.Context, trace, digest string) ([]Approval, error)
-	// UpdateApproval applies fn to the stored request atomically: fn sees
-	// the current value and its changes are saved only if it returns nil.
-	// fn may run inside the store's writer: it must be quick and must not
-	// call the store.
-	UpdateApproval(ctx context.Context, id string, fn func(*Approval) error) (Approval, error)
 }
 
 // StateStore keeps small JSON documents by namespace and key: budgets,

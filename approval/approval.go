@@ -201,29 +201,29 @@ func (s *Service) For(ctx context.Context, trace, digest string) ([]custody.Appr
 	return as, nil
 }
 
-// Consume uses the approval id for the action with the given digest, on
-// behalf of the ledger entry seq. It succeeds only once, and only for an
-// approved, unexpired request bound to digest; the check and the change
-// are one atomic update. Otherwise it returns EDENIED (declined, or bound
-// to another action), EPENDING (not decided yet), EEXPIRED, ECONFLICT
-// (already used) or ENOTFOUND.
-//
-// Consume changes the approval alone: a caller that records the use on the
-// ledger commits ConsumeChange with that entry instead.
-func (s *Service) Consume(ctx context.Context, id, digest string, seq int64) (custody.Approval, error) {
-	now := s.now()
-	a, err := s.store.UpdateApproval(ctx, id, func(a *custody.Approval) error {
-		if err := Usable(*a, digest, now); err != nil {
-			return err
-		}
-		a.Status = custody.ApprovalConsumed
-		a.ConsumedSeq = seq
-		return nil
-	})
+// Consume uses the approval id for the action with the given digest: it
+// commits e, the entry of the action that uses it, and the use in one
+// commit, and returns the sealed entry. It succeeds only once, and only
+// for an approved, unexpired request bound to digest. Otherwise nothing is
+// written and the error is EDENIED (declined, or bound to another
+// action), EPENDING (not decided yet), EEXPIRED, ECONFLICT (already used)
+// or ENOTFOUND; EUNAVAILABLE when the ledger fails.
+func (s *Service) Consume(ctx context.Context, id, digest string, e custody.Entry) (custody.Entry, error) {
+	a, err := s.store.Approval(ctx, id)
 	if err != nil {
-		return custody.Approval{}, storeError("consume approval", err)
+		return custody.Entry{}, storeError("consume approval", err)
 	}
-	return a, nil
+	if err := Usable(a, digest, s.now()); err != nil {
+		return custody.Entry{}, err
+	}
+	// Approved, unused and bound to digest now: only a use can change
+	// that, and the change's condition refuses a second one.
+	out, err := s.ledger.Commit(ctx, e, ConsumeChange(id))
+	if err != nil && !Refused(err) {
+		return custody.Entry{}, &custody.Error{Kind: custody.EUNAVAILABLE, Message: "evidence ledger unavailable",
+			ApprovalRequestID: id, Err: fmt.Errorf("append %s: %w", e.Kind, err)}
+	}
+	return out, err
 }
 
 // ConsumeChange returns the change that uses the approval id for the entry

@@ -12,21 +12,6 @@ import (
 	"github.com/custody-dev/custody"
 )
 
-// CreateApproval stores a new approval request; ECONFLICT if one with the
-// same id exists, EINVALID without an id or status.
-func (db *DB) CreateApproval(ctx context.Context, a custody.Approval) error {
-	if a.ID == "" || a.Status == "" {
-		return custody.Errorf(custody.EINVALID, "approval: id and status are required")
-	}
-	if _, err := json.Marshal(a); err != nil {
-		return custody.Errorf(custody.EINVALID, "approval %s: %v", a.ID, err)
-	}
-	_, err := db.do(ctx, &request{what: "create approval", op: func(ctx context.Context, tx *sql.Tx) error {
-		return createApproval(ctx, tx, a)
-	}})
-	return err
-}
-
 // Approval returns one approval request; ENOTFOUND if absent.
 func (db *DB) Approval(ctx context.Context, id string) (custody.Approval, error) {
 	return getApproval(ctx, db.rdb, id)
@@ -78,25 +63,6 @@ func (db *DB) queryApprovals(ctx context.Context, q string, args ...any) ([]cust
 	}
 	if err := rows.Err(); err != nil {
 		return nil, unavailable("list approvals", err)
-	}
-	return out, nil
-}
-
-// UpdateApproval applies fn to the stored request atomically: fn runs inside
-// the store's write transaction, sees the current value, and its changes are
-// saved only if it returns nil; its error is returned as is. ENOTFOUND if
-// the request is absent, EINVALID if fn changes the id.
-//
-// Writes are serialised, so fn must be quick and must not call the store.
-func (db *DB) UpdateApproval(ctx context.Context, id string, fn func(*custody.Approval) error) (custody.Approval, error) {
-	var out custody.Approval
-	_, err := db.do(ctx, &request{what: "update approval", op: func(ctx context.Context, tx *sql.Tx) error {
-		a, err := updateApproval(ctx, tx, id, fn)
-		out = a
-		return err
-	}})
-	if err != nil {
-		return custody.Approval{}, err
 	}
 	return out, nil
 }
