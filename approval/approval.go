@@ -3,11 +3,15 @@
 // decided by an operator, used at most once and only before it expires.
 // Undecided requests expire on a sweep and escalate to the next channel.
 //
-// Every state transition is recorded on the evidence ledger: a request as
-// approval.requested, a decision as approval.decided, an expiry as
-// approval.expired and a re-notification as approval.escalated. Entries
-// carry the refs approval_request_id and action_digest, so the approvals of
-// one action in one trace can be found on the ledger.
+// Every state transition is committed together with its entry on the
+// evidence ledger, in one transaction (custody.Ledger.Commit): a request
+// as approval.requested, a decision as approval.decided, an expiry as
+// approval.expired, a re-notification as approval.escalated, and a use
+// with the entry of the action that used it. A transition holds only if
+// the request still has the status it was decided from, so a crash or a
+// race never leaves a decision without its entry. Entries carry the refs
+// approval_request_id and action_digest; the approvals of one action in
+// one trace are found by a keyed lookup in the store (For).
 package approval
 
 import (

@@ -40,7 +40,21 @@
 // that authorises it. A call that names no approval uses an approval of
 // its trace bound to the same digest; without one a request is created
 // (or the pending one reported) and the call is refused with
-// pending_approval.
+// pending_approval. An approval authorises only the agent that requested
+// it (Call.Actor, recorded on the approval.requested entry): another agent
+// citing it, or naming its trace, is denied. The approval is used in the
+// same commit as the call's call.started entry, so a call that loses the
+// race for it leaves only its refusal on the ledger.
+//
+// # State
+//
+// What the policy reads is state committed with the entry that justifies
+// it: a calls-per-trace budget counts with the call's first entry (within
+// the budget when that entry lets the call go on), and a ref that a
+// custody link checks is recorded with the call.succeeded entry of the
+// call that produced it (namespace "ref"). Under concurrent calls of one
+// trace a READ tool with a budget may run past it; its output is then
+// withheld and the call refused.
 package gate
 
 import (
