@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -225,4 +226,37 @@ func TestMigrations(t *testing.T) {
 			t.Fatal("loadMigrations accepted a gap in the versions")
 		}
 	})
+}
+
+// TestApprovalKeysMigrated checks that the approvals of a database made
+// before approvals were keyed by trace and digest are found by them once
+// the store opens it.
+func TestApprovalKeysMigrated(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ms, err := loadMigrations(migrationFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", dsn(filepath.Join(dir, DatabaseFile), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, raw, ms[:1], time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	a := approval("ap-old", time.Now())
+	doc, _ := json.Marshal(a)
+	if _, err := raw.ExecContext(ctx, `INSERT INTO approvals (id, status, created_at, doc) VALUES (?, ?, ?, ?)`,
+		a.ID, string(a.Status), custody.FormatTime(a.CreatedAt), doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := openDir(t, dir, Options{})
+	got, err := db.ApprovalsFor(ctx, a.Trace, a.Digest)
+	if err != nil || len(got) != 1 || got[0].ID != "ap-old" {
+		t.Fatalf("ApprovalsFor after the migration = %+v, %v", got, err)
+	}
 }
