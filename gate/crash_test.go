@@ -107,8 +107,22 @@ func crashWrite(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	approved, err := h.svc.List(context.Background(), custody.ApprovalApproved)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := &lineWriter{w: os.Stdout}
 	out.printf("ready")
+	for c := range 8 {
+		// Approved actions, used as the writes go on.
+		go func() {
+			for i := c; i < len(approved); i += 8 {
+				if _, err := h.call(approved[i].Trace, "post_announcement", post); err != nil {
+					out.printf("error %v", err)
+				}
+			}
+		}()
+	}
 	for c := range 32 {
 		go func() {
 			for i := 0; ; i++ {
@@ -290,20 +304,31 @@ func checkDecisions(t *testing.T, dir string, acked map[string]string) (decided,
 }
 
 // TestCrashDuringWrites kills a process making WRITE calls from 32
-// callers, again and again, and checks after each crash that every run of
-// the tool has its call.started entry and every acknowledged receipt is
-// on the ledger.
+// callers and approved calls from 8, again and again, and checks after
+// each crash that every run of the tool has its call.started entry, every
+// used approval the call.started that used it, and every acknowledged
+// receipt is on the ledger.
 func TestCrashDuringWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills child processes")
+	}
+	template := t.TempDir()
+	h := newHarnessIn(t, template)
+	for i := range 300 {
+		id := h.pending(t, fmt.Sprint("trace-", i), "post_announcement", post)
+		h.decide(t, id, approval.Approve, nil)
+	}
+	if err := h.db.Close(); err != nil {
+		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
 	acked, ran := 0, 0
 	for trial := range crashTrials() {
 		dir := t.TempDir()
+		copyFiles(t, template, dir, "custody.db", "signing.key", "signing.pub")
 		lines := runChild(t, "write", dir, [2]time.Duration{150 * time.Millisecond, 600 * time.Millisecond}, rng)
-		a, r := checkWrites(t, dir, lines)
-		t.Logf("trial %d: %d receipts acknowledged, %d runs", trial, a, r)
+		a, r, u := checkWrites(t, dir, lines)
+		t.Logf("trial %d: %d receipts acknowledged, %d runs, %d approvals used", trial, a, r, u)
 		acked, ran = acked+a, ran+r
 	}
 	if acked == 0 || ran == 0 {
@@ -312,7 +337,7 @@ func TestCrashDuringWrites(t *testing.T) {
 	t.Logf("%d trials: %d receipts acknowledged, %d runs, none lost", crashTrials(), acked, ran)
 }
 
-func checkWrites(t *testing.T, dir string, lines []string) (acked, ran int) {
+func checkWrites(t *testing.T, dir string, lines []string) (acked, ran, usedApprovals int) {
 	t.Helper()
 	h := newHarnessIn(t, dir)
 	defer h.db.Close()
@@ -320,6 +345,7 @@ func checkWrites(t *testing.T, dir string, lines []string) (acked, ran int) {
 	ctx := context.Background()
 	started := map[string]bool{}
 	byHash := map[int64]string{}
+	startedAt := map[int64]custody.Entry{}
 	for after := int64(0); ; {
 		es, err := h.db.Entries(ctx, custody.Query{After: after})
 		if err != nil {
@@ -332,6 +358,7 @@ func checkWrites(t *testing.T, dir string, lines []string) (acked, ran int) {
 			byHash[e.Seq] = e.Hash
 			if e.Kind == custody.KindCallStarted {
 				started[e.Trace] = true
+				startedAt[e.Seq] = e
 			}
 			after = e.Seq
 		}
@@ -351,11 +378,20 @@ func checkWrites(t *testing.T, dir string, lines []string) (acked, ran int) {
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
+	used, err := h.svc.List(ctx, custody.ApprovalConsumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range used {
+		if e, ok := startedAt[a.ConsumedSeq]; !ok || e.Trace != a.Trace || e.Refs[approval.RefApproval] != a.ID {
+			t.Errorf("approval %s was used by seq %d, which is not its call.started: %+v", a.ID, a.ConsumedSeq, e)
+		}
+	}
 	for _, trace := range strings.Fields(string(raw)) {
 		ran++
 		if !started[trace] {
 			t.Errorf("the tool ran in trace %s without its call.started entry", trace)
 		}
 	}
-	return acked, ran
+	return acked, ran, len(used)
 }
