@@ -3,11 +3,15 @@
 // decided by an operator, used at most once and only before it expires.
 // Undecided requests expire on a sweep and escalate to the next channel.
 //
-// Every state transition is recorded on the evidence ledger: a request as
-// approval.requested, a decision as approval.decided, an expiry as
-// approval.expired and a re-notification as approval.escalated. Entries
-// carry the refs approval_request_id and action_digest, so the approvals of
-// one action in one trace can be found on the ledger.
+// Every state transition is committed together with its entry on the
+// evidence ledger, in one transaction (custody.Ledger.Commit): a request
+// as approval.requested, a decision as approval.decided, an expiry as
+// approval.expired, a re-notification as approval.escalated, and a use
+// with the entry of the action that used it. A transition holds only if
+// the request still has the status it was decided from, so a crash or a
+// race never leaves a decision without its entry. Entries carry the refs
+// approval_request_id and action_digest; the approvals of one action in
+// one trace are found by a keyed lookup in the store (For).
 package approval
 
 import (
@@ -116,8 +120,8 @@ type Request struct {
 	ID string
 }
 
-// Request stores a pending approval for r, records approval.requested and
-// notifies through r's channel. A notifier failure is recorded as
+// Request stores a pending approval for r with its approval.requested
+// entry, in one commit, and notifies through r's channel. A notifier failure is recorded as
 // notify.failed and leaves the request pending: it is never approved by
 // default. Errors are EINVALID for a malformed request and EUNAVAILABLE when
 // the store or the ledger cannot be written.
@@ -126,15 +130,13 @@ func (s *Service) Request(ctx context.Context, r Request) (custody.Approval, err
 	if err != nil {
 		return custody.Approval{}, err
 	}
-	if err := s.store.CreateApproval(ctx, a); err != nil {
-		return custody.Approval{}, storeError("store approval request", err)
-	}
 	body, err := json.Marshal(a)
 	if err != nil {
 		return custody.Approval{}, fmt.Errorf("encode approval request: %w", err)
 	}
-	if _, err := s.record(ctx, custody.KindApprovalRequest, a.Requester, a, body); err != nil {
-		s.withdraw(ctx, a.ID)
+	// The request and its approval.requested entry are one commit: no
+	// request exists that the ledger does not show, with its requester.
+	if _, err := s.record(ctx, custody.KindApprovalRequest, a.Requester, a, body, custody.CreateApproval(a)); err != nil {
 		return custody.Approval{}, err
 	}
 	s.notify(ctx, a, a.Channel)
@@ -174,16 +176,6 @@ func (s *Service) newApproval(r Request) (custody.Approval, error) {
 	}, nil
 }
 
-// withdraw expires a request that could not be recorded, so that it can
-// never be approved. It is best effort: the caller already fails.
-func (s *Service) withdraw(ctx context.Context, id string) {
-	_, _ = s.store.UpdateApproval(ctx, id, func(a *custody.Approval) error {
-		a.Status = custody.ApprovalExpired
-		a.ExpiresAt = a.CreatedAt
-		return nil
-	})
-}
-
 // Get returns one approval; ENOTFOUND if there is none with that id.
 func (s *Service) Get(ctx context.Context, id string) (custody.Approval, error) {
 	a, err := s.store.Approval(ctx, id)
@@ -203,26 +195,48 @@ func (s *Service) List(ctx context.Context, status custody.ApprovalStatus) ([]cu
 	return as, nil
 }
 
-// Consume uses the approval id for the action with the given digest, on
-// behalf of the ledger entry seq. It succeeds only once, and only for an
-// approved, unexpired request bound to digest; the check and the change
-// are one atomic update. Otherwise it returns EDENIED (declined, or bound
-// to another action), EPENDING (not decided yet), EEXPIRED, ECONFLICT
-// (already used) or ENOTFOUND.
-func (s *Service) Consume(ctx context.Context, id, digest string, seq int64) (custody.Approval, error) {
-	now := s.now()
-	a, err := s.store.UpdateApproval(ctx, id, func(a *custody.Approval) error {
-		if err := Usable(*a, digest, now); err != nil {
-			return err
-		}
-		a.Status = custody.ApprovalConsumed
-		a.ConsumedSeq = seq
-		return nil
-	})
+// For returns the approvals of trace asked for the action with the given
+// digest, or bound to it by an operator's edit, newest first.
+func (s *Service) For(ctx context.Context, trace, digest string) ([]custody.Approval, error) {
+	as, err := s.store.ApprovalsFor(ctx, trace, digest)
 	if err != nil {
-		return custody.Approval{}, storeError("consume approval", err)
+		return nil, storeError("find approvals", err)
 	}
-	return a, nil
+	return as, nil
+}
+
+// Consume uses the approval id for the action with the given digest: it
+// commits e, the entry of the action that uses it, and the use in one
+// commit, and returns the sealed entry. It succeeds only once, and only
+// for an approved, unexpired request bound to digest. Otherwise nothing is
+// written and the error is EDENIED (declined, or bound to another
+// action), EPENDING (not decided yet), EEXPIRED, ECONFLICT (already used)
+// or ENOTFOUND; EUNAVAILABLE when the ledger fails.
+func (s *Service) Consume(ctx context.Context, id, digest string, e custody.Entry) (custody.Entry, error) {
+	a, err := s.store.Approval(ctx, id)
+	if err != nil {
+		return custody.Entry{}, storeError("consume approval", err)
+	}
+	if err := Usable(a, digest, s.now()); err != nil {
+		return custody.Entry{}, err
+	}
+	// Approved, unused and bound to digest now: only a use can change
+	// that, and the change's condition refuses a second one.
+	out, err := s.ledger.Commit(ctx, e, ConsumeChange(id))
+	if err != nil && !Refused(err) {
+		return custody.Entry{}, &custody.Error{Kind: custody.EUNAVAILABLE, Message: "evidence ledger unavailable",
+			ApprovalRequestID: id, Err: fmt.Errorf("append %s: %w", e.Kind, err)}
+	}
+	return out, err
+}
+
+// ConsumeChange returns the change that uses the approval id for the entry
+// it is committed with: it holds only while the approval is approved and
+// unused, and otherwise refuses the commit with ECONFLICT, since an
+// approved approval can only have been used since.
+func ConsumeChange(id string) custody.Change {
+	return custody.ConsumeApproval(id).Else(&custody.Error{Kind: custody.ECONFLICT, ApprovalRequestID: id,
+		Message: fmt.Sprintf("approval %s was already used; an approval authorises one call", id)})
 }
 
 // Usable returns nil when a may authorise the action with the given digest
@@ -251,22 +265,38 @@ func Usable(a custody.Approval, digest string, now time.Time) error {
 	return nil
 }
 
-// record appends one approval entry with the refs approval_request_id and
-// action_digest.
-func (s *Service) record(ctx context.Context, kind, actor string, a custody.Approval, body []byte) (custody.Entry, error) {
-	e, err := s.ledger.Append(ctx, custody.Entry{
+// record commits one approval entry, with the refs approval_request_id
+// and action_digest, and the changes it is the evidence of. A change whose
+// condition fails is returned as the store said; any other failure is the
+// ledger's.
+func (s *Service) record(ctx context.Context, kind, actor string, a custody.Approval, body []byte, changes ...custody.Change) (custody.Entry, error) {
+	e, err := s.ledger.Commit(ctx, custody.Entry{
 		At:    custody.FormatTime(s.now()),
 		Kind:  kind,
 		Trace: a.Trace,
 		Actor: actor,
 		Refs:  map[string]string{RefApproval: a.ID, RefDigest: a.Digest},
 		Body:  body,
-	})
+	}, changes...)
+	if err != nil && len(changes) > 0 && Refused(err) {
+		return custody.Entry{}, err
+	}
 	if err != nil {
 		return custody.Entry{}, &custody.Error{Kind: custody.EUNAVAILABLE, Message: "evidence ledger unavailable",
 			ApprovalRequestID: a.ID, Err: fmt.Errorf("append %s: %w", kind, err)}
 	}
 	return e, nil
+}
+
+// Refused reports whether err is a commit refused because a change's
+// condition did not hold (ECONFLICT, EDENIED, ENOTFOUND, EEXPIRED,
+// EPENDING), as opposed to a failure of the store.
+func Refused(err error) bool {
+	switch custody.ErrorKind(err) {
+	case custody.ECONFLICT, custody.EDENIED, custody.ENOTFOUND, custody.EEXPIRED, custody.EPENDING:
+		return true
+	}
+	return false
 }
 
 // storeError keeps a *custody.Error from the store as it is and makes any

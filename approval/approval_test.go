@@ -67,6 +67,16 @@ func newFixture(t *testing.T, ns ...approval.Notifier) *fixture {
 	return &fixture{db: db, svc: svc, clk: clk}
 }
 
+// size returns the ledger's size.
+func (f *fixture) size(t *testing.T) int64 {
+	t.Helper()
+	h, err := f.db.Head(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.Seq
+}
+
 var postArgs = json.RawMessage(`{"channel":"ops","message":"DEPLOY AT 5"}`)
 
 func (f *fixture) request(t *testing.T, r approval.Request) custody.Approval {
@@ -285,24 +295,35 @@ func TestConsume(t *testing.T) {
 				digest = tt.digest
 			}
 			if tt.twice {
-				if _, err := f.svc.Consume(ctx, a.ID, digest, 7); err != nil {
+				if _, err := f.svc.Consume(ctx, a.ID, digest, useEntry(a)); err != nil {
 					t.Fatalf("first consume: %v", err)
 				}
 			}
-			got, err := f.svc.Consume(ctx, a.ID, digest, 8)
+			size := f.size(t)
+			e, err := f.svc.Consume(ctx, a.ID, digest, useEntry(a))
 			if tt.kind != "" {
 				wantKind(t, err, tt.kind)
 				var ce *custody.Error
 				if errors.As(err, &ce) && ce.ApprovalRequestID != a.ID {
 					t.Errorf("error names approval %q, want %q", ce.ApprovalRequestID, a.ID)
 				}
+				if got := f.size(t); got != size {
+					t.Errorf("a refused use wrote %d entries", got-size)
+				}
 				return
 			}
-			if err != nil || got.Status != custody.ApprovalConsumed || got.ConsumedSeq != 8 {
-				t.Fatalf("consume = %+v, %v", got, err)
+			got, gerr := f.svc.Get(ctx, a.ID)
+			if err != nil || gerr != nil || got.Status != custody.ApprovalConsumed || got.ConsumedSeq != e.Seq || e.Seq == 0 {
+				t.Fatalf("consume = entry %d, %+v, %v, %v; want consumed by the entry", e.Seq, got, err, gerr)
 			}
 		})
 	}
+}
+
+// useEntry is the entry of an action that uses a.
+func useEntry(a custody.Approval) custody.Entry {
+	return custody.Entry{Kind: custody.KindCallStarted, Trace: a.Trace, Actor: a.Requester,
+		Refs: map[string]string{approval.RefApproval: a.ID}, Body: json.RawMessage(`{"tool":"post_announcement"}`)}
 }
 
 func TestConsumeOnceUnderRace(t *testing.T) {
@@ -315,9 +336,9 @@ func TestConsumeOnceUnderRace(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	wins := 0
-	for i := range 8 {
+	for range 8 {
 		wg.Go(func() {
-			if _, err := f.svc.Consume(ctx, a.ID, a.Digest, int64(i+1)); err == nil {
+			if _, err := f.svc.Consume(ctx, a.ID, a.Digest, useEntry(a)); err == nil {
 				mu.Lock()
 				wins++
 				mu.Unlock()
@@ -327,6 +348,9 @@ func TestConsumeOnceUnderRace(t *testing.T) {
 	wg.Wait()
 	if wins != 1 {
 		t.Fatalf("%d consumers won, want exactly 1", wins)
+	}
+	if es, err := f.db.Entries(ctx, custody.Query{Kind: custody.KindCallStarted}); err != nil || len(es) != 1 {
+		t.Fatalf("%d entries of a use, %v; want the winner's alone", len(es), err)
 	}
 }
 

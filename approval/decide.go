@@ -50,37 +50,37 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (custody.Ap
 		return custody.Approval{}, err
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
-	var before custody.Approval
-	a, err := s.store.UpdateApproval(ctx, id, func(a *custody.Approval) error {
-		before = *a
-		return applyDecision(a, d, now)
-	})
+	before, err := s.store.Approval(ctx, id)
 	if err != nil {
 		return custody.Approval{}, storeError("decide approval", err)
+	}
+	a := before
+	if err := applyDecision(&a, d, now); err != nil {
+		return custody.Approval{}, err
 	}
 	body, err := json.Marshal(decisionBody{
 		ID: a.ID, Decision: d.Decision, Operator: d.Operator, Note: d.Note, Tool: a.Tool,
 		Arguments: a.Arguments, Digest: a.Digest, Edited: a.Digest != before.Digest, RequestedDigest: before.Digest,
 	})
-	if err == nil {
-		_, err = s.record(ctx, custody.KindApprovalDecided, d.Operator, a, body)
+	if err != nil {
+		return custody.Approval{}, fmt.Errorf("encode decision: %w", err)
+	}
+	// The decision and its approval.decided entry are one commit, on
+	// condition that the request is still pending: a decision that is
+	// not on the ledger never authorises anything.
+	_, err = s.record(ctx, custody.KindApprovalDecided, d.Operator, a, body, custody.UpdateApproval(a, custody.ApprovalPending))
+	if custody.ErrorKind(err) == custody.ECONFLICT {
+		// Decided or expired in the meantime: say which.
+		if cur, gerr := s.store.Approval(ctx, id); gerr == nil {
+			if derr := applyDecision(&cur, d, now); derr != nil {
+				return custody.Approval{}, derr
+			}
+		}
 	}
 	if err != nil {
-		s.undecide(ctx, before)
 		return custody.Approval{}, err
 	}
 	return a, nil
-}
-
-// undecide puts back a request whose decision could not be recorded: a
-// decision that is not on the ledger must not authorise anything. It is
-// best effort; a failure leaves the decision unrecorded but the ledger
-// check at Consume time (the call's intent entry) still fails closed.
-func (s *Service) undecide(ctx context.Context, before custody.Approval) {
-	_, _ = s.store.UpdateApproval(ctx, before.ID, func(a *custody.Approval) error {
-		*a = before
-		return nil
-	})
 }
 
 // checkDecision refuses a decision without an operator or a known verdict.

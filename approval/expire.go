@@ -65,48 +65,45 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 // expire expires one request if it is still pending and due, records it and
 // escalates it. It reports whether it expired the request.
 func (s *Service) expire(ctx context.Context, id string, now time.Time) (bool, error) {
-	expired := false
-	a, err := s.store.UpdateApproval(ctx, id, func(a *custody.Approval) error {
-		expired = a.Status == custody.ApprovalPending && !now.Before(a.ExpiresAt)
-		if expired {
-			a.Status = custody.ApprovalExpired
-		}
-		return nil
-	})
-	if err != nil || !expired {
-		return false, storeErrorOrNil("expire approval", err)
+	cur, err := s.store.Approval(ctx, id)
+	if err != nil {
+		return false, storeError("expire approval", err)
 	}
+	if cur.Status != custody.ApprovalPending || now.Before(cur.ExpiresAt) {
+		return false, nil
+	}
+	a := cur
+	a.Status = custody.ApprovalExpired
 	body, err := json.Marshal(expiry{ID: a.ID, Tool: a.Tool, Digest: a.Digest, ExpiresAt: custody.FormatTime(a.ExpiresAt)})
 	if err != nil {
 		return false, fmt.Errorf("encode expiry: %w", err)
 	}
-	if _, err := s.record(ctx, custody.KindApprovalExpired, sweepActor, a, body); err != nil {
-		return true, err
+	_, err = s.record(ctx, custody.KindApprovalExpired, sweepActor, a, body, custody.UpdateApproval(a, custody.ApprovalPending))
+	if custody.ErrorKind(err) == custody.ECONFLICT {
+		return false, nil // an operator decided it in the meantime
+	}
+	if err != nil {
+		return false, err
 	}
 	return true, s.escalate(ctx, a)
 }
 
 // escalate re-notifies an expired request through the channel after its
-// own, if there is one, and records approval.escalated.
+// own, if there is one, and records approval.escalated with the change of
+// channel.
 func (s *Service) escalate(ctx context.Context, a custody.Approval) error {
 	next := s.nextChannel(a.Channel)
 	if next == "" {
 		return nil
 	}
 	from := a.Channel
-	a, err := s.store.UpdateApproval(ctx, a.ID, func(a *custody.Approval) error {
-		a.Channel = next
-		a.Escalations++
-		return nil
-	})
-	if err != nil {
-		return storeError("escalate approval", err)
-	}
+	a.Channel = next
+	a.Escalations++
 	body, err := json.Marshal(escalation{ID: a.ID, From: from, To: next, Escalations: a.Escalations})
 	if err != nil {
 		return fmt.Errorf("encode escalation: %w", err)
 	}
-	if _, err := s.record(ctx, custody.KindApprovalEscalate, sweepActor, a, body); err != nil {
+	if _, err := s.record(ctx, custody.KindApprovalEscalate, sweepActor, a, body, custody.UpdateApproval(a, custody.ApprovalExpired)); err != nil {
 		return err
 	}
 	s.notify(ctx, a, next)
@@ -176,12 +173,4 @@ func (s *Service) Run(ctx context.Context, every time.Duration) {
 			_, _ = s.ExpireDue(ctx)
 		}
 	}
-}
-
-// storeErrorOrNil is storeError that passes nil through.
-func storeErrorOrNil(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return storeError(op, err)
 }

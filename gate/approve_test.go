@@ -277,3 +277,76 @@ func TestAskAgainAfterEscalation(t *testing.T) {
 		t.Fatalf("pager told about %v, want the escalation then the new request", p.ids)
 	}
 }
+
+// TestApprovalRaceLeavesNoIntent checks that the calls that lose the race
+// for one approval leave no call.started on the ledger: the approval is
+// used in the same commit as the winner's intent.
+func TestApprovalRaceLeavesNoIntent(t *testing.T) {
+	h := newHarness(t)
+	id := h.pending(t, "trace-race", "post_announcement", post)
+	h.decide(t, id, approval.Approve, nil)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { _, _ = h.call("trace-race", "post_announcement", post) })
+	}
+	wg.Wait()
+	started := h.entries(t, custody.Query{Trace: "trace-race", Kind: custody.KindCallStarted})
+	if len(started) != 1 {
+		t.Fatalf("%d call.started entries, want 1: only the call that used the approval", len(started))
+	}
+	a, err := h.svc.Get(context.Background(), id)
+	if err != nil || a.ConsumedSeq != started[0].Seq {
+		t.Fatalf("approval = %+v, %v; want consumed by the call.started at seq %d", a, err, started[0].Seq)
+	}
+	refused := h.entries(t, custody.Query{Trace: "trace-race", Kind: custody.KindCallRefused})
+	conflicts := 0
+	for _, e := range refused {
+		if k, _ := bodyError(e); k == custody.ECONFLICT {
+			conflicts++
+		}
+	}
+	if conflicts != 7 {
+		t.Fatalf("%d conflict refusals on the ledger, want 7", conflicts)
+	}
+}
+
+func (h *harness) callAs(actor, trace, tool, args string) (custody.Result, error) {
+	return h.gw.Call(context.Background(), custody.Call{Trace: trace, Tool: tool, Args: json.RawMessage(args), Actor: actor, Via: "test"})
+}
+
+// TestApprovalBoundToRequester checks that an approval authorises only
+// the agent that asked for it, whether another agent names its trace or
+// cites the approval, and that the ledger records who asked.
+func TestApprovalBoundToRequester(t *testing.T) {
+	h := newHarness(t)
+	id := h.pending(t, "trace-bot", "post_announcement", post)
+	h.decide(t, id, approval.Approve, nil)
+	req := h.entries(t, custody.Query{Trace: "trace-bot", Kind: custody.KindApprovalRequest})
+	if len(req) != 1 || req[0].Actor != "agent-1" {
+		t.Fatalf("approval.requested entries = %+v, want one by agent-1", req)
+	}
+
+	_, err := h.callAs("agent-2", "trace-bot", "post_announcement", post)
+	ce := wantKind(t, err, custody.EDENIED)
+	if ce.ApprovalRequestID != id {
+		t.Errorf("refusal names approval %q, want %s", ce.ApprovalRequestID, id)
+	}
+	h.wantRefused(t, err, custody.EDENIED)
+
+	signID := h.pending(t, "trace-sign", "sign", `{"message":"SLOW DOWN"}`)
+	h.decide(t, signID, approval.Approve, nil)
+	_, err = h.callAs("agent-2", "trace-sign", "sign", `{"message":"SLOW DOWN","approval_request_id":"`+signID+`"}`)
+	h.wantRefused(t, err, custody.EDENIED)
+	_, err = h.callAs("agent-2", "trace-sign", "sign", `{"message":"SLOW DOWN"}`)
+	h.wantRefused(t, err, custody.EDENIED)
+	if h.ran("post_announcement") != 0 || h.ran("sign") != 0 {
+		t.Fatal("another agent's call ran on an approval it did not ask for")
+	}
+
+	if _, err := h.call("trace-bot", "post_announcement", post); err != nil {
+		t.Fatalf("the requester's call: %v", err)
+	}
+	if _, err := h.call("trace-sign", "sign", `{"message":"SLOW DOWN","approval_request_id":"`+signID+`"}`); err != nil {
+		t.Fatalf("the requester's cited call: %v", err)
+	}
+}

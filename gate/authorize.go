@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/custody-dev/custody"
@@ -59,6 +58,9 @@ func (g *Gateway) authorizeNamed(ctx context.Context, f *flight) error {
 	if err := sameTrace(a, f); err != nil {
 		return err
 	}
+	if err := sameRequester(a, f); err != nil {
+		return err
+	}
 	if err := approval.Usable(a, f.digest, g.now()); err != nil {
 		return err
 	}
@@ -67,30 +69,30 @@ func (g *Gateway) authorizeNamed(ctx context.Context, f *flight) error {
 }
 
 // candidates returns the approvals of the call's trace that were requested
-// for its action or, after an operator's edit, bound to it: the approval
-// entries on the ledger carry the action digest as a ref.
+// for its action or, after an operator's edit, bound to it, newest first:
+// a keyed lookup in the approval store. Approvals another agent requested
+// are left out; the call is refused when there are only such.
 func (g *Gateway) candidates(ctx context.Context, f *flight) ([]custody.Approval, error) {
-	entries, err := g.ledger.Entries(ctx, custody.Query{Trace: f.Trace, Refs: map[string]string{approval.RefDigest: f.digest}})
+	as, err := g.approvals.For(ctx, f.Trace, f.digest)
 	if err != nil {
-		return nil, &custody.Error{Kind: custody.EUNAVAILABLE, Message: "evidence ledger unavailable", Err: fmt.Errorf("find approvals: %w", err)}
+		return nil, err
 	}
 	var out []custody.Approval
-	seen := map[string]bool{}
-	for _, e := range entries {
-		id := e.Refs[approval.RefApproval]
-		if id == "" || seen[id] {
-			continue
-		}
-		seen[id] = true
-		a, err := g.approvals.Get(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if a.Tool == f.Tool {
+	var other *custody.Approval
+	for i, a := range as {
+		switch {
+		case a.Tool != f.Tool:
+		case a.Requester != f.Actor:
+			if other == nil {
+				other = &as[i]
+			}
+		default:
 			out = append(out, a)
 		}
 	}
-	slices.SortFunc(out, func(a, b custody.Approval) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	if len(out) == 0 && other != nil {
+		return nil, sameRequester(*other, f)
+	}
 	return out, nil
 }
 
@@ -155,4 +157,15 @@ func sameTrace(a custody.Approval, f *flight) error {
 	}
 	return &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: a.ID,
 		Message: fmt.Sprintf("approval %s belongs to another trace", a.ID)}
+}
+
+// sameRequester refuses an approval another principal requested: an
+// approval authorises the agent that asked for it, as its
+// approval.requested entry records, and no other.
+func sameRequester(a custody.Approval, f *flight) error {
+	if a.Requester == f.Actor {
+		return nil
+	}
+	return &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: a.ID,
+		Message: fmt.Sprintf("approval %s was requested by another agent: an approval authorises only the agent that asked for it", a.ID)}
 }

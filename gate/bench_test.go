@@ -105,3 +105,11 @@ func (l *preparingLedger) Append(_ context.Context, e custody.Entry) (custody.En
 	e.Seq = l.seq.Add(1)
 	return e, nil
 }
+
+// Commit prepares e as Append does; the CPU tools change no state.
+func (l *preparingLedger) Commit(ctx context.Context, e custody.Entry, changes ...custody.Change) (custody.Entry, error) {
+	if len(changes) > 0 {
+		return custody.Entry{}, custody.Errorf(custody.EINVALID, "the preparing ledger keeps no state")
+	}
+	return l.Append(ctx, e)
+}

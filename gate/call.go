@@ -22,9 +22,14 @@ type flight struct {
 	digest string
 	// named is the approval the call cites through an approval link.
 	named string
-	// approval is the approval that authorises the call, consumed at the
-	// intent step.
+	// approval is the approval that authorises the call, consumed with
+	// its call.started entry.
 	approval string
+	// budgetKey is the call's key in the budget namespace when its tool
+	// has a calls-per-trace budget; budgetCounted says the call was
+	// counted with an entry already.
+	budgetKey     string
+	budgetCounted bool
 	// refs thread the chain of custody onto every entry of the call.
 	// Once an entry carries them they are shared: ref copies them before
 	// adding, so that no entry's refs change after it was appended.

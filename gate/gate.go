@@ -40,7 +40,21 @@
 // that authorises it. A call that names no approval uses an approval of
 // its trace bound to the same digest; without one a request is created
 // (or the pending one reported) and the call is refused with
-// pending_approval.
+// pending_approval. An approval authorises only the agent that requested
+// it (Call.Actor, recorded on the approval.requested entry): another agent
+// citing it, or naming its trace, is denied. The approval is used in the
+// same commit as the call's call.started entry, so a call that loses the
+// race for it leaves only its refusal on the ledger.
+//
+// # State
+//
+// What the policy reads is state committed with the entry that justifies
+// it: a calls-per-trace budget counts with the call's first entry (within
+// the budget when that entry lets the call go on), and a ref that a
+// custody link checks is recorded with the call.succeeded entry of the
+// call that produced it (namespace "ref"). Under concurrent calls of one
+// trace a READ tool with a budget may run past it; its output is then
+// withheld and the call refused.
 package gate
 
 import (
@@ -69,6 +83,8 @@ const (
 	nsBudget     = "budget"
 	nsScope      = "scope"
 	nsScopeClaim = "scope.claim"
+	// nsRef holds the refs of successful calls that custody links check.
+	nsRef = "ref"
 )
 
 // Handler runs a tool. call.Args are the exact bytes that passed the input
@@ -119,8 +135,9 @@ type Envelope struct {
 }
 
 // Config holds the gateway's dependencies. Registry, Ledger and Approvals
-// are required; State is required when a tool has a budget or a trace
-// scope.
+// are required; State is required when a tool has a budget, a trace scope
+// or a custody link to a ref, and must be kept in the same store as the
+// Ledger: the state a call changes is committed with its entry.
 type Config struct {
 	Registry  *contract.Registry
 	Ledger    custody.Ledger
@@ -168,6 +185,10 @@ type Gateway struct {
 	// outcomes holds the channels handlers answer on (chan outcome, with
 	// room for one), back from calls whose handler did answer.
 	outcomes sync.Pool
+	// linked holds the refs some custody link checks, as refKey's tool
+	// and ref ("" tool: a link that takes any tool's), so that only they
+	// are recorded as state.
+	linked map[[2]string]bool
 }
 
 // tool is a Tool with its declarations parsed once.
@@ -182,6 +203,8 @@ type tool struct {
 	approvalArgs []string
 	// intent says the call gets a call.started entry before it runs.
 	intent bool
+	// refLinks says the tool has a custody link to a ref.
+	refLinks bool
 }
 
 // New builds a gateway for env. It fails closed: a missing registry,
@@ -220,6 +243,7 @@ func New(cfg Config, env Envelope) (*Gateway, error) {
 		g.tools[t.Spec.Name] = ct
 		g.order = append(g.order, t.Spec.Name)
 	}
+	g.linked = linkedRefs(env)
 	return g, nil
 }
 
@@ -270,8 +294,8 @@ func (g *Gateway) compile(t Tool) (*tool, error) {
 			return nil, fmt.Errorf("editable %q must name a top-level argument", f)
 		}
 	}
-	if (s.MaxCallsPerTrace > 0 || ct.scopeArg != "") && g.state == nil {
-		return nil, errors.New("a calls-per-trace budget or a trace scope needs a state store")
+	if (s.MaxCallsPerTrace > 0 || ct.scopeArg != "" || ct.refLinks) && g.state == nil {
+		return nil, errors.New("a calls-per-trace budget, a trace scope or a custody link to a ref needs a state store")
 	}
 	return ct, nil
 }
@@ -329,6 +353,8 @@ func (t *tool) parseLinks() error {
 			t.approvalArgs = append(t.approvalArgs, toks[0])
 		case l.Ref == "":
 			return fmt.Errorf("link %d: a custody link needs the ref it must match", i)
+		default:
+			t.refLinks = true
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,6 +140,27 @@ func TestBudget(t *testing.T) {
 		if _, err := h.call("trace-c", "limited", `{}`); err != nil {
 			t.Fatalf("trace-c call %d: %v", i+1, err)
 		}
+	}
+}
+
+// TestBudgetUnderRace checks that concurrent calls of one trace cannot
+// pass its budget: the count is committed with the entry that releases
+// the output, on condition that it stays within the budget.
+func TestBudgetUnderRace(t *testing.T) {
+	h := newHarness(t)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { _, _ = h.call("trace-race", "limited", `{}`) })
+	}
+	wg.Wait()
+	if got := h.entries(t, custody.Query{Trace: "trace-race", Kind: custody.KindCallSucceeded}); len(got) != 2 {
+		t.Fatalf("%d calls succeeded, want 2", len(got))
+	}
+	if got := h.entries(t, custody.Query{Trace: "trace-race", Kind: custody.KindCallRefused}); len(got) != 6 {
+		t.Fatalf("%d calls refused, want 6", len(got))
+	}
+	if doc, err := h.db.State(context.Background(), "budget", "trace-race/limited"); err != nil || string(doc) != "8" {
+		t.Fatalf("budget = %s, %v; want 8: every call counts", doc, err)
 	}
 }
 

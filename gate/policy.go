@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
 	"time"
 
 	"github.com/custody-dev/custody"
@@ -42,21 +43,53 @@ func (g *Gateway) admit(ctx context.Context, f *flight) error {
 	return &custody.Error{Kind: custody.EDENIED, Message: err.Error(), Err: err}
 }
 
-// budget counts the attempt and refuses it once the trace has used the
-// tool's calls. Every call that passed the contract counts, refused or not.
+// budget refuses a call once its trace has used the tool's calls. Every
+// call that passed the contract counts, refused or not: the count is
+// committed with the call's first entry (see budgetChange), so that no
+// call is counted that the ledger does not show and none shows that is
+// not counted.
 func (g *Gateway) budget(ctx context.Context, f *flight) error {
 	max := f.tool.Spec.MaxCallsPerTrace
 	if max <= 0 {
 		return nil
 	}
-	n, err := g.state.IncrState(ctx, nsBudget, f.Trace+"/"+f.Tool, 1)
+	f.budgetKey = f.Trace + "/" + f.Tool
+	doc, err := g.state.State(ctx, nsBudget, f.budgetKey)
+	if custody.ErrorKind(err) == custody.ENOTFOUND {
+		return nil
+	}
 	if err != nil {
 		return unavailableState(err)
 	}
-	if n > int64(max) {
-		return custody.Errorf(custody.EDENIED, "tool %q may be called at most %d times per trace; trace %s has used them", f.Tool, max, f.Trace)
+	n, err := strconv.ParseInt(string(doc), 10, 64)
+	if err != nil {
+		return &custody.Error{Kind: custody.EINTERNAL, Message: "internal error", Err: fmt.Errorf("budget %s: %w", f.budgetKey, err)}
+	}
+	if n >= int64(max) {
+		return budgetSpent(f)
 	}
 	return nil
+}
+
+// budgetSpent is the refusal of a call past its trace's budget.
+func budgetSpent(f *flight) *custody.Error {
+	return custody.Errorf(custody.EDENIED, "tool %q may be called at most %d times per trace; trace %s has used them", f.Tool, f.tool.Spec.MaxCallsPerTrace, f.Trace)
+}
+
+// budgetChange returns the change that counts the call, committed with
+// its first entry of the given kind, and whether there is one. An entry
+// that lets the call go on (call.started, call.succeeded) holds only
+// within the budget, so that concurrent calls cannot pass it; a refusal or
+// failure counts whatever the sum.
+func budgetChange(f *flight, kind string) (custody.Change, bool) {
+	if f.budgetKey == "" || f.budgetCounted {
+		return custody.Change{}, false
+	}
+	limit := int64(0)
+	if kind == custody.KindCallStarted || kind == custody.KindCallSucceeded {
+		limit = int64(f.tool.Spec.MaxCallsPerTrace)
+	}
+	return custody.IncrState(nsBudget, f.budgetKey, 1, limit).Else(budgetSpent(f)), true
 }
 
 // scope refuses a call naming a resource bound to another trace, and binds
@@ -152,27 +185,69 @@ func (g *Gateway) links(ctx context.Context, f *flight) error {
 	return nil
 }
 
-// refLink checks a link to a ref an earlier call of l.Tool recorded.
+// refLink checks a link to a ref an earlier successful call of l.Tool (of
+// any tool when l.Tool is empty) recorded in the trace: a keyed lookup of
+// the state its call.succeeded entry committed (see refChanges).
 func (g *Gateway) refLink(ctx context.Context, f *flight, l custody.Link) error {
 	v, err := linkValue(f, l)
 	if err != nil {
 		return err
 	}
-	entries, err := g.ledger.Entries(ctx, custody.Query{Trace: f.Trace, Kind: custody.KindCallSucceeded, Refs: map[string]string{l.Ref: v}})
-	if err != nil {
-		return &custody.Error{Kind: custody.EUNAVAILABLE, Message: "evidence ledger unavailable", Err: fmt.Errorf("custody link %s: %w", l.Arg, err)}
+	_, err = g.state.State(ctx, nsRef, refKey(f.Trace, l.Tool, l.Ref, v))
+	if err == nil {
+		f.ref(l.Ref, v)
+		return nil
 	}
-	for _, e := range entries {
-		if l.Tool == "" || entryTool(e) == l.Tool {
-			f.ref(l.Ref, v)
-			return nil
-		}
+	if custody.ErrorKind(err) != custody.ENOTFOUND {
+		return unavailableState(fmt.Errorf("custody link %s: %w", l.Arg, err))
 	}
 	from := "an earlier call"
 	if l.Tool != "" {
 		from = fmt.Sprintf("an earlier successful %s call", l.Tool)
 	}
 	return dangling(l.Arg, fmt.Sprintf("dangling custody link: %s %q was not produced by %s in trace %s", l.Ref, v, from, f.Trace))
+}
+
+// refKey is the state key of a ref recorded in a trace by a tool ("" for
+// any tool): a JSON array, so that no choice of values makes two keys
+// alike.
+func refKey(trace, tool, ref, value string) string {
+	b, _ := json.Marshal([4]string{trace, tool, ref, value})
+	return string(b)
+}
+
+// linkedRefs returns the refs the custody links of env check: the ref
+// and the tool that must have recorded it, "" for any tool.
+func linkedRefs(env Envelope) map[[2]string]bool {
+	out := map[[2]string]bool{}
+	for _, t := range env.Tools {
+		for _, l := range t.Spec.Links {
+			if !l.Approval {
+				out[[2]string{l.Tool, l.Ref}] = true
+			}
+		}
+	}
+	return out
+}
+
+// refChanges returns the state changes that record the refs of a
+// successful call for the custody links of later calls: each ref a link
+// checks, under the call's tool or under any tool as the links ask. Refs
+// no link checks are on the entry alone.
+func (g *Gateway) refChanges(f *flight, refs map[string]string) []custody.Change {
+	if len(refs) == 0 || len(g.linked) == 0 {
+		return nil
+	}
+	doc := []byte(`true`)
+	var out []custody.Change
+	for k, v := range refs {
+		for _, tool := range [2]string{f.Tool, ""} {
+			if g.linked[[2]string{tool, k}] {
+				out = append(out, custody.PutState(nsRef, refKey(f.Trace, tool, k, v), doc))
+			}
+		}
+	}
+	return out
 }
 
 // approvalLink checks an argument naming an approval. For a
@@ -200,6 +275,9 @@ func (g *Gateway) approvalLink(ctx context.Context, f *flight, l custody.Link) e
 		return nil
 	}
 	if err := sameTrace(a, f); err != nil {
+		return err
+	}
+	if err := sameRequester(a, f); err != nil {
 		return err
 	}
 	return approvedLink(a, g.now())
@@ -231,15 +309,6 @@ func linkValue(f *flight, l custody.Link) (string, error) {
 func dangling(arg, msg string) *custody.Error {
 	return &custody.Error{Kind: custody.EDENIED, Message: msg,
 		Violations: []custody.Violation{{Instance: arg, Keyword: "links", Message: msg}}}
-}
-
-// entryTool returns the "tool" member of a call entry's body.
-func entryTool(e custody.Entry) string {
-	var b struct {
-		Tool string `json:"tool"`
-	}
-	_ = json.Unmarshal(e.Body, &b)
-	return b.Tool
 }
 
 // ref adds a ref to the call's next entries.

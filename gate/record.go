@@ -32,6 +32,10 @@ func (g *Gateway) succeed(ctx context.Context, f *flight, out json.RawMessage) (
 	body = append(body, out...)
 	body = appendElapsed(body, f.elapsed)
 	e, err := g.append(ctx, f, custody.KindCallSucceeded, append(body, '}'))
+	if err != nil && !isLedgerFailure(err) {
+		// Concurrent calls passed the budget first: the output is withheld.
+		return custody.Result{Trace: f.Trace}, g.refuse(ctx, f, err)
+	}
 	if err != nil {
 		return custody.Result{Trace: f.Trace}, err
 	}
@@ -127,16 +131,25 @@ func (g *Gateway) breach(ctx context.Context, f *flight, out json.RawMessage, er
 	return withReceipt(ce, e)
 }
 
-// append writes one entry of the call and waits until it is durable.
+// append commits one entry of the call, with the state changes it is the
+// evidence of (see changes), and waits until it is durable. A change whose
+// condition fails refuses the call: its error is returned as is.
 func (g *Gateway) append(ctx context.Context, f *flight, kind string, body []byte) (custody.Entry, error) {
-	e, err := g.ledger.Append(ctx, custody.Entry{
+	changes := g.changes(f, kind)
+	e, err := g.ledger.Commit(ctx, custody.Entry{
 		At:    custody.FormatTime(g.now()),
 		Kind:  kind,
 		Trace: f.Trace,
 		Actor: validUTF8(f.Actor),
 		Refs:  f.entryRefs(),
 		Body:  body,
-	})
+	}, changes...)
+	if err != nil && len(changes) > 0 && approval.Refused(err) {
+		return custody.Entry{}, err
+	}
+	if err == nil {
+		f.committed()
+	}
 	if err != nil {
 		g.log.Error("evidence ledger append failed", "kind", kind, "trace", f.Trace, "tool", f.Tool, "err", err)
 		return custody.Entry{}, unavailableLedger(fmt.Errorf("append %s: %w", kind, err))

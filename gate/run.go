@@ -8,26 +8,46 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
 )
 
 // intend is step 5: a call with a side effect (a WRITE tool, or any tool
 // an approval authorises) is recorded as call.started, durably, before its
-// handler runs; then the approval is consumed for that entry. If the
-// intent cannot be recorded the handler never runs.
+// handler runs. The approval that authorises the call is used in the same
+// commit, on condition that it is still unused: a call that loses the
+// race for an approval leaves no call.started, and no approval is used
+// without the entry of the call that used it. If the intent cannot be
+// recorded the handler never runs.
 func (g *Gateway) intend(ctx context.Context, f *flight) error {
 	if !f.tool.intent {
 		return nil
 	}
 	body := f.bodyStart(make([]byte, 0, 64+len(f.Args)))
-	e, err := g.append(ctx, f, custody.KindCallStarted, append(body, '}'))
-	if err != nil {
-		return err
-	}
-	if f.approval == "" {
-		return nil
-	}
-	_, err = g.approvals.Consume(ctx, f.approval, f.digest, e.Seq)
+	_, err := g.append(ctx, f, custody.KindCallStarted, append(body, '}'))
 	return err
+}
+
+// changes returns the state changes committed with the call's entry of
+// the given kind: the count against its budget with its first entry, the
+// use of its approval with call.started, the refs that custody links
+// check with call.succeeded.
+func (g *Gateway) changes(f *flight, kind string) []custody.Change {
+	var out []custody.Change
+	if c, ok := budgetChange(f, kind); ok {
+		out = append(out, c)
+	}
+	if kind == custody.KindCallStarted && f.approval != "" {
+		out = append(out, approval.ConsumeChange(f.approval))
+	}
+	if kind == custody.KindCallSucceeded {
+		out = append(out, g.refChanges(f, f.refs)...)
+	}
+	return out
+}
+
+// committed notes that the call's entry was committed with its changes.
+func (f *flight) committed() {
+	f.budgetCounted = f.budgetKey != ""
 }
 
 // outcome is what a handler run produced.

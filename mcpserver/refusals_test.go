@@ -200,3 +200,30 @@ func (e *refusalEnv) approvalRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPApprovalOfAnotherAgent checks that a client naming the trace of
+// an approval another agent asked for, in _meta, is denied.
+func TestMCPApprovalOfAnotherAgent(t *testing.T) {
+	e := newRefusalEnv(t)
+	const args = `{"channel":"general","message":"LUNCH AT NOON"}`
+	ctx := t.Context()
+	a, err := e.approvals.Request(ctx, approval.Request{Tool: "post_announcement", Args: json.RawMessage(args), Trace: "t-bot", Requester: "bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.approvals.Decide(ctx, a.ID, approval.Decision{Decision: approval.Approve, Operator: "op-1"}); err != nil {
+		t.Fatal(err)
+	}
+	cs := e.session(t)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "post_announcement", Arguments: json.RawMessage(args),
+		Meta: mcp.Meta{mcpserver.TraceMeta: "t-bot"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := toolError(t, res); d.Kind != custody.EDENIED || d.ApprovalRequestID != a.ID {
+		t.Fatalf("another agent's call: %+v, want denied naming %s", d, a.ID)
+	}
+	if got, err := e.approvals.Get(ctx, a.ID); err != nil || got.Status != custody.ApprovalApproved {
+		t.Fatalf("approval after the refusal: %+v, %v; want still approved", got, err)
+	}
+}

@@ -31,6 +31,13 @@ type preparedEntry struct {
 	p ledger.Prepared
 }
 
+func (c *chainRecorder) Commit(ctx context.Context, e custody.Entry, changes ...custody.Change) (custody.Entry, error) {
+	if len(changes) > 0 {
+		return custody.Entry{}, custody.Errorf(custody.EINVALID, "the chain recorder keeps no state")
+	}
+	return c.Append(ctx, e)
+}
+
 func (c *chainRecorder) Append(_ context.Context, e custody.Entry) (custody.Entry, error) {
 	pe, _ := c.prepared.Get().(*preparedEntry)
 	if pe == nil {

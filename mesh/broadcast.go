@@ -96,12 +96,12 @@ func (d *Desk) Publish(ctx context.Context, id string) (Broadcast, error) {
 	if err != nil {
 		return Broadcast{}, d.refuse(ctx, id, nil, err)
 	}
-	b, raw, digest, err := d.broadcastOf(c.Aggregation, a)
+	b, raw, _, err := d.broadcastOf(c.Aggregation, a)
 	if err != nil {
 		d.setStatus(id, CaseRefused, custody.ErrorMessage(err))
 		return Broadcast{}, d.refuse(ctx, id, a.Arguments, err)
 	}
-	if err := d.send(ctx, b, raw, digest); err != nil {
+	if err := d.send(ctx, b, raw); err != nil {
 		return Broadcast{}, err
 	}
 	d.mu.Lock()
@@ -147,16 +147,18 @@ func (d *Desk) broadcastOf(agg Aggregation, a custody.Approval) (Broadcast, []by
 	return b, raw, digest, d.cfg.Wire.Check(KindBroadcast, raw)
 }
 
-// send records the intent, consumes the approval and publishes to every
-// audience.
-func (d *Desk) send(ctx context.Context, b Broadcast, raw []byte, digest string) error {
+// send records the intent and uses the approval in one commit, then
+// publishes to every audience. The caller checked that the approval
+// authorises exactly this order; the commit holds only while it is still
+// unused, so of two sends of one approval one is refused.
+func (d *Desk) send(ctx context.Context, b Broadcast, raw []byte) error {
 	refs := map[string]string{RefApproval: b.ApprovalRequestID}
-	intent, err := d.cfg.Wire.append(ctx, EntryBroadcastStarted, d.cfg.Subjects.Broadcast("all"), raw, refs)
+	_, err := d.cfg.Wire.commit(ctx, EntryBroadcastStarted, d.cfg.Subjects.Broadcast("all"), raw, refs, approval.ConsumeChange(b.ApprovalRequestID))
+	if approval.Refused(err) {
+		return d.refuse(ctx, b.ApprovalRequestID, nil, err)
+	}
 	if err != nil {
 		return err
-	}
-	if _, err := d.cfg.Approvals.Consume(ctx, b.ApprovalRequestID, digest, intent.Seq); err != nil {
-		return d.refuse(ctx, b.ApprovalRequestID, nil, err)
 	}
 	for _, aud := range b.TargetAudience {
 		if err := d.cfg.Wire.Send(ctx, KindBroadcast, d.cfg.Subjects.Broadcast(aud), raw, refs); err != nil {

@@ -25,7 +25,6 @@ type Approvals interface {
 	Request(ctx context.Context, r approval.Request) (custody.Approval, error)
 	Decide(ctx context.Context, id string, d approval.Decision) (custody.Approval, error)
 	Get(ctx context.Context, id string) (custody.Approval, error)
-	Consume(ctx context.Context, id, digest string, seq int64) (custody.Approval, error)
 }
 
 var _ Approvals = (*approval.Service)(nil)

@@ -69,10 +69,13 @@ type Validator interface {
 	Validate(ref string, raw []byte) error
 }
 
-// Recorder appends evidence; custody.Ledger implements it. Append must not
-// return until the entry is durable.
+// Recorder appends evidence; custody.Ledger implements it. Append and
+// Commit must not return until the entry is durable; Commit writes the
+// entry and the state changes it is the evidence of in one commit, or
+// neither (see custody.Ledger).
 type Recorder interface {
 	Append(ctx context.Context, e custody.Entry) (custody.Entry, error)
+	Commit(ctx context.Context, e custody.Entry, changes ...custody.Change) (custody.Entry, error)
 }
 
 // Position is a forward node's fixture position: an MGRS string with an

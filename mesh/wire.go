@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/ledger"
 )
 
@@ -296,6 +297,17 @@ func withKind(refs map[string]string, kind Kind) map[string]string {
 }
 
 func (w *Wire) append(ctx context.Context, entryKind, subject string, body []byte, refs map[string]string) (custody.Entry, error) {
+	return w.commit(ctx, entryKind, subject, body, refs)
+}
+
+// commit is append with the state changes the entry is the evidence of,
+// in one commit. A change whose condition fails is returned as the store
+// said it; without a ledger there is nothing to commit them to and the
+// call fails.
+func (w *Wire) commit(ctx context.Context, entryKind, subject string, body []byte, refs map[string]string, changes ...custody.Change) (custody.Entry, error) {
+	if w.Ledger == nil && len(changes) > 0 {
+		return custody.Entry{}, custody.Errorf(custody.EUNAVAILABLE, "record mesh evidence: no ledger to commit %s to", entryKind)
+	}
 	if w.Ledger == nil {
 		return custody.Entry{}, nil
 	}
@@ -306,7 +318,10 @@ func (w *Wire) append(ctx context.Context, entryKind, subject string, body []byt
 		At: custody.FormatTime(w.now()), Kind: entryKind, Trace: traceOf(subject, refs), Actor: w.actor(),
 		Refs: refs, Body: json.RawMessage(body), // the ledger seals: body_sha256, seq, prev, hash
 	}
-	out, err := w.Ledger.Append(ctx, e)
+	out, err := w.Ledger.Commit(ctx, e, changes...)
+	if err != nil && len(changes) > 0 && approval.Refused(err) {
+		return custody.Entry{}, err
+	}
 	if err != nil {
 		return custody.Entry{}, &custody.Error{Kind: custody.EUNAVAILABLE, Message: "record mesh evidence", Err: fmt.Errorf("append %s: %w", entryKind, err)}
 	}

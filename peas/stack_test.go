@@ -87,9 +87,10 @@ func (s *stack) decide(t *testing.T, id, decision string, args json.RawMessage) 
 	return a
 }
 
-// call calls a tool through the gateway in trace.
+// call calls a tool through the gateway in trace, as the chain's agent
+// does: an approval the agent asked for authorises only the agent.
 func (s *stack) call(trace, tool, args string) (custody.Result, error) {
-	return s.gw.Call(context.Background(), custody.Call{Trace: trace, Tool: tool, Args: json.RawMessage(args), Actor: "test", Via: "test"})
+	return s.gw.Call(context.Background(), custody.Call{Trace: trace, Tool: tool, Args: json.RawMessage(args), Actor: "peas-agent", Via: "test"})
 }
 
 // refusedOnLedger asserts that err is a refusal of kind and that its

@@ -1,40 +1,35 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/custody-dev/custody"
 )
 
-// CreateApproval stores a new approval request; ECONFLICT if one with the
-// same id exists, EINVALID without an id or status.
-func (db *DB) CreateApproval(ctx context.Context, a custody.Approval) error {
-	if a.ID == "" || a.Status == "" {
-		return custody.Errorf(custody.EINVALID, "approval: id and status are required")
-	}
-	doc, err := json.Marshal(a)
-	if err != nil {
-		return custody.Errorf(custody.EINVALID, "approval %s: %v", a.ID, err)
-	}
-	_, err = db.do(ctx, &request{what: "create approval", op: func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := getApproval(ctx, tx, a.ID); custody.ErrorKind(err) != custody.ENOTFOUND {
-			if err == nil {
-				return custody.Errorf(custody.ECONFLICT, "approval %s already exists", a.ID)
-			}
-			return err
-		}
-		return putApproval(ctx, tx, `INSERT INTO approvals (status, created_at, doc, id) VALUES (?, ?, ?, ?)`, a, doc)
-	}})
-	return err
-}
-
 // Approval returns one approval request; ENOTFOUND if absent.
 func (db *DB) Approval(ctx context.Context, id string) (custody.Approval, error) {
 	return getApproval(ctx, db.rdb, id)
+}
+
+// ApprovalsFor lists the requests of trace asked for the action with the
+// given digest or bound to it by an operator's edit, newest first.
+func (db *DB) ApprovalsFor(ctx context.Context, trace, digest string) ([]custody.Approval, error) {
+	const q = `SELECT doc FROM approvals WHERE trace = ? AND digest = ?
+		UNION SELECT doc FROM approvals WHERE trace = ? AND requested_digest = ?`
+	as, err := db.queryApprovals(ctx, q, trace, digest, trace, digest)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(as, func(a, b custody.Approval) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
+	})
+	return as, nil
 }
 
 // Approvals lists approval requests, newest first; status "" lists all.
@@ -45,6 +40,10 @@ func (db *DB) Approvals(ctx context.Context, status custody.ApprovalStatus) ([]c
 		q = `SELECT doc FROM approvals WHERE status = ? ORDER BY created_at DESC, id DESC`
 		args = append(args, string(status))
 	}
+	return db.queryApprovals(ctx, q, args...)
+}
+
+func (db *DB) queryApprovals(ctx context.Context, q string, args ...any) ([]custody.Approval, error) {
 	rows, err := db.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, unavailable("list approvals", err)
@@ -68,38 +67,6 @@ func (db *DB) Approvals(ctx context.Context, status custody.ApprovalStatus) ([]c
 	return out, nil
 }
 
-// UpdateApproval applies fn to the stored request atomically: fn runs inside
-// the store's write transaction, sees the current value, and its changes are
-// saved only if it returns nil; its error is returned as is. ENOTFOUND if
-// the request is absent, EINVALID if fn changes the id.
-//
-// Writes are serialised, so fn must be quick and must not call the store.
-func (db *DB) UpdateApproval(ctx context.Context, id string, fn func(*custody.Approval) error) (custody.Approval, error) {
-	var out custody.Approval
-	_, err := db.do(ctx, &request{what: "update approval", op: func(ctx context.Context, tx *sql.Tx) error {
-		a, err := getApproval(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := fn(&a); err != nil {
-			return err
-		}
-		if a.ID != id {
-			return custody.Errorf(custody.EINVALID, "approval %s: the id cannot change", id)
-		}
-		doc, err := json.Marshal(a)
-		if err != nil {
-			return custody.Errorf(custody.EINVALID, "approval %s: %v", id, err)
-		}
-		out = a
-		return putApproval(ctx, tx, `UPDATE approvals SET status = ?, created_at = ?, doc = ? WHERE id = ?`, a, doc)
-	}})
-	if err != nil {
-		return custody.Approval{}, err
-	}
-	return out, nil
-}
-
 func getApproval(ctx context.Context, q querier, id string) (custody.Approval, error) {
 	var a custody.Approval
 	var doc []byte
@@ -114,13 +81,4 @@ func getApproval(ctx context.Context, q querier, id string) (custody.Approval, e
 		return a, unavailable("read approval", fmt.Errorf("decode approval %s: %w", id, err))
 	}
 	return a, nil
-}
-
-// putApproval runs an INSERT or UPDATE whose parameters are status,
-// created_at, doc and id.
-func putApproval(ctx context.Context, tx *sql.Tx, q string, a custody.Approval, doc []byte) error {
-	if _, err := tx.ExecContext(ctx, q, string(a.Status), custody.FormatTime(a.CreatedAt), doc, a.ID); err != nil {
-		return unavailable("write approval", fmt.Errorf("approval %s: %w", a.ID, err))
-	}
-	return nil
 }

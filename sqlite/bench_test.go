@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/custody-dev/custody"
 )
 
 // BenchmarkAppend measures durable appends from 1, 8 and 64 concurrent
@@ -60,93 +58,4 @@ func benchAppend(b *testing.B, writers int) (time.Duration, int64) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	return elapsed, db.Commits()
-}
-
-// BenchmarkIndex measures what indexing costs per entry, in updates of
-// indexBatch entries shaped like SampleEntry's, on an index that already
-// holds the postings of a ledger of the given size: hashed keys scatter
-// new postings, so the cost would grow with the ledger if nothing kept
-// the writes together.
-func BenchmarkIndex(b *testing.B) {
-	for _, size := range []int{0, 1 << 20} {
-		b.Run(fmt.Sprintf("ledger=%d", size), func(b *testing.B) {
-			ctx := context.Background()
-			main, lk, _ := openIndex(b, Options{})
-			var seq int64
-			index := func(n int) {
-				for n > 0 {
-					rows := make([]indexRow, min(n, indexBatch))
-					for i := range rows {
-						seq++
-						e := SampleEntry(int(seq%64), int(seq))
-						e.Seq = seq
-						rows[i] = rowOf(&e)
-					}
-					if err := lk.update(ctx, main, rows); err != nil {
-						b.Fatal(err)
-					}
-					n -= len(rows)
-				}
-			}
-			index(size)
-			settleMerges(b, lk)
-			b.ResetTimer()
-			index(b.N)
-			// The merges run on their own goroutine: their time counts.
-			settleMerges(b, lk)
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entries/s")
-		})
-	}
-}
-
-// BenchmarkLookup measures the index's part of the lookups on the call
-// path (a custody link: trace, kind and ref; an approval: trace and ref)
-// and of a ledger query by kind, on indexes of 262,144 and 4,194,304
-// entries indexed in updates of indexBatch: chains of four entries, two
-// kinds, a ref each.
-func BenchmarkLookup(b *testing.B) {
-	for _, size := range []int64{1 << 18, 1 << 22} {
-		b.Run(fmt.Sprintf("ledger=%d", size), func(b *testing.B) { benchmarkLookup(b, size) })
-	}
-}
-
-func benchmarkLookup(b *testing.B, size int64) {
-	ctx := context.Background()
-	main, lk, _ := openIndex(b, Options{})
-	row := func(seq int64) indexRow {
-		return indexRow{seq: seq, trace: fmt.Sprint("chain-", seq/4), kind: fmt.Sprint("kind-", seq%2),
-			refs: []string{"id", fmt.Sprint("id-", seq)}}
-	}
-	for seq := int64(1); seq <= size; {
-		rows := make([]indexRow, 0, indexBatch)
-		for ; len(rows) < indexBatch && seq <= size; seq++ {
-			rows = append(rows, row(seq))
-		}
-		if err := lk.update(ctx, main, rows); err != nil {
-			b.Fatal(err)
-		}
-	}
-	settleMerges(b, lk)
-	queries := map[string]func(seq int64) custody.Query{
-		"link": func(seq int64) custody.Query {
-			r := row(seq)
-			return custody.Query{Trace: r.trace, Kind: r.kind, Refs: map[string]string{"id": r.refs[1]}, Limit: 1}
-		},
-		"approval": func(seq int64) custody.Query {
-			r := row(seq)
-			return custody.Query{Trace: r.trace, Refs: map[string]string{"id": r.refs[1]}, Limit: 1}
-		},
-		"kind": func(seq int64) custody.Query { return custody.Query{Kind: row(seq).kind, After: seq, Limit: 100} },
-	}
-	for _, name := range []string{"link", "approval", "kind"} {
-		b.Run(name, func(b *testing.B) {
-			for i := int64(0); b.Loop(); i++ {
-				seq := (i*7919)%size + 1
-				got, err := lk.seqs(ctx, queries[name](seq))
-				if err != nil || len(got) == 0 {
-					b.Fatalf("%s at %d: %v, %v", name, seq, got, err)
-				}
-			}
-		})
-	}
 }

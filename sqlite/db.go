@@ -3,7 +3,6 @@
 // (pure Go driver, no cgo) inside a data directory:
 //
 //	custody.db    entries, signed checkpoints, approvals, state (the evidence)
-//	index.db      lookups by trace, kind and ref (derived; rebuilt at will)
 //	signing.key   the ed25519 checkpoint signing key (mode 0600)
 //	signing.pub   its public half, for offline verification
 //
@@ -14,8 +13,12 @@
 // synchronous=NORMAL and a syncer goroutine fsyncs the log, so that one
 // batch inserts while the one before it syncs (see sync.go for why this
 // keeps what synchronous=FULL promises a caller). Reads use a separate
-// pool of connections and never wait for the writer. Entries are indexed
-// for lookups by a third goroutine once they are durable.
+// pool of connections and never wait for the writer.
+//
+// What the gateway's policy reads (approvals by trace and digest, the refs
+// custody links check, budgets) is keyed state in the same database,
+// written in the same transaction as the entry that justifies it (see
+// Commit): the cost of a lookup does not grow with the ledger.
 package sqlite
 
 import (
@@ -64,16 +67,9 @@ type Options struct {
 	CheckpointInterval time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
-	// Logger receives what the store does on its own that takes long,
-	// such as rebuilding the lookup index; nil discards it.
+	// Logger receives what the store does on its own; nil discards it.
 	Logger *slog.Logger
 
-	// indexChunkKeys is how many keys a chunk of the index holds; 0
-	// means chunkKeys. Tests set it small.
-	indexChunkKeys int
-	// mergeHook, when set, runs in the index's merger before it installs
-	// a merge. Tests hold a merge back with it.
-	mergeHook func()
 	// fsync makes the write-ahead log durable; nil means fdatasync.
 	// Tests hold it back or make it fail.
 	fsync func(*os.File) error
@@ -103,7 +99,6 @@ type DB struct {
 	priv ed25519.PrivateKey
 	pub  ed25519.PublicKey
 	rdb  *sql.DB // read pool
-	lk   *lookups
 	w    *writer
 
 	// mu guards closed and the sends on reqs, so that Close never closes
@@ -146,13 +141,11 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err := db.open(); err != nil {
 		return nil, withFreeSpace(err, dir)
 	}
-	go db.lk.run(db.rdb)
 	go db.run()
 	return db, nil
 }
 
-// open opens the connection pools and the index, migrates, and starts
-// nothing yet.
+// open opens the connection pools, migrates, and starts nothing yet.
 func (db *DB) open() error {
 	ctx := context.Background()
 	path := filepath.Join(db.dir, DatabaseFile)
@@ -160,22 +153,19 @@ func (db *DB) open() error {
 	if err != nil {
 		return err
 	}
-	lk, err := openLookups(ctx, db.dir, wdb, db.opts)
-	if err != nil {
+	if err := removeOldIndex(db.dir, db.opts.Logger); err != nil {
 		wdb.Close()
 		return err
 	}
 	rdb, err := openReadDB(path)
 	if err != nil {
-		lk.close()
 		wdb.Close()
 		return err
 	}
-	db.rdb, db.lk = rdb, lk
+	db.rdb = rdb
 	w, err := newWriter(ctx, db, wdb, path)
 	if err != nil {
 		rdb.Close()
-		lk.close()
 		wdb.Close()
 		return err
 	}
@@ -243,11 +233,10 @@ func (db *DB) Close() error {
 	}
 	db.mu.Unlock()
 	<-db.stopped
-	<-db.lk.stopped
 	if already {
 		return nil
 	}
-	return errors.Join(db.w.close(), db.lk.close(), db.rdb.Close())
+	return errors.Join(db.w.close(), db.rdb.Close())
 }
 
 // publish makes r the head readers see, unless they see a later one

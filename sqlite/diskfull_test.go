@@ -2,15 +2,10 @@ package sqlite
 
 import (
 	"context"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/internal/lockedbuf"
 	"github.com/custody-dev/custody/internal/smallfs"
 )
 
@@ -99,42 +94,11 @@ func TestOpenOnFullDisk(t *testing.T) {
 	}
 }
 
-// An index that cannot open for want of disk space is kept rather than
-// rebuilt: a rebuild would not find the space either, and would throw
-// away what a large ledger takes minutes to index again.
-func TestIndexKeptOnFullDisk(t *testing.T) {
-	ctx := context.Background()
-	var log lockedbuf.Buffer
-	opts := Options{Logger: slog.New(slog.NewTextHandler(&log, nil))}.withDefaults()
-	dir, reserve := keptOnSmallDisk(t, opts)
-	main, err := openWriteDB(ctx, filepath.Join(dir, DatabaseFile), time.Now(), syncNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer main.Close()
-
-	rest := smallfs.Fill(t, dir, 0)
-	if lk, err := openLookups(ctx, dir, main, opts); err == nil {
-		lk.close()
-		t.Fatal("the index opened on a full disk")
-	} else if !resourceFailed(err) {
-		t.Fatalf("open on a full disk: %v; want SQLite's full disk or I/O error", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, IndexFile)); err != nil {
-		t.Fatalf("the index is gone: %v", err)
-	}
-	rest()
-	reserve()
-	lk, err := openLookups(ctx, dir, main, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lk.close()
-	if seqs, err := lk.seqs(ctx, custody.Query{Trace: "trace-kept"}); err != nil || len(seqs) != 50 {
-		t.Fatalf("lookup: %d seqs, %v", len(seqs), err)
-	}
-	if strings.Contains(log.String(), "rebuilding the lookup index") {
-		t.Fatalf("the index was rebuilt:\n%s", log.String())
+func TestByteSize(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0 bytes", 1023: "1023 bytes", 1536: "1.5 KiB", 5 << 20: "5.0 MiB", 3 << 30: "3.0 GiB", 2 << 40: "2.0 TiB"} {
+		if got := byteSize(n); got != want {
+			t.Errorf("byteSize(%d) = %q, want %q", n, got, want)
+		}
 	}
 }
 
@@ -153,12 +117,4 @@ func keptOnSmallDisk(t *testing.T, opts Options) (dir string, reserve func()) {
 		t.Fatal(err)
 	}
 	return dir, reserve
-}
-
-func TestByteSize(t *testing.T) {
-	for n, want := range map[uint64]string{0: "0 bytes", 1023: "1023 bytes", 1536: "1.5 KiB", 5 << 20: "5.0 MiB", 3 << 30: "3.0 GiB", 2 << 40: "2.0 TiB"} {
-		if got := byteSize(n); got != want {
-			t.Errorf("byteSize(%d) = %q, want %q", n, got, want)
-		}
-	}
 }

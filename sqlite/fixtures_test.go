@@ -30,26 +30,6 @@ func openDir(t testing.TB, dir string, opts Options) *DB {
 	return db
 }
 
-// openIndex opens, in a new temporary directory, an empty ledger database
-// and a lookup index over it with opts, both closed at the end of the
-// test: updates fed to it start where the index ends, so none reads the
-// ledger.
-func openIndex(t testing.TB, opts Options) (main *sql.DB, lk *lookups, dir string) {
-	t.Helper()
-	ctx := context.Background()
-	dir = t.TempDir()
-	main, err := openWriteDB(ctx, filepath.Join(dir, DatabaseFile), time.Now(), syncFull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { main.Close() })
-	if lk, err = openLookups(ctx, dir, main, opts.withDefaults()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lk.close() })
-	return main, lk, dir
-}
-
 // entry returns a valid entry with a small body.
 func entry(kind, trace string, refs map[string]string, i int) custody.Entry {
 	return custody.Entry{

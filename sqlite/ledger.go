@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/custody-dev/custody"
@@ -27,6 +29,20 @@ import (
 // some may survive, and the store refuses every write until it is opened
 // again.
 func (db *DB) Append(ctx context.Context, e custody.Entry) (custody.Entry, error) {
+	return db.Commit(ctx, e)
+}
+
+// Commit seals e onto the chain and applies changes to the approvals and
+// state of the same database in the same transaction, inside the group
+// commit: the entry and its changes are written together or not at all.
+// A change whose condition fails refuses this commit alone (its Refusal,
+// or ECONFLICT or EDENIED) and the batch goes on without it; a malformed
+// change is EINVALID. Otherwise Commit behaves as Append.
+func (db *DB) Commit(ctx context.Context, e custody.Entry, changes ...custody.Change) (custody.Entry, error) {
+	changes, err := checkChanges(changes)
+	if err != nil {
+		return custody.Entry{}, err
+	}
 	if e.At == "" {
 		e.At = custody.FormatTime(db.opts.Now())
 	}
@@ -40,9 +56,7 @@ func (db *DB) Append(ctx context.Context, e custody.Entry) (custody.Entry, error
 	if err := a.prepare(); err != nil {
 		return custody.Entry{}, err
 	}
-	// The index row is made here too, off the writer; it goes to the
-	// indexer, so it is not pooled.
-	a.req = request{what: "append evidence", entry: &a.e, prepared: &a.p, row: rowOf(&a.e), done: a.done}
+	a.req = request{what: "append evidence", entry: &a.e, prepared: &a.p, changes: changes, done: a.done}
 	resp, err := db.do(ctx, &a.req)
 	if err != nil {
 		return custody.Entry{}, err
@@ -205,9 +219,10 @@ func readCheckpoints(ctx context.Context, q querier) ([]custody.Checkpoint, erro
 }
 
 // Entries returns the entries matching q in seq order, at most q.Limit of
-// them (DefaultLimit when 0). Filters by trace, kind or refs go through the
-// lookup index; while it is behind the ledger they fail with EUNAVAILABLE
-// rather than miss entries.
+// them (DefaultLimit when 0). It serves people reading the ledger: a
+// filter by trace, kind or refs scans the entries after q.After, which
+// costs in proportion to the ledger. The gateway's policy reads keyed
+// state instead (see Commit).
 func (db *DB) Entries(ctx context.Context, q custody.Query) ([]custody.Entry, error) {
 	if q.Limit < 0 {
 		return nil, custody.Errorf(custody.EINVALID, "query: limit %d is negative", q.Limit)
@@ -215,50 +230,28 @@ func (db *DB) Entries(ctx context.Context, q custody.Query) ([]custody.Entry, er
 	if q.Limit == 0 {
 		q.Limit = DefaultLimit
 	}
-	if q.Trace == "" && q.Kind == "" && len(q.Refs) == 0 {
-		const sel = `SELECT ` + entryColumns + ` FROM entries WHERE seq > ? ORDER BY seq LIMIT ?`
-		return db.queryEntries(ctx, sel, max(q.After, 0), q.Limit)
+	sel := `SELECT ` + entryColumns + ` FROM entries WHERE seq > ?`
+	args := []any{max(q.After, 0)}
+	if q.Trace != "" {
+		sel += ` AND trace = ?`
+		args = append(args, q.Trace)
 	}
-	return db.lookup(ctx, q)
+	if q.Kind != "" {
+		sel += ` AND kind = ?`
+		args = append(args, q.Kind)
+	}
+	for _, k := range slices.Sorted(maps.Keys(q.Refs)) {
+		sel += ` AND json_extract(refs, ?) IS ?`
+		args = append(args, refPath(k), q.Refs[k])
+	}
+	return db.queryEntries(ctx, sel+` ORDER BY seq LIMIT ?`, append(args, q.Limit)...)
 }
 
-// lookup returns the entries matching a query with filters, through the
-// index. It first waits for the index to hold every committed entry, this
-// process's and any other's on the same directory, so that an
-// acknowledged append is always found.
-func (db *DB) lookup(ctx context.Context, q custody.Query) ([]custody.Entry, error) {
-	var last int64
-	if err := db.rdb.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM entries`).Scan(&last); err != nil {
-		return nil, unavailable("look up entries", err)
-	}
-	if err := db.lk.waitFor(ctx, max(last, db.Size())); err != nil {
-		return nil, unavailable("look up entries", err)
-	}
-	out := []custody.Entry{}
-	for limit := q.Limit; ; {
-		seqs, err := db.lk.seqs(ctx, q)
-		if err != nil {
-			return nil, unavailable("look up entries", err)
-		}
-		if len(seqs) == 0 {
-			return out, nil
-		}
-		const sel = `SELECT ` + entryColumns + ` FROM entries WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`
-		found, err := db.queryEntries(ctx, sel, seqList(seqs))
-		if err != nil {
-			return nil, err
-		}
-		for i := range found {
-			if matches(&found[i], q) {
-				out = append(out, found[i])
-			}
-		}
-		// A hash collision cost a slot: look further.
-		if len(out) == limit || len(seqs) < q.Limit {
-			return out, nil
-		}
-		q.After, q.Limit = seqs[len(seqs)-1], limit-len(out)
-	}
+// refPath is the JSON path of the ref k in the refs column: a quoted
+// member name, so that any key is taken as it is.
+func refPath(k string) string {
+	b, _ := json.Marshal(k)
+	return "$." + string(b)
 }
 
 func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]custody.Entry, error) {

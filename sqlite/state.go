@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 
 	"github.com/custody-dev/custody"
@@ -59,15 +58,9 @@ func (db *DB) States(ctx context.Context, ns string) (map[string]json.RawMessage
 func (db *DB) IncrState(ctx context.Context, ns, key string, delta int64) (int64, error) {
 	var n int64
 	_, err := db.do(ctx, &request{what: "increment state", op: func(ctx context.Context, tx *sql.Tx) error {
-		old, err := counter(ctx, tx, ns, key)
-		if err != nil {
-			return err
-		}
-		if (delta > 0 && old > math.MaxInt64-delta) || (delta < 0 && old < math.MinInt64-delta) {
-			return custody.Errorf(custody.EINVALID, "state %s/%s: %d%+d overflows", ns, key, old, delta)
-		}
-		n = old + delta
-		return putState(ctx, tx, ns, key, strconv.AppendInt(nil, n, 10))
+		var err error
+		n, err = incr(ctx, tx, ns, key, delta, 0)
+		return err
 	}})
 	return n, err
 }

@@ -4,10 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -27,16 +26,20 @@ func TestApprovalCRUD(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, Options{})
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	create := func(a custody.Approval) error {
+		_, err := db.Commit(ctx, entry(custody.KindApprovalRequest, a.Trace, nil, 0), custody.CreateApproval(a))
+		return err
+	}
 	for i, id := range []string{"ap-1", "ap-2", "ap-3"} {
-		if err := db.CreateApproval(ctx, approval(id, t0.Add(time.Duration(i)*time.Minute))); err != nil {
+		if err := create(approval(id, t0.Add(time.Duration(i)*time.Minute))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.CreateApproval(ctx, approval("ap-2", t0)); kindOf(err) != custody.ECONFLICT {
-		t.Fatalf("duplicate CreateApproval: err = %v, want ECONFLICT", err)
+	if err := create(approval("ap-2", t0)); kindOf(err) != custody.ECONFLICT {
+		t.Fatalf("duplicate approval: err = %v, want ECONFLICT", err)
 	}
-	if err := db.CreateApproval(ctx, custody.Approval{Status: custody.ApprovalPending}); kindOf(err) != custody.EINVALID {
-		t.Fatalf("CreateApproval without id: err = %v, want EINVALID", err)
+	if err := create(custody.Approval{Status: custody.ApprovalPending}); kindOf(err) != custody.EINVALID {
+		t.Fatalf("approval without id: err = %v, want EINVALID", err)
 	}
 	got, err := db.Approval(ctx, "ap-2")
 	if err != nil || got.Tool != "vms.update" || !got.CreatedAt.Equal(t0.Add(time.Minute)) || string(got.Arguments) != `{"sign":"A1","message":"SLOW"}` {
@@ -46,15 +49,17 @@ func TestApprovalCRUD(t *testing.T) {
 		t.Fatalf("Approval of an unknown id: err = %v, want ENOTFOUND", err)
 	}
 	decided := t0.Add(time.Hour)
-	up, err := db.UpdateApproval(ctx, "ap-1", func(a *custody.Approval) error {
-		a.Status, a.Operator, a.DecidedAt = custody.ApprovalApproved, "op-1", &decided
-		return nil
-	})
-	if err != nil || up.Status != custody.ApprovalApproved {
-		t.Fatalf("UpdateApproval = %+v, %v", up, err)
+	up, err := db.Approval(ctx, "ap-1")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := db.UpdateApproval(ctx, "nope", func(*custody.Approval) error { return nil }); kindOf(err) != custody.ENOTFOUND {
-		t.Fatalf("UpdateApproval of an unknown id: err = %v, want ENOTFOUND", err)
+	up.Status, up.Operator, up.DecidedAt = custody.ApprovalApproved, "op-1", &decided
+	if _, err := db.Commit(ctx, entry(custody.KindApprovalDecided, up.Trace, nil, 0), custody.UpdateApproval(up, custody.ApprovalPending)); err != nil {
+		t.Fatalf("decide: %v", err)
+	}
+	up.ID = "nope"
+	if _, err := db.Commit(ctx, entry(custody.KindApprovalDecided, up.Trace, nil, 0), custody.UpdateApproval(up, custody.ApprovalPending)); kindOf(err) != custody.ENOTFOUND {
+		t.Fatalf("decide an unknown id: err = %v, want ENOTFOUND", err)
 	}
 
 	tests := []struct {
@@ -81,88 +86,6 @@ func TestApprovalCRUD(t *testing.T) {
 				t.Errorf("ids = %v, want %v", ids, tt.want)
 			}
 		})
-	}
-}
-
-func TestUpdateApprovalKeepsFailedChanges(t *testing.T) {
-	ctx := context.Background()
-	db := openTest(t, Options{})
-	if err := db.CreateApproval(ctx, approval("ap-1", time.Now())); err != nil {
-		t.Fatal(err)
-	}
-	refused := custody.Errorf(custody.EEXPIRED, "too late")
-	_, err := db.UpdateApproval(ctx, "ap-1", func(a *custody.Approval) error {
-		a.Status = custody.ApprovalApproved
-		return refused
-	})
-	if !errors.Is(err, refused) {
-		t.Fatalf("err = %v, want fn's error", err)
-	}
-	_, err = db.UpdateApproval(ctx, "ap-1", func(a *custody.Approval) error {
-		a.ID = "other"
-		return nil
-	})
-	if kindOf(err) != custody.EINVALID {
-		t.Fatalf("changing the id: err = %v, want EINVALID", err)
-	}
-	if a, _ := db.Approval(ctx, "ap-1"); a.Status != custody.ApprovalPending {
-		t.Fatalf("status %s after failed updates, want pending", a.Status)
-	}
-}
-
-// TestConsumeOnce has many goroutines try to consume one approval: exactly
-// one may win.
-func TestConsumeOnce(t *testing.T) {
-	ctx := context.Background()
-	db := openTest(t, Options{})
-	a := approval("ap-1", time.Now())
-	a.Status = custody.ApprovalApproved
-	if err := db.CreateApproval(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	var wins, conflicts atomic.Int64
-	var wg sync.WaitGroup
-	for i := range 16 {
-		wg.Go(func() {
-			_, err := db.UpdateApproval(ctx, "ap-1", func(a *custody.Approval) error {
-				if !a.Usable(time.Now()) {
-					return custody.Errorf(custody.ECONFLICT, "approval already used")
-				}
-				a.Status, a.ConsumedSeq = custody.ApprovalConsumed, int64(i+1)
-				return nil
-			})
-			switch kindOf(err) {
-			case "":
-				wins.Add(1)
-			case custody.ECONFLICT:
-				conflicts.Add(1)
-			default:
-				t.Errorf("UpdateApproval: %v", err)
-			}
-		})
-	}
-	wg.Wait()
-	if wins.Load() != 1 || conflicts.Load() != 15 {
-		t.Fatalf("%d wins and %d conflicts, want 1 and 15", wins.Load(), conflicts.Load())
-	}
-}
-
-func TestUpdateApprovalPanic(t *testing.T) {
-	ctx := context.Background()
-	db := openTest(t, Options{})
-	if err := db.CreateApproval(ctx, approval("ap-1", time.Now())); err != nil {
-		t.Fatal(err)
-	}
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Error("a panic in fn did not reach the caller")
-			}
-		}()
-		db.UpdateApproval(ctx, "ap-1", func(*custody.Approval) error { panic("boom") })
-	}()
-	if _, err := db.Append(ctx, entry("k", "t", nil, 1)); err != nil {
-		t.Fatalf("Append after a panic in fn: %v", err)
 	}
 }
 
@@ -303,4 +226,37 @@ func TestMigrations(t *testing.T) {
 			t.Fatal("loadMigrations accepted a gap in the versions")
 		}
 	})
+}
+
+// TestApprovalKeysMigrated checks that the approvals of a database made
+// before approvals were keyed by trace and digest are found by them once
+// the store opens it.
+func TestApprovalKeysMigrated(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ms, err := loadMigrations(migrationFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", dsn(filepath.Join(dir, DatabaseFile), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, raw, ms[:1], time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	a := approval("ap-old", time.Now())
+	doc, _ := json.Marshal(a)
+	if _, err := raw.ExecContext(ctx, `INSERT INTO approvals (id, status, created_at, doc) VALUES (?, ?, ?, ?)`,
+		a.ID, string(a.Status), custody.FormatTime(a.CreatedAt), doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := openDir(t, dir, Options{})
+	got, err := db.ApprovalsFor(ctx, a.Trace, a.Digest)
+	if err != nil || len(got) != 1 || got[0].ID != "ap-old" {
+		t.Fatalf("ApprovalsFor after the migration = %+v, %v", got, err)
+	}
 }

@@ -142,7 +142,6 @@ func (s *syncer[T]) close() error {
 // runSync answers the batches the writer commits as they become durable.
 func (w *writer) runSync(done chan<- struct{}) {
 	defer close(done)
-	defer close(w.lk.feed)
 	w.sync.run(func(batches []synced, err error) {
 		for _, s := range batches {
 			w.durable(s, err)
@@ -150,8 +149,8 @@ func (w *writer) runSync(done chan<- struct{}) {
 	})
 }
 
-// durable answers a synced batch: its rows go to the index and its head
-// to readers, unless the fsync failed.
+// durable answers a synced batch: its head goes to readers, unless the
+// fsync failed.
 func (w *writer) durable(s synced, err error) {
 	if err != nil {
 		for _, r := range s.reqs {
@@ -161,9 +160,6 @@ func (w *writer) durable(s synced, err error) {
 			}
 		}
 	} else {
-		// Fed before the head is published: a reader who sees the new
-		// head and waits for the index finds the rows on their way.
-		w.feedIndex(s.b.rows)
 		if len(s.b.entries) > 0 {
 			w.publish(s.b.head)
 		}

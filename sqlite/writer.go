@@ -32,10 +32,10 @@ type request struct {
 	entry      *custody.Entry
 	op         func(ctx context.Context, tx *sql.Tx) error
 	checkpoint bool
-	// prepared is entry readied for sealing by Append, and row what the
-	// index keeps of it but for its seq.
+	// prepared is entry readied for sealing by Append.
 	prepared *ledger.Prepared
-	row      indexRow
+	// changes are the state changes committed with entry.
+	changes []custody.Change
 
 	resp response
 	// done receives one value once resp is final; its buffer of one
@@ -54,7 +54,6 @@ type response struct {
 type writer struct {
 	conn  *sql.DB
 	stmts *insertStmts
-	lk    *lookups
 	priv  ed25519.PrivateKey
 	opts  Options
 	// sealer keeps its hashing buffer from one entry to the next.
@@ -84,12 +83,11 @@ type writer struct {
 type batch struct {
 	head    custody.Receipt
 	entries []*custody.Entry // sealed, in seq order
-	rows    []indexRow       // the entries' index rows
 	cp      *custody.Checkpoint
 }
 
 func newWriter(ctx context.Context, db *DB, conn *sql.DB, path string) (*writer, error) {
-	w := &writer{conn: conn, lk: db.lk, priv: db.priv, opts: db.opts, publish: db.publish, sync: newSyncer[synced](path, db.opts.fsync, db.opts.Logger)}
+	w := &writer{conn: conn, priv: db.priv, opts: db.opts, publish: db.publish, sync: newSyncer[synced](path, db.opts.fsync, db.opts.Logger)}
 	var err error
 	if w.stmts, err = prepareInserts(ctx, conn); err != nil {
 		return nil, err
@@ -206,14 +204,6 @@ func (w *writer) rebase(ctx context.Context) bool {
 	return true
 }
 
-// feedIndex hands the committed entries' rows to the indexer, which
-// indexes them while the next batch commits.
-func (w *writer) feedIndex(rows []indexRow) {
-	if len(rows) > 0 {
-		w.lk.feed <- rows
-	}
-}
-
 // committed makes the batch's outcome the writer's state: the next batch
 // chains on from its head. Readers see the head once it is durable.
 func (w *writer) committed(b *batch) {
@@ -274,7 +264,9 @@ func (w *writer) apply(ctx context.Context, tx *sql.Tx, b *batch, reqs []*reques
 		}
 		switch {
 		case r.entry != nil:
-			w.seal(b, r)
+			if err := w.seal(ctx, tx, b, r); err != nil {
+				return err
+			}
 		case r.op != nil:
 			runOp(ctx, tx, r)
 		case r.checkpoint:
@@ -295,21 +287,47 @@ func (w *writer) apply(ctx context.Context, tx *sql.Tx, b *batch, reqs []*reques
 	return w.checkpoint(ctx, tx, b, reqs, now, wantCP)
 }
 
-// seal puts r's entry on the chain after b.head; an entry that cannot be
-// sealed is refused alone and the chain goes on without it.
-func (w *writer) seal(b *batch, r *request) {
+// seal puts r's entry on the chain after b.head and applies its changes;
+// an entry that cannot be sealed, or whose changes fail, is refused alone
+// and the chain goes on without it. A storage failure fails the batch.
+func (w *writer) seal(ctx context.Context, tx *sql.Tx, b *batch, r *request) error {
 	e := *r.entry
 	e.Seq = b.head.Seq + 1
 	if err := w.sealer.SealPrepared(b.head.Hash, &e, r.prepared); err != nil {
 		r.resp.err = &custody.Error{Kind: custody.EINVALID, Message: "entry: " + err.Error(), Err: err}
-		return
+		return nil
+	}
+	if len(r.changes) > 0 {
+		if err := w.applyChanges(ctx, tx, e.Seq, r); err != nil {
+			return err
+		}
+		if r.resp.err != nil {
+			return nil
+		}
 	}
 	r.resp.entry = e
 	b.head = custody.Receipt{Seq: e.Seq, Hash: e.Hash}
 	b.entries = append(b.entries, &r.resp.entry)
-	row := r.row
-	row.seq = e.Seq
-	b.rows = append(b.rows, row)
+	return nil
+}
+
+// applyChanges applies r's changes for the entry at seq inside a
+// savepoint: a change that fails undoes the ones before it and refuses r
+// alone. Only a failure to undo them fails the batch.
+func (w *writer) applyChanges(ctx context.Context, tx *sql.Tx, seq int64, r *request) error {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT changes`); err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	if err := applyChanges(ctx, tx, seq, r.changes); err != nil {
+		r.resp.err = unavailable(r.what, err)
+		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO changes`); rerr != nil {
+			return fmt.Errorf("roll back changes: %w", rerr)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `RELEASE changes`); err != nil {
+		return fmt.Errorf("release savepoint: %w", err)
+	}
+	return nil
 }
 
 // runOp runs an approval or state operation; a panic is handed back to the

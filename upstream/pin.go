@@ -135,8 +135,7 @@ func (p *Pins) Check(ctx context.Context, name, upstream string, d Definition) e
 	offered := pin{SHA256: h, Upstream: upstream, Definition: d}
 	switch {
 	case !found:
-		_, err := p.pin(ctx, name, offered, KindToolPinned, "custody", nil)
-		return err
+		return p.pin(ctx, name, offered, KindToolPinned, "custody", nil)
 	case old.SHA256 == h:
 		p.hashes[name], p.defs[name] = h, old.Definition
 		if q := p.quar[name]; q != nil {
@@ -168,28 +167,30 @@ func (p *Pins) load(ctx context.Context, name string) (pin, bool, error) {
 	return pn, true, nil
 }
 
-// pin records pn on the ledger, then in state: a crash between the two
-// pins again at the next start, recorded twice, never unrecorded.
-func (p *Pins) pin(ctx context.Context, name string, pn pin, kind, actor string, extra map[string]any) (int64, error) {
+// pin records pn on the ledger and keeps it in state, in one commit with
+// changes (the use of a re-pin approval), so that no pin holds without
+// its entry.
+func (p *Pins) pin(ctx context.Context, name string, pn pin, kind, actor string, extra map[string]any, changes ...custody.Change) error {
 	body := map[string]any{"tool": name, "upstream": pn.Upstream, "sha256": pn.SHA256, "definition": pn.Definition}
 	for k, v := range extra {
 		body[k] = v
 	}
 	raw, err := json.Marshal(body)
 	if err != nil {
-		return 0, err
+		return err
+	}
+	doc, err := json.Marshal(pn)
+	if err != nil {
+		return err
 	}
 	refs := map[string]string{RefUpstream: pn.Upstream, RefDefinition: pn.SHA256, "tool": name}
-	e, err := p.ledger.Append(ctx, custody.Entry{Kind: kind, Trace: pinTrace(name), Actor: actor, Refs: refs, Body: raw})
-	if err != nil {
-		return 0, fmt.Errorf("record %s of %s: %w", kind, name, err)
-	}
-	doc, _ := json.Marshal(pn)
-	if err := p.state.PutState(ctx, nsPin, name, doc); err != nil {
-		return 0, fmt.Errorf("keep the pin of %s (ledger seq %d): %w", name, e.Seq, err)
+	e := custody.Entry{Kind: kind, Trace: pinTrace(name), Actor: actor, Refs: refs, Body: raw}
+	changes = append([]custody.Change{custody.PutState(nsPin, name, doc)}, changes...)
+	if _, err := p.ledger.Commit(ctx, e, changes...); err != nil {
+		return fmt.Errorf("record %s of %s: %w", kind, name, err)
 	}
 	p.hashes[name], p.defs[name] = pn.SHA256, pn.Definition
-	return e.Seq, nil
+	return nil
 }
 
 // pinTrace is the trace of a tool's pin entries and re-pin approvals.
@@ -266,17 +267,16 @@ func (p *Pins) settle(ctx context.Context, name string, q *quarantine) error {
 }
 
 // repin pins the approved definition, naming the operator, and uses the
-// approval.
+// approval in the same commit.
 func (p *Pins) repin(ctx context.Context, name string, q *quarantine, a custody.Approval) error {
+	if err := approval.Usable(a, a.Digest, p.now()); err != nil {
+		return err
+	}
 	extra := map[string]any{"previous_sha256": q.old.SHA256, "approval_request_id": a.ID, "operator_id": a.Operator}
-	seq, err := p.pin(ctx, name, q.new, KindToolRepinned, a.Operator, extra)
-	if err != nil {
+	if err := p.pin(ctx, name, q.new, KindToolRepinned, a.Operator, extra, approval.ConsumeChange(a.ID)); err != nil {
 		return err
 	}
 	delete(p.quar, name)
-	if _, err := p.approvals.Consume(ctx, a.ID, a.Digest, seq); err != nil {
-		return fmt.Errorf("use the re-pin approval %s of %s: %w", a.ID, name, err)
-	}
 	return nil
 }
 

@@ -189,6 +189,27 @@ func (e *env) pending(trace, args string, wantKind string) string {
 	return d.ApprovalRequestID
 }
 
+// TestApprovalOfAnotherAgent checks that an approval one agent asked for
+// does not authorise another agent naming the same trace.
+func TestApprovalOfAnotherAgent(t *testing.T) {
+	e := newEnv(t)
+	const args = `{"channel":"general","message":"LUNCH AT NOON"}`
+	id := e.pending("t-bot", args, custody.EPENDING)
+	if res := e.decide(id, `{"decision":"approved"}`); res.Status != 200 {
+		t.Fatalf("decide: %d %s", res.Status, res.Body)
+	}
+	res := e.callAs(agent2Token, "t-bot", "post_announcement", args)
+	if res.Status != 403 || res.Error(t).Kind != custody.EDENIED || res.Error(t).ApprovalRequestID != id {
+		t.Fatalf("another agent's call: %d %s, want 403 denied naming %s", res.Status, res.Body, id)
+	}
+	if n := len(e.entries("t-bot", custody.KindCallSucceeded)); n != 0 {
+		t.Fatalf("%d successful posts, want none", n)
+	}
+	if res := e.call("t-bot", "post_announcement", args); res.Status != 200 {
+		t.Fatalf("the requester's call: %d %s", res.Status, res.Body)
+	}
+}
+
 func TestApprovals(t *testing.T) {
 	e := newEnv(t)
 	const args = `{"channel":"general", "message":"LUNCH AT NOON"}`
@@ -452,7 +473,6 @@ func TestMetrics(t *testing.T) {
 	e.call("t-m", "write_note", `{"title":"a","text":"b"}`)
 	e.call("t-m", "write_note", `{"title":"a"}`)
 	e.pending("t-m2", `{"channel":"ops","message":"HI"}`, custody.EPENDING)
-	// A lookup waits for the index to hold every entry.
 	if res := e.do("GET", "/v1/ledger?trace=t-m2", auditorToken, nil); res.Status != 200 {
 		t.Fatalf("ledger by trace: %d %s", res.Status, res.Body)
 	}
@@ -466,14 +486,13 @@ func TestMetrics(t *testing.T) {
 		`custody_call_duration_seconds_bucket{le="+Inf"} 3`,
 		"custody_ledger_entries 5", // started+succeeded, refused, refused+requested
 		"custody_approvals_pending 1",
-		"custody_index_indexed_seq 5",
-		"custody_index_lag_entries 0",
-		"custody_index_failing 0",
-		"# TYPE custody_index_segments gauge",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}
+	}
+	if strings.Contains(body, "custody_index_") {
+		t.Errorf("metrics report a lookup index the store no longer has:\n%s", body)
 	}
 	// Every durable call commits at least once, its refusals included.
 	before := commitsMetric(t, body)

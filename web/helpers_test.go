@@ -26,6 +26,7 @@ import (
 // Tokens of the test principals.
 const (
 	agentToken    = "agent-token-0123456789"
+	agent2Token   = "agent2-token-0123456789"
 	operatorToken = "operator-token-0123456789"
 	auditorToken  = "auditor-token-0123456789"
 )
@@ -69,17 +70,13 @@ func newEnv(t *testing.T, apps ...web.App) *env {
 	if err != nil {
 		t.Fatalf("gateway: %v", err)
 	}
-	tokens, err := web.ParseTokens("agent-1:"+agentToken, "op-1:"+operatorToken, "aud-1:"+auditorToken)
+	tokens, err := web.ParseTokens("agent-1:"+agentToken+",agent-2:"+agent2Token, "op-1:"+operatorToken, "aud-1:"+auditorToken)
 	if err != nil {
 		t.Fatalf("tokens: %v", err)
 	}
 	s, err := web.New(web.Config{
 		Gateway: e.gw, Approvals: e.approvals, Ledger: e.ledger, Verify: db.Verify,
 		Checkpoint: db.LatestCheckpoint, Commits: db.Commits, Tokens: tokens, Now: e.clock.Now, Apps: apps,
-		Index: func(ctx context.Context) (web.IndexStatus, error) {
-			s, err := db.IndexStatus(ctx)
-			return web.IndexStatus(s), err
-		},
 	})
 	if err != nil {
 		t.Fatalf("web.New: %v", err)
@@ -145,11 +142,17 @@ func (e *env) do(method, path, token string, body []byte) response {
 // call posts a call with the exact argument bytes args.
 func (e *env) call(trace, tool, args string) response {
 	e.t.Helper()
+	return e.callAs(agentToken, trace, tool, args)
+}
+
+// callAs calls as the agent holding token.
+func (e *env) callAs(token, trace, tool, args string) response {
+	e.t.Helper()
 	body := `{"tool":` + quote(tool) + `,"arguments":` + args
 	if trace != "" {
 		body += `,"trace_id":` + quote(trace)
 	}
-	return e.do("POST", "/v1/calls", agentToken, []byte(body+"}"))
+	return e.do("POST", "/v1/calls", token, []byte(body+"}"))
 }
 
 func quote(s string) string {

@@ -121,34 +121,6 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "custody_ledger_commits_total %d\n", s.cfg.Commits())
 	}
 	s.gauge(r.Context(), w, "custody_approvals_pending", "Approval requests waiting for a decision.", s.pendingApprovals)
-	if s.cfg.Index != nil {
-		s.writeIndex(r.Context(), w)
-	}
-}
-
-// writeIndex reports the lookup index: how far it has indexed, how many
-// entries it lags the ledger by, its segments, and whether it fails.
-func (s *Server) writeIndex(ctx context.Context, w io.Writer) {
-	st, err := s.cfg.Index(ctx)
-	if err != nil {
-		s.log.Error("metrics: read the lookup index's status", "err", err)
-		return
-	}
-	failing := int64(0)
-	if st.Failing != nil {
-		failing = 1
-	}
-	value := func(v int64) func(context.Context) (int64, error) {
-		return func(context.Context) (int64, error) { return v, nil }
-	}
-	lag := func(ctx context.Context) (int64, error) {
-		head, err := s.ledgerEntries(ctx)
-		return max(head-st.Indexed, 0), err
-	}
-	s.gauge(ctx, w, "custody_index_indexed_seq", "Every ledger entry up to this seq is in the lookup index.", value(st.Indexed))
-	s.gauge(ctx, w, "custody_index_lag_entries", "Ledger entries not yet in the lookup index.", lag)
-	s.gauge(ctx, w, "custody_index_segments", "Segments the lookup index holds its postings in.", value(st.Segments))
-	s.gauge(ctx, w, "custody_index_failing", "1 while the lookup index fails to update: approvals and custody links are refused.", value(failing))
 }
 
 func (s *Server) ledgerEntries(ctx context.Context) (int64, error) {

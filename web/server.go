@@ -38,10 +38,7 @@ type Config struct {
 	// when set, /metrics reports it, and entries over commits is how
 	// many appends shared each commit.
 	Commits func() int64
-	// Index reports the store's lookup index; when set, /metrics
-	// reports how far behind the ledger it is and whether it fails.
-	Index  func(ctx context.Context) (IndexStatus, error)
-	Tokens Tokens
+	Tokens  Tokens
 	// Apps are domain systems mounted at /apps/{Name}/ and linked from
 	// the console.
 	Apps []App
@@ -50,18 +47,6 @@ type Config struct {
 	Metrics *Metrics
 	Logger  *slog.Logger
 	Now     func() time.Time
-}
-
-// IndexStatus is what /metrics reports of a store's lookup index, which
-// approvals and custody links are checked through.
-type IndexStatus struct {
-	// Indexed is the seq up to which every entry is indexed.
-	Indexed int64
-	// Segments is how many segments hold the postings.
-	Segments int64
-	// Failing is why the index's last update failed, nil when it works:
-	// lookups are refused meanwhile.
-	Failing error
 }
 
 // App is a domain system's console page and JSON API, mounted at

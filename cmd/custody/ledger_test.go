@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/sqlite"
 )
 
 // cli runs the program in-process with CUSTODY_DATA set to data and
@@ -131,28 +130,5 @@ func TestLedgerUsageErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Fatal("a read command created the missing data directory")
-	}
-}
-
-// TestLedgerIndexRebuildLogged: a lookup index that cannot be read is
-// rebuilt when the store opens, the command works, and stderr says why
-// the start took longer.
-func TestLedgerIndexRebuildLogged(t *testing.T) {
-	tmp := t.TempDir()
-	data := filepath.Join(tmp, "data")
-	file := writeFile(t, tmp, "body.json", `{"n":1}`)
-	if code, _, errOut := cli(t, data, "ledger", "append", "--kind", "note", "--body", file, "--trace", "t1"); code != 0 {
-		t.Fatalf("append: exit %d: %s", code, errOut)
-	}
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		os.Remove(filepath.Join(data, sqlite.IndexFile+suffix))
-	}
-	writeFile(t, data, sqlite.IndexFile, "not a database")
-	code, out, errOut := cli(t, data, "ledger", "show", "--trace", "t1")
-	if code != 0 || !strings.Contains(out, "note") {
-		t.Fatalf("show after the index broke: exit %d: %s%s", code, out, errOut)
-	}
-	if !strings.Contains(errOut, "rebuilding the lookup index") {
-		t.Errorf("stderr does not mention the rebuild: %q", errOut)
 	}
 }

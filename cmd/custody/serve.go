@@ -320,10 +320,6 @@ func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems) (http.Han
 	}
 	ws, err := web.New(web.Config{
 		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify, Commits: st.db.Commits,
-		Index: func(ctx context.Context) (web.IndexStatus, error) {
-			s, err := st.db.IndexStatus(ctx)
-			return web.IndexStatus(s), err
-		},
 		Checkpoint: st.db.LatestCheckpoint, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
 	})
 	if err != nil {

@@ -82,3 +82,11 @@ func (l *FlakyLedger) Append(ctx context.Context, e custody.Entry) (custody.Entr
 	}
 	return l.Ledger.Append(ctx, e)
 }
+
+// Commit commits to the wrapped ledger, or fails while Down is set.
+func (l *FlakyLedger) Commit(ctx context.Context, e custody.Entry, changes ...custody.Change) (custody.Entry, error) {
+	if l.Down.Load() {
+		return custody.Entry{}, errors.New("disk on fire")
+	}
+	return l.Ledger.Commit(ctx, e, changes...)
+}

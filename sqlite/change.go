@@ -1,0 +1,165 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/custody-dev/custody"
+)
+
+// checkChanges refuses, in the caller's goroutine, the changes that are
+// malformed whatever the store holds, and copies their documents so that
+// the caller may reuse its buffers.
+func checkChanges(changes []custody.Change) ([]custody.Change, error) {
+	if len(changes) == 0 {
+		return nil, nil
+	}
+	out := make([]custody.Change, len(changes))
+	for i, c := range changes {
+		switch c.Op {
+		case custody.OpPutState:
+			if !json.Valid(c.Doc) {
+				return nil, custody.Errorf(custody.EINVALID, "change %d: state %s/%s: the document is not valid JSON", i, c.NS, c.Key)
+			}
+			c.Doc = bytes.Clone(c.Doc)
+		case custody.OpIncrState:
+			if c.Limit < 0 {
+				return nil, custody.Errorf(custody.EINVALID, "change %d: state %s/%s: limit %d is negative", i, c.NS, c.Key, c.Limit)
+			}
+		case custody.OpCreateApproval, custody.OpUpdateApproval:
+			if c.Approval.ID == "" || c.Approval.Status == "" {
+				return nil, custody.Errorf(custody.EINVALID, "change %d: approval: id and status are required", i)
+			}
+			if c.Op == custody.OpUpdateApproval && c.From == "" {
+				return nil, custody.Errorf(custody.EINVALID, "change %d: approval %s: the status it must have is missing", i, c.Approval.ID)
+			}
+		case custody.OpConsumeApproval:
+			if c.ID == "" {
+				return nil, custody.Errorf(custody.EINVALID, "change %d: approval: id is required", i)
+			}
+		default:
+			return nil, custody.Errorf(custody.EINVALID, "change %d: unknown operation %d", i, c.Op)
+		}
+		if (c.Op == custody.OpPutState || c.Op == custody.OpIncrState) && (c.NS == "" || c.Key == "") {
+			return nil, custody.Errorf(custody.EINVALID, "change %d: state needs a namespace and a key", i)
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// applyChanges applies changes in tx for the entry at seq. The first
+// change whose condition fails returns its error; the caller rolls back
+// what the changes before it wrote.
+func applyChanges(ctx context.Context, tx *sql.Tx, seq int64, changes []custody.Change) error {
+	for _, c := range changes {
+		err := applyChange(ctx, tx, seq, c)
+		if err == nil {
+			continue
+		}
+		if c.Refusal != nil && custody.ErrorKind(err) != custody.EUNAVAILABLE && custody.ErrorKind(err) != custody.EINVALID {
+			return c.Refusal
+		}
+		return err
+	}
+	return nil
+}
+
+func applyChange(ctx context.Context, tx *sql.Tx, seq int64, c custody.Change) error {
+	switch c.Op {
+	case custody.OpPutState:
+		return putState(ctx, tx, c.NS, c.Key, c.Doc)
+	case custody.OpIncrState:
+		_, err := incr(ctx, tx, c.NS, c.Key, c.Delta, c.Limit)
+		return err
+	case custody.OpCreateApproval:
+		return createApproval(ctx, tx, c.Approval)
+	case custody.OpUpdateApproval:
+		return transition(ctx, tx, c.Approval.ID, func(a *custody.Approval) error {
+			if a.Status != c.From {
+				return custody.Errorf(custody.ECONFLICT, "approval %s is %s, not %s", a.ID, a.Status, c.From)
+			}
+			*a = c.Approval
+			return nil
+		})
+	case custody.OpConsumeApproval:
+		return transition(ctx, tx, c.ID, func(a *custody.Approval) error {
+			if a.Status != custody.ApprovalApproved || a.ConsumedSeq != 0 {
+				return custody.Errorf(custody.ECONFLICT, "approval %s is %s: only an approved, unused approval can be used", a.ID, a.Status)
+			}
+			a.Status, a.ConsumedSeq = custody.ApprovalConsumed, seq
+			return nil
+		})
+	}
+	return custody.Errorf(custody.EINVALID, "unknown change operation %d", c.Op)
+}
+
+// incr adds delta to the counter under ns and key and returns the sum;
+// with limit > 0 a sum above limit is EDENIED and nothing is written.
+func incr(ctx context.Context, tx *sql.Tx, ns, key string, delta, limit int64) (int64, error) {
+	old, err := counter(ctx, tx, ns, key)
+	if err != nil {
+		return 0, err
+	}
+	if (delta > 0 && old > math.MaxInt64-delta) || (delta < 0 && old < math.MinInt64-delta) {
+		return 0, custody.Errorf(custody.EINVALID, "state %s/%s: %d%+d overflows", ns, key, old, delta)
+	}
+	n := old + delta
+	if limit > 0 && n > limit {
+		return 0, custody.Errorf(custody.EDENIED, "state %s/%s: %d would pass the limit %d", ns, key, n, limit)
+	}
+	return n, putState(ctx, tx, ns, key, strconv.AppendInt(nil, n, 10))
+}
+
+// createApproval inserts a new request; ECONFLICT if its id exists.
+func createApproval(ctx context.Context, tx *sql.Tx, a custody.Approval) error {
+	if _, err := getApproval(ctx, tx, a.ID); custody.ErrorKind(err) != custody.ENOTFOUND {
+		if err == nil {
+			return custody.Errorf(custody.ECONFLICT, "approval %s already exists", a.ID)
+		}
+		return err
+	}
+	doc, err := json.Marshal(a)
+	if err != nil {
+		return custody.Errorf(custody.EINVALID, "approval %s: %v", a.ID, err)
+	}
+	const q = `INSERT INTO approvals (status, created_at, doc, trace, digest, requested_digest, id) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	if _, err := tx.ExecContext(ctx, q, string(a.Status), custody.FormatTime(a.CreatedAt), doc, a.Trace, a.Digest, a.Digest, a.ID); err != nil {
+		return unavailable("write approval", fmt.Errorf("approval %s: %w", a.ID, err))
+	}
+	return nil
+}
+
+// transition applies fn to the stored request id and saves it; fn's error
+// is returned as is. ENOTFOUND if absent, EINVALID if fn changes the id.
+func transition(ctx context.Context, tx *sql.Tx, id string, fn func(*custody.Approval) error) error {
+	_, err := updateApproval(ctx, tx, id, fn)
+	return err
+}
+
+func updateApproval(ctx context.Context, tx *sql.Tx, id string, fn func(*custody.Approval) error) (custody.Approval, error) {
+	a, err := getApproval(ctx, tx, id)
+	if err != nil {
+		return a, err
+	}
+	if err := fn(&a); err != nil {
+		return a, err
+	}
+	if a.ID != id {
+		return a, custody.Errorf(custody.EINVALID, "approval %s: the id cannot change", id)
+	}
+	doc, err := json.Marshal(a)
+	if err != nil {
+		return a, custody.Errorf(custody.EINVALID, "approval %s: %v", id, err)
+	}
+	const q = `UPDATE approvals SET status = ?, created_at = ?, doc = ?, trace = ?, digest = ? WHERE id = ?`
+	if _, err := tx.ExecContext(ctx, q, string(a.Status), custody.FormatTime(a.CreatedAt), doc, a.Trace, a.Digest, id); err != nil {
+		return a, unavailable("write approval", fmt.Errorf("approval %s: %w", id, err))
+	}
+	return a, nil
+}

@@ -1,0 +1,18 @@
+package sqlite
+
+import (
+	"testing"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) custody.Store {
+		db, err := Open(t.TempDir(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+}
