@@ -43,12 +43,22 @@ type flight struct {
 // once the outcome entry is durable. Every error is a *custody.Error whose
 // Message is safe to show to the agent; a refusal carries the Receipt of
 // the entry that recorded it.
+//
+// The steps, each a function of its own, in the files named for them:
+//
+//	1 decode      decode.go     the call's bytes and trace id
+//	  lookupTool  call.go       the tool is in the envelope and the agent's
+//	2 checkInput  validate.go   the arguments against the input contract
+//	3 policy      policy.go     budget, resource scope, custody links
+//	4 authorize   authorize.go  the approval of a HUMAN_CONFIRMATION action
+//	5 intend      run.go        call.started, durable, before the side effect
+//	6 run         run.go        the handler under its deadline
+//	7 checkOutput validate.go   the output against the output contract
+//	8 record      record.go     succeed, refuse, fail, toolFailed or breach
 func (g *Gateway) Call(ctx context.Context, c custody.Call) (custody.Result, error) {
 	f := &flight{Call: c, start: g.now()}
-	for _, step := range g.steps {
-		if err := step(ctx, f); err != nil {
-			return custody.Result{Trace: f.Trace}, g.refuse(ctx, f, err)
-		}
+	if err := g.admitCall(ctx, f); err != nil {
+		return custody.Result{Trace: f.Trace}, g.refuse(ctx, f, err)
 	}
 	out, err := g.run(ctx, f)
 	var te *ToolError
@@ -64,10 +74,30 @@ func (g *Gateway) Call(ctx context.Context, c custody.Call) (custody.Result, err
 	return g.succeed(ctx, f, out)
 }
 
+// admitCall runs steps 1 to 5, the ones before the handler, in order, and
+// returns the first refusal.
+func (g *Gateway) admitCall(ctx context.Context, f *flight) error {
+	if err := g.decode(ctx, f); err != nil {
+		return err
+	}
+	if err := g.lookupTool(ctx, f); err != nil {
+		return err
+	}
+	if err := g.checkInput(ctx, f); err != nil {
+		return err
+	}
+	if err := g.policy(ctx, f); err != nil {
+		return err
+	}
+	if err := g.authorize(ctx, f); err != nil {
+		return err
+	}
+	return g.intend(ctx, f)
+}
+
 // lookupTool finds the called tool in the envelope: a tool outside it is
-// denied.
-// A tool the agent may not use is denied the same way, so that a caller
-// learns nothing of tools it cannot call.
+// denied, and so is a tool the agent may not use, so that a caller learns
+// nothing of tools it cannot call.
 func (g *Gateway) lookupTool(_ context.Context, f *flight) error {
 	t, ok := g.tools[f.Tool]
 	if !ok || !g.Allows(f.Actor, f.Tool) {

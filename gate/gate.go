@@ -172,8 +172,6 @@ type Gateway struct {
 	envelope  string
 	tools     map[string]*tool
 	order     []string
-	// steps are the steps before the handler runs, in order.
-	steps []func(context.Context, *flight) error
 	// approvalMu serialises finding and requesting approvals, so that
 	// concurrent calls of one action share one request.
 	approvalMu sync.Mutex
@@ -231,7 +229,6 @@ func New(cfg Config, env Envelope) (*Gateway, error) {
 	if g.log == nil {
 		g.log = slog.Default()
 	}
-	g.steps = []func(context.Context, *flight) error{g.decode, g.lookupTool, g.checkInput, g.policy, g.authorize, g.intend}
 	for _, t := range env.Tools {
 		ct, err := g.compile(t)
 		if err != nil {
