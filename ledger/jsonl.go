@@ -82,9 +82,17 @@ func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\
 
 // AppendCheckpointLine appends cp as one JSONL line, '\n' included:
 //
-//	{"checkpoint":{"size":1000,"head":"…","at":"…","sig":"…"}}
+//	{"checkpoint":{"ledger":"…","size":1000,"head":"…","at":"…","sig":"…"}}
+//
+// "ledger" is left out of a checkpoint that names no ledger.
 func AppendCheckpointLine(dst []byte, cp custody.Checkpoint) []byte {
-	dst = append(dst, `{"checkpoint":{"size":`...)
+	dst = append(dst, `{"checkpoint":{`...)
+	if cp.Ledger != "" {
+		dst = append(dst, `"ledger":`...)
+		dst = appendString(dst, cp.Ledger)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"size":`...)
 	dst = strconv.AppendInt(dst, cp.Size, 10)
 	dst = appendField(dst, "head", cp.Head)
 	dst = appendField(dst, "at", cp.At)
