@@ -184,6 +184,28 @@ func ParsePublicKey(text []byte) (ed25519.PublicKey, error) {
 	return pub, nil
 }
 
+// ParsePublicKeys reads every PEM block of text, each a "PUBLIC KEY"
+// holding an ed25519 key, in order: the keys of a ledger whose key was
+// rotated, oldest first. Text between blocks is ignored.
+func ParsePublicKeys(text []byte) ([]ed25519.PublicKey, error) {
+	var keys []ed25519.PublicKey
+	for {
+		block, rest := pem.Decode(text)
+		if block == nil {
+			break
+		}
+		pub, err := ParsePublicKey(text[:len(text)-len(rest)])
+		if err != nil {
+			return nil, fmt.Errorf("key %d: %w", len(keys)+1, err)
+		}
+		keys, text = append(keys, pub), rest
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("parse public keys: no PEM block found")
+	}
+	return keys, nil
+}
+
 // MarshalPrivateKey returns priv as a PEM "PRIVATE KEY" block (PKCS #8).
 // It fails only when priv is not a valid ed25519 private key.
 func MarshalPrivateKey(priv ed25519.PrivateKey) ([]byte, error) {

@@ -440,3 +440,19 @@ func (v *Verifier) Finish() (Report, error) {
 	}
 	return r, nil
 }
+
+// Resume makes v go on from a chain whose entry at seq has the hex hash
+// head, as if it had verified the entries up to it: the next entry must
+// have seq+1 and prev head. A store checks the entries since its last
+// checkpoint this way. It must be called before any entry is given.
+func (v *Verifier) Resume(seq int64, head string) error {
+	if v.seen != 0 || len(v.hashes) != 0 || seq < 0 || !isHashHex(head) {
+		return fmt.Errorf("resume at seq %d: only a fresh verifier resumes, at a seq of 0 or more and a hex hash", seq)
+	}
+	if !v.stream && seq > 0 {
+		return fmt.Errorf("resume at seq %d: only a stream verifier resumes", seq)
+	}
+	v.seen = seq
+	copy(v.last[:], head)
+	return nil
+}
