@@ -124,9 +124,9 @@ type DB struct {
 	// unvouched says that entries after the last checkpoint were accepted
 	// by Options.AcceptTail and the acceptance is not yet on the ledger.
 	unvouched bool
-	rdb  *sql.DB // read pool
-	lk   *lookups
-	w    *writer
+	rdb       *sql.DB // read pool
+	lk        *lookups
+	w         *writer
 
 	// mu guards closed and the sends on reqs, so that Close never closes
 	// the channel under a sender.
