@@ -20,13 +20,27 @@ const KeyRotatedKind = "ledger.key.rotated"
 type KeyRotation struct {
 	Old string `json:"old"`
 	New string `json:"new"`
+	// AcceptedTail names the entries after the last checkpoint that the
+	// old key, lost, could not vouch for and that the operator accepted.
+	AcceptedTail *SeqRange `json:"accepted_tail,omitempty"`
+}
+
+// SeqRange is the entries from seq From to seq To, both included.
+type SeqRange struct {
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+}
+
+// Body returns r as an entry body.
+func (r KeyRotation) Body() []byte {
+	b, _ := json.Marshal(r)
+	return b
 }
 
 // KeyRotationBody returns the body of the entry recording that new
 // replaces old.
 func KeyRotationBody(old, new ed25519.PublicKey) []byte {
-	b, _ := json.Marshal(KeyRotation{Old: hex.EncodeToString(old), New: hex.EncodeToString(new)})
-	return b
+	return KeyRotation{Old: hex.EncodeToString(old), New: hex.EncodeToString(new)}.Body()
 }
 
 // parseKeyRotation reads a KeyRotatedKind body.

@@ -54,6 +54,7 @@ func (db *DB) establish(dirID string, rotating bool) error {
 		return err
 	}
 	if db.opts.ReadOnly {
+		w.pendingSince = time.Time{} // a reader signs nothing
 		return nil
 	}
 	if err := db.checkTail(ctx); err != nil {
@@ -73,6 +74,17 @@ func (db *DB) establish(dirID string, rotating bool) error {
 // longer verify against signing.pub.
 func (db *DB) settleKey(rotating bool) error {
 	w := db.w
+	if !db.opts.ReadOnly {
+		if err := finishRotation(db.dir, w.last); err != nil {
+			return fmt.Errorf("finish a key rotation: %w", err)
+		}
+		if rotated, err := readKeyIfAny(db.dir); err != nil || rotated != nil {
+			db.priv = rotated
+			if err != nil {
+				return err
+			}
+		}
+	}
 	empty := w.head.Seq == 0 && w.last.Size == 0
 	if db.priv == nil && empty && !db.opts.ReadOnly && !rotating {
 		priv, err := createPrivateKey(db.dir)

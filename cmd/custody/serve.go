@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/mcpserver"
 	"github.com/custody-dev/custody/web"
@@ -336,7 +337,7 @@ func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems) (http.Han
 			s, err := st.db.IndexStatus(ctx)
 			return web.IndexStatus(s), err
 		},
-		Checkpoint: st.db.LatestCheckpoint, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
+		Health: st.db.Health, Checkpoint: st.db.LatestCheckpoint, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
 	})
 	if err != nil {
 		return nil, err
@@ -393,6 +394,12 @@ func (m *Main) run(ctx context.Context, ln net.Listener, h http.Handler, st *sta
 		srv.Close()
 	}
 	wg.Wait()
+	// A clean stop leaves every entry under a signed checkpoint, so that
+	// an export verifies strictly; the store's Close seals only what this
+	// process appended.
+	if _, cerr := st.db.Checkpoint(context.Background()); cerr != nil && custody.ErrorKind(cerr) != custody.ENOTFOUND {
+		fmt.Fprintf(m.Stderr, "custody: cannot seal the ledger at shutdown: %v\n", cerr)
+	}
 	fmt.Fprintln(m.Stdout, "custody stopped")
 	return err
 }
