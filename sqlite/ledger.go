@@ -296,7 +296,7 @@ func scanEntry(rows *sql.Rows) (custody.Entry, error) {
 	if err != nil {
 		return e, err
 	}
-	if err := json.Unmarshal(refs, &e.Refs); err != nil || e.Refs == nil {
+	if e.Refs, err = parseRefs(refs); err != nil || e.Refs == nil {
 		return e, &ledger.VerifyError{Seq: e.Seq, Reason: fmt.Sprintf("stored refs are not a JSON object of strings: %q", refs)}
 	}
 	return e, nil
