@@ -181,7 +181,7 @@ func ensureLedgerID(ctx context.Context, conn *sql.DB, t *tailSeal, head custody
 	if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('ledger_id', ?)`, t.ledger); err != nil {
 		return "", fmt.Errorf("give the ledger an id: %w", err)
 	}
-	if head.Seq > 0 {
+	if head.Seq > 0 && t.key != nil {
 		if _, err := tx.ExecContext(ctx, upsertTail, string(t.value(head))); err != nil {
 			return "", fmt.Errorf("give the ledger an id: %w", err)
 		}

@@ -503,3 +503,22 @@ func TestDataDirectoryModes(t *testing.T) {
 	os.Chmod(filepath.Join(dir, DatabaseFile), 0o644)
 	wantRefused(t, dir, Options{}, "custody.db (0644)", "chmod 600")
 }
+
+// TestCheckpointRefusesForgedHead: a running store asked for a
+// checkpoint after another process appended an entry it cannot vouch
+// for does not sign over it.
+func TestCheckpointRefusesForgedHead(t *testing.T) {
+	dir := t.TempDir()
+	db := openDir(t, dir, Options{})
+	mustAppend(t, db, entry("k", "t", nil, 1))
+	if _, err := db.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	forge(t, dir)
+	if _, err := db.Checkpoint(context.Background()); err == nil || !strings.Contains(err.Error(), "refusing to sign over seq 2") {
+		t.Fatalf("Checkpoint over a forged head: %v", err)
+	}
+	if cps := checkpointSizes(t, dir); cps[len(cps)-1] != 1 {
+		t.Fatalf("checkpoints %v: one was signed over the forged entry", cps)
+	}
+}

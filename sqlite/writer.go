@@ -228,6 +228,20 @@ func (w *writer) rebase(ctx context.Context, failed *error) bool {
 	return true
 }
 
+// vouched refuses head, found in tx where this writer left another, when
+// the process that wrote it did not hold this data directory's key: no
+// checkpoint is signed over entries nobody here can vouch for.
+func (w *writer) vouched(ctx context.Context, tx *sql.Tx, head custody.Receipt) error {
+	got, ok, err := w.tail.headVouched(ctx, tx)
+	switch {
+	case err != nil:
+		return err
+	case !ok || got != head:
+		return fmt.Errorf("refusing to sign over seq %d: another process appended it without this data directory's key", head.Seq)
+	}
+	return nil
+}
+
 // feedIndex hands the committed entries' rows to the indexer, which
 // indexes them while the next batch commits.
 func (w *writer) feedIndex(rows []indexRow) {
@@ -310,6 +324,11 @@ func (w *writer) apply(ctx context.Context, tx *sql.Tx, b *batch, reqs []*reques
 		head, err := w.stmts.readHead(ctx, tx)
 		if err != nil {
 			return err
+		}
+		if head != w.head {
+			if err := w.vouched(ctx, tx, head); err != nil {
+				return err
+			}
 		}
 		b.head = head
 	} else if err := w.stmts.insert(ctx, tx, b.entries); err != nil {
