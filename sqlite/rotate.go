@@ -20,7 +20,9 @@ import (
 const nextKeyFile = "signing.key.next"
 
 // RotateKey gives the data directory in dir a new checkpoint signing key
-// and records that on the ledger: one commit appends a
+// and records that on the ledger. No other process may have the store
+// open: one still signing with the old key would refuse to go on past the
+// rotation entry. One commit appends a
 // ledger.KeyRotatedKind entry naming the old and the new public key and a
 // checkpoint signed with the new key. signing.pub then lists both keys,
 // oldest first, so that it verifies the checkpoints on either side (the
