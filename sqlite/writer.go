@@ -111,10 +111,12 @@ func newWriter(ctx context.Context, db *DB, conn *sql.DB, path string) (*writer,
 	}
 	if w.head, err = readHead(ctx, conn); err != nil {
 		w.stmts.close()
+		w.tail.stmt.Close()
 		return nil, err
 	}
 	if w.last, err = latestCheckpoint(ctx, conn); err != nil && custody.ErrorKind(err) != custody.ENOTFOUND {
 		w.stmts.close()
+		w.tail.stmt.Close()
 		return nil, err
 	}
 	if w.head.Seq > w.last.Size {
