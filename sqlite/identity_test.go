@@ -522,3 +522,61 @@ func TestCheckpointRefusesForgedHead(t *testing.T) {
 		t.Fatalf("checkpoints %v: one was signed over the forged entry", cps)
 	}
 }
+
+// TestOpenGivesOldLedgerAnID: a store written before ledgers had ids
+// (schema version 1, checkpoints signed without an id, an unsealed tail)
+// is given an id when opened, keeps its old checkpoints verifiable, and
+// signs new ones with the id.
+func TestOpenGivesOldLedgerAnID(t *testing.T) {
+	dir := t.TempDir()
+	fill(t, dir, 6)
+	priv, err := readPrivateKey(filepath.Join(dir, privateKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Back to what custody wrote before: version 1 checkpoints, no meta,
+	// no ledger column, no identity files; and two entries after the last
+	// checkpoint, as a crash would leave them.
+	raw := openRaw(t, dir)
+	var sizes []int64
+	rows, err := raw.Query(`SELECT size FROM checkpoints`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n int64
+		rows.Scan(&n)
+		sizes = append(sizes, n)
+	}
+	rows.Close()
+	for _, n := range sizes {
+		var head, at string
+		if err := raw.QueryRow(`SELECT head, at FROM checkpoints WHERE size = ?`, n).Scan(&head, &at); err != nil {
+			t.Fatal(err)
+		}
+		cp := ledger.SignCheckpoint(priv, n, head, at)
+		if _, err := raw.Exec(`UPDATE checkpoints SET sig = ? WHERE size = ?`, cp.Sig, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+	rawExec(t, dir, `DELETE FROM checkpoints WHERE size = 6`, `DROP TABLE meta`,
+		`ALTER TABLE checkpoints DROP COLUMN ledger`, `DELETE FROM schema_migrations WHERE version = 2`)
+	os.Remove(filepath.Join(dir, ledgerIDFile))
+	os.Remove(filepath.Join(dir, recordFile))
+
+	db := openDir(t, dir, Options{})
+	id, _ := readDirLedgerID(dir)
+	if ledger.CheckLedgerID(id) != nil {
+		t.Fatalf("ledger.id after the upgrade: %q", id)
+	}
+	mustAppend(t, db, entry("k", "t", nil, 7))
+	cp, err := db.Checkpoint(context.Background())
+	if err != nil || cp.Ledger != id || cp.Size != 7 {
+		t.Fatalf("checkpoint after the upgrade: %+v, %v", cp, err)
+	}
+	r, err := db.Verify(context.Background())
+	if err != nil || r.Strict() != nil || r.Ledger != id || r.Checkpoints != 2 {
+		t.Fatalf("Verify of old and new checkpoints: %+v, %v", r, err)
+	}
+}
