@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -27,6 +28,9 @@ import (
 func prepareDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
+	}
+	if runtime.GOOS == "windows" {
+		return nil // modes there are not permissions: access lists are
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {

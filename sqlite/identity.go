@@ -166,8 +166,9 @@ func metaValue(ctx context.Context, q querier, key string) (string, error) {
 
 // ensureLedgerID returns the store's ledger id, giving one to a store
 // that has none: a new store, or one written before ledgers had ids,
-// whose head is then vouched for as this directory's.
-func ensureLedgerID(ctx context.Context, conn *sql.DB, t *tailSeal, head custody.Receipt) (string, error) {
+// whose head is then vouched for as this directory's. The id is durable
+// before it returns, since ledger.id will name it.
+func ensureLedgerID(ctx context.Context, conn *sql.DB, t *tailSeal, head custody.Receipt, sync func() error) (string, error) {
 	id, err := metaValue(ctx, conn, "ledger_id")
 	if err != nil || id != "" {
 		return id, err
@@ -187,6 +188,9 @@ func ensureLedgerID(ctx context.Context, conn *sql.DB, t *tailSeal, head custody
 		}
 	}
 	if err := tx.Commit(); err != nil {
+		return "", fmt.Errorf("give the ledger an id: %w", err)
+	}
+	if err := sync(); err != nil {
 		return "", fmt.Errorf("give the ledger an id: %w", err)
 	}
 	return t.ledger, nil

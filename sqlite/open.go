@@ -42,7 +42,9 @@ func (db *DB) establish(dirID string, rotating bool) error {
 	if err := db.settleKey(rotating); err != nil {
 		return err
 	}
-	id, err := ensureLedgerID(ctx, w.conn, w.tail, w.head)
+	// The writer commits without syncing (the syncer does); its syncer
+	// is not running yet, so the id is synced here.
+	id, err := ensureLedgerID(ctx, w.conn, w.tail, w.head, w.sync.sync)
 	if err != nil {
 		return err
 	}
