@@ -178,6 +178,14 @@ func ensureLedgerID(ctx context.Context, conn *sql.DB, t *tailSeal, head custody
 		return "", fmt.Errorf("give the ledger an id: %w", err)
 	}
 	defer tx.Rollback()
+	// Under the write lock: another process opening the same new store
+	// may have given it its id meanwhile, or appended.
+	if id, err := metaValue(ctx, tx, "ledger_id"); err != nil || id != "" {
+		return id, err
+	}
+	if head, err = readHead(ctx, tx); err != nil {
+		return "", err
+	}
 	t.ledger = newLedgerID()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('ledger_id', ?)`, t.ledger); err != nil {
 		return "", fmt.Errorf("give the ledger an id: %w", err)
