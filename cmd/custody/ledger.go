@@ -129,7 +129,10 @@ func (m *Main) verifyStore(ctx context.Context, dir string, keys []ed25519.Publi
 // verified prints the outcome of a verification and returns its exit code.
 func (m *Main) verified(what string, report ledger.Report, err error, v verification) int {
 	if err == nil && !v.allowUnsealed {
-		err = report.Strict()
+		if err = report.Strict(); err != nil {
+			defer fmt.Fprintln(m.Stderr, "  the entries are otherwise intact: `custody ledger seal` signs them in a store,"+
+				" --allow-unsealed-tail accepts them")
+		}
 	}
 	if err == nil {
 		fmt.Fprintln(m.Stdout, report.String())
