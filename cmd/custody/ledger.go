@@ -130,8 +130,8 @@ func (m *Main) verifyStore(ctx context.Context, dir string, keys []ed25519.Publi
 func (m *Main) verified(what string, report ledger.Report, err error, v verification) int {
 	if err == nil && !v.allowUnsealed {
 		if err = report.Strict(); err != nil {
-			defer fmt.Fprintln(m.Stderr, "  the entries are otherwise intact: `custody ledger seal` signs them in a store,"+
-				" --allow-unsealed-tail accepts them")
+			defer fmt.Fprintln(m.Stderr, "  the chain holds, but no signature vouches for these entries; if they are genuine,"+
+				" `custody ledger seal` signs them in a store, and --allow-unsealed-tail accepts them as they are")
 		}
 	}
 	if err == nil {
