@@ -57,23 +57,12 @@ func (r Report) Strict() error {
 		return &VerifyError{Seq: r.Covered + 1, Reason: fmt.Sprintf(
 			"no checkpoint covers any of the %d entries (a ledger rewritten or cut without its checkpoints looks like this)", r.Entries)}
 	}
-	return &VerifyError{Seq: r.Covered + 1, Reason: fmt.Sprintf(
-		"the last %s (seq %d to %d) %s not covered by a checkpoint (a tail cut off with its checkpoint, or appended without the key, looks like this)",
-		plural64(r.Unsealed(), "entry", "entries"), r.Covered+1, r.Entries, isAre(r.Unsealed()))}
-}
-
-func plural64(n int64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
+	which := fmt.Sprintf("the last entry (seq %d) is", r.Entries)
+	if n := r.Unsealed(); n > 1 {
+		which = fmt.Sprintf("the last %d entries (seq %d to %d) are", n, r.Covered+1, r.Entries)
 	}
-	return strconv.FormatInt(n, 10) + " " + many
-}
-
-func isAre(n int64) string {
-	if n == 1 {
-		return "is"
-	}
-	return "are"
+	return &VerifyError{Seq: r.Covered + 1, Reason: which +
+		" not covered by a checkpoint (a tail cut off with its checkpoint, or appended without the key, looks like this)"}
 }
 
 // String returns a one-line summary such as
