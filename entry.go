@@ -27,10 +27,13 @@ type Entry struct {
 // Sig is the base64 ed25519 signature over the checkpoint's signed bytes
 // (see package ledger).
 type Checkpoint struct {
-	Size int64  `json:"size"`
-	Head string `json:"head"`
-	At   string `json:"at"`
-	Sig  string `json:"sig"`
+	// Ledger is the id of the ledger the checkpoint is of (32 lowercase
+	// hex digits); empty in checkpoints written before ledgers had ids.
+	Ledger string `json:"ledger,omitempty"`
+	Size   int64  `json:"size"`
+	Head   string `json:"head"`
+	At     string `json:"at"`
+	Sig    string `json:"sig"`
 }
 
 // Query selects ledger entries. Zero fields select everything.

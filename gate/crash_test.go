@@ -230,7 +230,7 @@ func TestCrashDuringDecisions(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	decided, withEntry := 0, 0
 	for trial := range crashTrials() {
-		dir := t.TempDir()
+		dir := privateDir(t)
 		copyFiles(t, template, dir, "custody.db", "signing.key", "signing.pub")
 		acked := map[string]string{}
 		for _, l := range runChild(t, "decide", dir, decideWindow, rng) {
@@ -324,7 +324,7 @@ func TestCrashDuringWrites(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
 	acked, ran := 0, 0
 	for trial := range crashTrials() {
-		dir := t.TempDir()
+		dir := privateDir(t)
 		copyFiles(t, template, dir, "custody.db", "signing.key", "signing.pub")
 		lines := runChild(t, "write", dir, [2]time.Duration{150 * time.Millisecond, 600 * time.Millisecond}, rng)
 		a, r, u := checkWrites(t, dir, lines)

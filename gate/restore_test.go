@@ -16,7 +16,7 @@ import (
 // finds its approvals: what the policy reads lives in the database it
 // restores, and no file derived from another ledger answers for it.
 func TestApprovalFoundAfterRestore(t *testing.T) {
-	dir, backup, restored := t.TempDir(), t.TempDir(), t.TempDir()
+	dir, backup, restored := privateDir(t), privateDir(t), privateDir(t)
 	h := newHarnessIn(t, dir)
 	id := h.pending(t, "trace-r", "post_announcement", post)
 	if err := h.db.Close(); err != nil {
@@ -91,4 +91,15 @@ func errorsJoin(a, b error) error {
 		return a
 	}
 	return b
+}
+
+// privateDir returns a new temporary directory only its owner may use, as
+// a data directory holding a ledger must be.
+func privateDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

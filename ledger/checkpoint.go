@@ -14,7 +14,12 @@ import (
 
 // checkpointPrefix opens every signed checkpoint message; the version lets
 // the format change without a signature for one being valid for another.
-const checkpointPrefix = "custody-checkpoint/v1\n"
+// Version 2 names the ledger; version 1, written before ledgers had ids,
+// still verifies.
+const (
+	checkpointPrefix   = "custody-checkpoint/v1\n"
+	checkpointPrefixV2 = "custody-checkpoint/v2\n"
+)
 
 // CheckpointMessage returns the bytes a checkpoint signature covers:
 //
@@ -31,6 +36,52 @@ func CheckpointMessage(size int64, head, at string) []byte {
 	msg = append(msg, '\n')
 	msg = append(msg, at...)
 	return append(msg, '\n')
+}
+
+// LedgerCheckpointMessage returns the bytes the signature of a checkpoint
+// of the ledger with id ledgerID covers:
+//
+//	"custody-checkpoint/v2\n" <ledger id> "\n" <size in decimal> "\n" <head> "\n" <at> "\n"
+//
+// The id is 32 lowercase hex digits (see CheckLedgerID), so no two
+// checkpoints share a message, and a checkpoint of one ledger is never a
+// valid checkpoint of another.
+func LedgerCheckpointMessage(ledgerID string, size int64, head, at string) []byte {
+	msg := make([]byte, 0, len(checkpointPrefixV2)+len(ledgerID)+20+len(head)+len(at)+4)
+	msg = append(msg, checkpointPrefixV2...)
+	msg = append(msg, ledgerID...)
+	msg = append(msg, '\n')
+	return append(msg, CheckpointMessage(size, head, at)[len(checkpointPrefix):]...)
+}
+
+// checkpointMessage returns the bytes cp's signature covers: version 2
+// when cp names its ledger, version 1 otherwise.
+func checkpointMessage(cp custody.Checkpoint) []byte {
+	if cp.Ledger != "" {
+		return LedgerCheckpointMessage(cp.Ledger, cp.Size, cp.Head, cp.At)
+	}
+	return CheckpointMessage(cp.Size, cp.Head, cp.At)
+}
+
+// SignLedgerCheckpoint returns the checkpoint stating that the ledger with
+// id ledgerID held size entries whose last hash is head (hex), signed at
+// the time at, over LedgerCheckpointMessage. Stores write these.
+func SignLedgerCheckpoint(priv ed25519.PrivateKey, ledgerID string, size int64, head, at string) custody.Checkpoint {
+	sig := ed25519.Sign(priv, LedgerCheckpointMessage(ledgerID, size, head, at))
+	return custody.Checkpoint{Ledger: ledgerID, Size: size, Head: head, At: at, Sig: base64.StdEncoding.EncodeToString(sig)}
+}
+
+// LedgerIDLen is the length of a ledger id: 16 random bytes in lowercase
+// hex.
+const LedgerIDLen = 32
+
+// CheckLedgerID reports whether id is a well-formed ledger id: 32
+// lowercase hex digits.
+func CheckLedgerID(id string) error {
+	if len(id) != LedgerIDLen || !isLowerHex(id) {
+		return fmt.Errorf("ledger id %q is not %d lowercase hex digits", id, LedgerIDLen)
+	}
+	return nil
 }
 
 // SignCheckpoint returns the checkpoint stating that the ledger held size
@@ -67,7 +118,7 @@ func verifyCheckpoint(pub ed25519.PublicKey, cp custody.Checkpoint) error {
 	if len(sig) != ed25519.SignatureSize {
 		return fmt.Errorf("sig has %d bytes, want %d", len(sig), ed25519.SignatureSize)
 	}
-	if !ed25519.Verify(pub, CheckpointMessage(cp.Size, cp.Head, cp.At), sig) {
+	if !ed25519.Verify(pub, checkpointMessage(cp), sig) {
 		return errors.New("signature does not verify with this key")
 	}
 	return nil
@@ -82,15 +133,19 @@ func checkCheckpointForm(cp custody.Checkpoint) error {
 	if !isHashHex(cp.Head) {
 		return fmt.Errorf("head %q is not 64 lowercase hex digits", cp.Head)
 	}
+	if cp.Ledger != "" {
+		return CheckLedgerID(cp.Ledger)
+	}
 	return nil
 }
 
 // isHashHex reports whether s is a SHA-256 hash in lowercase hex, the only
 // spelling this package writes.
 func isHashHex(s string) bool {
-	if len(s) != 2*32 {
-		return false
-	}
+	return len(s) == 2*32 && isLowerHex(s)
+}
+
+func isLowerHex(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return false
@@ -127,6 +182,28 @@ func ParsePublicKey(text []byte) (ed25519.PublicKey, error) {
 		return nil, fmt.Errorf("parse public key: a %T, not an ed25519 key", key)
 	}
 	return pub, nil
+}
+
+// ParsePublicKeys reads every PEM block of text, each a "PUBLIC KEY"
+// holding an ed25519 key, in order: the keys of a ledger whose key was
+// rotated, oldest first. Text between blocks is ignored.
+func ParsePublicKeys(text []byte) ([]ed25519.PublicKey, error) {
+	var keys []ed25519.PublicKey
+	for {
+		block, rest := pem.Decode(text)
+		if block == nil {
+			break
+		}
+		pub, err := ParsePublicKey(text[:len(text)-len(rest)])
+		if err != nil {
+			return nil, fmt.Errorf("key %d: %w", len(keys)+1, err)
+		}
+		keys, text = append(keys, pub), rest
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("parse public keys: no PEM block found")
+	}
+	return keys, nil
 }
 
 // MarshalPrivateKey returns priv as a PEM "PRIVATE KEY" block (PKCS #8).

@@ -410,8 +410,8 @@ func (c *canon) checkpoint() (*custody.Checkpoint, error) {
 	}
 	c.pos++
 	var cp custody.Checkpoint
-	var seen [4]bool
-	names := [...]string{"size", "head", "at", "sig"}
+	var seen [5]bool
+	names := [...]string{"size", "head", "at", "sig", "ledger"}
 	err := c.eachMember(func(key []byte) error {
 		i := slices.Index(names[:], string(key))
 		if i < 0 {
@@ -431,13 +431,15 @@ func (c *canon) checkpoint() (*custody.Checkpoint, error) {
 			cp.At, err = c.stringField("at")
 		case 3:
 			cp.Sig, err = c.stringField("sig")
+		case 4:
+			cp.Ledger, err = c.stringField("ledger")
 		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	for i, ok := range seen {
+	for i, ok := range seen[:4] { // "ledger" is optional
 		if !ok {
 			return nil, fmt.Errorf("not a checkpoint: missing %q", names[i])
 		}

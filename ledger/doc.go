@@ -45,12 +45,18 @@
 //
 // # Checkpoints
 //
-// A checkpoint states the ledger's size and head hash, signed with
+// A checkpoint states the ledger's id, size and head hash, signed with
 // ed25519 over the bytes
 //
-//	"custody-checkpoint/v1\n" <size> "\n" <head> "\n" <at> "\n"
+//	"custody-checkpoint/v2\n" <ledger id> "\n" <size> "\n" <head> "\n" <at> "\n"
 //
-// (see CheckpointMessage). Keys are exchanged as PEM: "PUBLIC KEY" (PKIX)
+// (see LedgerCheckpointMessage). The ledger id is random, made with the
+// ledger, so a checkpoint of one ledger never verifies as one of another.
+// Checkpoints written before ledgers had ids sign
+// "custody-checkpoint/v1\n" <size> "\n" <head> "\n" <at> "\n" and still
+// verify. A ledger whose key was replaced records it with a
+// KeyRotatedKind entry; each checkpoint verifies with the key in force at
+// its size (see Verifier). Keys are exchanged as PEM: "PUBLIC KEY" (PKIX)
 // and "PRIVATE KEY" (PKCS #8). A Verifier checks every entry in order and
 // every checkpoint against the entries: rewriting any entry breaks the
 // chain at that entry, rewriting the whole chain breaks every checkpoint

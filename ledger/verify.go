@@ -35,6 +35,34 @@ type Report struct {
 	// Signed says whether checkpoint signatures were checked against a
 	// public key.
 	Signed bool
+	// Ledger is the ledger id the checkpoints name; empty when none does.
+	Ledger string
+	// Rotations counts the key rotations on the ledger.
+	Rotations int
+}
+
+// Unsealed returns how many entries at the end of the ledger no
+// checkpoint covers.
+func (r Report) Unsealed() int64 { return r.Entries - r.Covered }
+
+// Strict returns a *VerifyError unless a checkpoint covers the last
+// entry: entries after the last checkpoint are as trustworthy as the copy
+// they were read from, since appending to a chain, or cutting it and
+// rewriting it consistently, needs no key.
+func (r Report) Strict() error {
+	if r.Unsealed() <= 0 {
+		return nil
+	}
+	if r.Checkpoints == 0 {
+		return &VerifyError{Seq: r.Covered + 1, Reason: fmt.Sprintf(
+			"no checkpoint covers any of the %d entries (a ledger rewritten or cut without its checkpoints looks like this)", r.Entries)}
+	}
+	which := fmt.Sprintf("the last entry (seq %d) is", r.Entries)
+	if n := r.Unsealed(); n > 1 {
+		which = fmt.Sprintf("the last %d entries (seq %d to %d) are", n, r.Covered+1, r.Entries)
+	}
+	return &VerifyError{Seq: r.Covered + 1, Reason: which +
+		" not covered by a checkpoint (a tail cut off with its checkpoint, or appended without the key, looks like this)"}
 }
 
 // String returns a one-line summary such as
@@ -66,27 +94,51 @@ func plural(n int, word string) string {
 }
 
 // Verifier checks a ledger entry by entry, in seq order, against its
-// checkpoints. It keeps 32 bytes for every entry seen, so that a
-// checkpoint given after its entry can still be checked; checkpoints given
-// before their entry cost nothing until it arrives. The first failure is
-// returned by that call and by every later one, Finish included. A
-// Verifier is not safe for concurrent use.
+// checkpoints. By default it keeps 32 bytes for every entry seen, so that
+// a checkpoint given long after its entry can still be checked; a
+// Verifier from NewStreamVerifier keeps none. Checkpoints given before
+// their entry are held until it arrives. The first failure is returned by
+// that call and by every later one, Finish included. A Verifier is not
+// safe for concurrent use.
+//
+// # Keys and rotation
+//
+// A checkpoint must be signed by the key in force at its size. Before the
+// ledger's first key rotation that is the trusted key that signed its
+// first checkpoint; a KeyRotatedKind entry at seq R names the key in force
+// as "old" and makes "new" the key in force for every checkpoint of size
+// R or more. Every key in force must be trusted (given to the Verifier):
+// the ledger's word alone never makes a key trusted, since anyone who can
+// append to the chain can append a rotation.
 type Verifier struct {
-	pub ed25519.PublicKey
-	h   hasher
+	// trusted are the keys checkpoints may be signed with; none means
+	// signatures are not checked.
+	trusted []ed25519.PublicKey
+	// eras are the keys in force, by the seq from which each is.
+	eras []era
+	h    hasher
 	// seen is the number of entries verified, and last the hex hash of the
 	// last one (genesisPrev before the first).
 	seen int64
 	last [64]byte
+	// stream says that no hashes are kept: a checkpoint must come before
+	// its entry or right after it.
+	stream bool
 	// hashes holds the hash of every entry seen, in chunks so a long ledger
 	// never copies them to grow.
 	hashes [][]byte
-	// pending maps the sizes of checkpoints given before their entry to
-	// their heads.
-	pending     map[int64]string
+	// pending holds the checkpoints given before their entry, by size.
+	pending     map[int64]custody.Checkpoint
+	ledgerID    string
 	checkpoints int
 	covered     int64
 	err         *VerifyError
+}
+
+// era is the key in force from seq on; a nil key is not known yet.
+type era struct {
+	from int64
+	key  ed25519.PublicKey
 }
 
 // hashChunk is how many hashes one chunk of Verifier.hashes holds.
@@ -96,8 +148,30 @@ const hashChunk = 1 << 14
 // pub, checkpoints are only checked against the entries, and the Report
 // says their signatures were not checked.
 func NewVerifier(pub ed25519.PublicKey) *Verifier {
-	v := &Verifier{pub: pub, pending: map[int64]string{}}
+	var keys []ed25519.PublicKey
+	if pub != nil {
+		keys = append(keys, pub)
+	}
+	return NewKeysVerifier(keys...)
+}
+
+// NewKeysVerifier returns a Verifier that trusts every key in keys, as a
+// ledger whose key was rotated needs: each checkpoint must still be signed
+// by the key in force at its size. With no keys, signatures are not
+// checked.
+func NewKeysVerifier(keys ...ed25519.PublicKey) *Verifier {
+	v := &Verifier{trusted: keys, eras: []era{{}}, pending: map[int64]custody.Checkpoint{}}
 	copy(v.last[:], genesisPrev)
+	return v
+}
+
+// NewStreamVerifier is NewKeysVerifier for a ledger read in order, with
+// every checkpoint given before its entry or right after it: it keeps no
+// hashes, so its memory does not grow with the ledger. A checkpoint given
+// later than right after its entry is refused.
+func NewStreamVerifier(keys ...ed25519.PublicKey) *Verifier {
+	v := NewKeysVerifier(keys...)
+	v.stream = true
 	return v
 }
 
@@ -205,7 +279,14 @@ func (v *Verifier) link(e *custody.Entry, x examined) *VerifyError {
 		return &VerifyError{Seq: want, Reason: x.reason}
 	}
 	v.seen, v.last = want, x.hex
-	v.keep(x.hash)
+	if !v.stream {
+		v.keep(x.hash)
+	}
+	if e.Kind == KeyRotatedKind {
+		if err := v.rotate(e); err != nil {
+			return err
+		}
+	}
 	return v.settle(want)
 }
 
@@ -235,12 +316,15 @@ func (v *Verifier) keep(hash [32]byte) {
 
 // settle checks a checkpoint given before the entry at seq arrived.
 func (v *Verifier) settle(seq int64) *VerifyError {
-	head, ok := v.pending[seq]
+	cp, ok := v.pending[seq]
 	if !ok {
 		return nil
 	}
 	delete(v.pending, seq)
-	if head != string(v.last[:]) {
+	if err := v.signedInForce(cp); err != nil {
+		return err
+	}
+	if cp.Head != string(v.last[:]) {
 		return headMismatch(seq)
 	}
 	return nil
@@ -250,10 +334,12 @@ func headMismatch(size int64) *VerifyError {
 	return &VerifyError{Seq: size, Reason: fmt.Sprintf("hash does not match the head of the checkpoint at size %d", size)}
 }
 
-// Checkpoint checks a signed checkpoint: its signature (when the Verifier
-// has a public key) and, once the entry at cp.Size has been seen, that
-// entry's hash against cp.Head. A checkpoint may be given before or after
-// its entry. A failure is a *VerifyError naming seq cp.Size.
+// Checkpoint checks a signed checkpoint: its form, that it names the same
+// ledger as the others, and, once the entry at cp.Size has been seen, that
+// entry's hash against cp.Head and the signature against the key in force
+// at that size (when the Verifier has keys). A checkpoint may be given
+// before or after its entry. A failure is a *VerifyError naming seq
+// cp.Size.
 func (v *Verifier) Checkpoint(cp custody.Checkpoint) error {
 	if v.err != nil {
 		return v.err
@@ -268,29 +354,52 @@ func (v *Verifier) Checkpoint(cp custody.Checkpoint) error {
 }
 
 func (v *Verifier) checkpoint(cp custody.Checkpoint) *VerifyError {
-	var err error
-	if v.pub != nil {
-		err = verifyCheckpoint(v.pub, cp)
-	} else {
-		err = checkCheckpointForm(cp)
-	}
-	if err != nil {
+	if err := checkCheckpointForm(cp); err != nil {
 		return &VerifyError{Seq: cp.Size, Reason: fmt.Sprintf("checkpoint at size %d: %v", cp.Size, err)}
+	}
+	if err := v.sameLedger(cp); err != nil {
+		return err
+	}
+	if cp.Size <= v.seen {
+		if err := v.signedInForce(cp); err != nil {
+			return err
+		}
 	}
 	switch {
 	case cp.Size == 0:
 		if cp.Head != genesisPrev {
 			return &VerifyError{Seq: 0, Reason: "checkpoint at size 0 does not name the genesis value (64 zeros)"}
 		}
-	case cp.Size <= v.seen:
+	case cp.Size == v.seen:
+		if cp.Head != string(v.last[:]) {
+			return headMismatch(cp.Size)
+		}
+	case cp.Size < v.seen && v.stream:
+		return &VerifyError{Seq: cp.Size, Reason: fmt.Sprintf(
+			"checkpoint at size %d comes after seq %d: a checkpoint must follow the entry it covers", cp.Size, v.seen)}
+	case cp.Size < v.seen:
 		if cp.Head != hex.EncodeToString(v.hashBytes(cp.Size)) {
 			return headMismatch(cp.Size)
 		}
 	default:
-		if head, ok := v.pending[cp.Size]; ok && head != cp.Head {
+		if p, ok := v.pending[cp.Size]; ok && p.Head != cp.Head {
 			return &VerifyError{Seq: cp.Size, Reason: fmt.Sprintf("two checkpoints at size %d name different heads", cp.Size)}
 		}
-		v.pending[cp.Size] = cp.Head
+		v.pending[cp.Size] = cp
+	}
+	return nil
+}
+
+// sameLedger refuses a checkpoint naming another ledger than the
+// checkpoints before it.
+func (v *Verifier) sameLedger(cp custody.Checkpoint) *VerifyError {
+	switch {
+	case cp.Ledger == "":
+	case v.ledgerID == "":
+		v.ledgerID = cp.Ledger
+	case cp.Ledger != v.ledgerID:
+		return &VerifyError{Seq: cp.Size, Reason: fmt.Sprintf(
+			"checkpoint at size %d is of ledger %s, the checkpoints before it of ledger %s", cp.Size, cp.Ledger, v.ledgerID)}
 	}
 	return nil
 }
@@ -313,9 +422,26 @@ func (v *Verifier) Finish() (Report, error) {
 			"missing: a checkpoint covers %d entries but the ledger ends at seq %d (the tail was cut off)", size, v.seen)}
 		return Report{}, v.err
 	}
-	r := Report{Entries: v.seen, Checkpoints: v.checkpoints, Covered: v.covered, Signed: v.pub != nil}
+	r := Report{Entries: v.seen, Checkpoints: v.checkpoints, Covered: v.covered, Signed: len(v.trusted) > 0,
+		Ledger: v.ledgerID, Rotations: len(v.eras) - 1}
 	if v.seen > 0 {
 		r.Head = string(v.last[:])
 	}
 	return r, nil
+}
+
+// Resume makes v go on from a chain whose entry at seq has the hex hash
+// head, as if it had verified the entries up to it: the next entry must
+// have seq+1 and prev head. A store checks the entries since its last
+// checkpoint this way. It must be called before any entry is given.
+func (v *Verifier) Resume(seq int64, head string) error {
+	if v.seen != 0 || len(v.hashes) != 0 || seq < 0 || !isHashHex(head) {
+		return fmt.Errorf("resume at seq %d: only a fresh verifier resumes, at a seq of 0 or more and a hex hash", seq)
+	}
+	if !v.stream && seq > 0 {
+		return fmt.Errorf("resume at seq %d: only a stream verifier resumes", seq)
+	}
+	v.seen = seq
+	copy(v.last[:], head)
+	return nil
 }

@@ -2,9 +2,15 @@
 // ledger, the approval queue and the state documents in one SQLite database
 // (pure Go driver, no cgo) inside a data directory:
 //
-//	custody.db    entries, signed checkpoints, approvals, state (the evidence)
-//	signing.key   the ed25519 checkpoint signing key (mode 0600)
-//	signing.pub   its public half, for offline verification
+//	custody.db            entries, signed checkpoints, approvals, state (the evidence)
+//	signing.key           the ed25519 checkpoint signing key
+//	signing.pub           its public half, for offline verification (every key
+//	                      the ledger was signed with, oldest first)
+//	ledger.id             the id of the ledger this directory keeps
+//	last-checkpoint.json  the last checkpoint this directory signed
+//
+// The directory is 0700 and its files 0600 (see files.go); what Open
+// checks of the ledger's identity is told in identity.go.
 //
 // Every write goes through one writer goroutine that owns the write
 // connection and commits in groups: all the writes waiting when a batch
@@ -69,6 +75,17 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives what the store does on its own; nil discards it.
 	Logger *slog.Logger
+	// ReadOnly opens the store to read and verify it: writes are refused,
+	// a missing signing key is no obstacle (signing.pub verifies), and
+	// the entries since the last checkpoint are left to Verify rather
+	// than checked at Open.
+	ReadOnly bool
+	// AcceptTail accepts entries appended after the last checkpoint that
+	// this data directory's writer cannot vouch for: Open records the
+	// acceptance on the ledger and signs a checkpoint over them. Only an
+	// operator who has looked at them should set it
+	// (`custody ledger seal --accept-tail`).
+	AcceptTail bool
 
 	// fsync makes the write-ahead log durable; nil means fdatasync.
 	// Tests hold it back or make it fail.
@@ -98,8 +115,13 @@ type DB struct {
 	opts Options
 	priv ed25519.PrivateKey
 	pub  ed25519.PublicKey
-	rdb  *sql.DB // read pool
-	w    *writer
+	// keys are every key the ledger was signed with, oldest first.
+	keys []ed25519.PublicKey
+	// unvouched says that entries after the last checkpoint were accepted
+	// by Options.AcceptTail and the acceptance is not yet on the ledger.
+	unvouched bool
+	rdb       *sql.DB // read pool
+	w         *writer
 
 	// mu guards closed and the sends on reqs, so that Close never closes
 	// the channel under a sender.
@@ -122,27 +144,66 @@ var (
 )
 
 // Open opens the store in dir, creating the directory (mode 0700), the
-// database and the checkpoint signing key (signing.key, mode 0600) on first
-// use, applying any pending schema migrations and exporting the public key
-// to signing.pub. A database written by a newer custody is refused.
+// database, its ledger id and the checkpoint signing key (signing.key,
+// mode 0600) on first use, applying any pending schema migrations and
+// exporting the public key to signing.pub. A database written by a newer
+// custody is refused, and so is a store that is not the one this data
+// directory kept, went backwards, fails its check since the last
+// checkpoint, or whose ledger has entries but whose signing key is
+// missing: each error says what differs (see identity.go).
 func Open(dir string, opts Options) (*DB, error) {
 	opts = opts.withDefaults()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
-	}
-	priv, err := loadKey(dir)
+	db, err := openStore(dir, opts, false)
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{
-		dir: dir, opts: opts, priv: priv, pub: priv.Public().(ed25519.PublicKey),
-		reqs: make(chan *request, queueSize), stopped: make(chan struct{}),
+	db.start()
+	if opts.AcceptTail {
+		if err := db.acceptTail(context.Background()); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
+	return db, nil
+}
+
+// openStore opens the store and checks it, starting nothing. A store
+// opened for a key rotation may have no signing key.
+func openStore(dir string, opts Options, rotating bool) (*DB, error) {
+	if err := prepareDir(dir); err != nil {
+		return nil, err
+	}
+	dirID, err := readDirLedgerID(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := createFiles(dir, dirID); err != nil {
+		return nil, err
+	}
+	priv, err := readKeyIfAny(dir)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{dir: dir, opts: opts, priv: priv, reqs: make(chan *request, queueSize), stopped: make(chan struct{})}
 	if err := db.open(); err != nil {
 		return nil, withFreeSpace(err, dir)
 	}
-	go db.run()
+	if err := db.establish(dirID, rotating); err != nil {
+		db.abort()
+		return nil, err
+	}
 	return db, nil
+}
+
+// start starts the goroutines of an opened store.
+func (db *DB) start() {
+	go db.run()
+}
+
+// abort releases a store that was opened but not started.
+func (db *DB) abort() {
+	db.w.close()
+	db.rdb.Close()
 }
 
 // open opens the connection pools, migrates, and starts nothing yet.
@@ -259,6 +320,10 @@ func (db *DB) PublicKeyFile() string { return filepath.Join(db.dir, publicKeyFil
 
 // PublicKey returns the key that verifies the checkpoints.
 func (db *DB) PublicKey() ed25519.PublicKey { return db.pub }
+
+// PublicKeys returns every key the ledger's checkpoints were signed with,
+// oldest first: the key in force last.
+func (db *DB) PublicKeys() []ed25519.PublicKey { return db.keys }
 
 // Size returns the number of entries on the ledger as of Head.
 func (db *DB) Size() int64 { return db.head.Load().Seq }

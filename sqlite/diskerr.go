@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -16,6 +17,22 @@ func primaryCode(err error) (int, bool) {
 		return 0, false
 	}
 	return se.Code() & 0xff, true // an extended code keeps the primary in its low byte
+}
+
+// resourceFailed reports whether err is SQLite's for a resource that
+// failed (the disk full or failing, a file that cannot be opened, a lock
+// held, memory) or a context's, rather than for a database that is wrong.
+func resourceFailed(err error) bool {
+	code, ok := primaryCode(err)
+	if !ok {
+		return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	}
+	switch code {
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_BUSY,
+		sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PROTOCOL:
+		return true
+	}
+	return false
 }
 
 // withFreeSpace adds to err, when it is SQLite's for a full or failing

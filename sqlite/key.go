@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -19,20 +18,14 @@ const (
 	publicKeyFile  = "signing.pub"
 )
 
-// loadKey returns the checkpoint signing key of dir, creating it on first
-// use, and exports its public half to signing.pub.
-func loadKey(dir string) (ed25519.PrivateKey, error) {
+// readKeyIfAny returns the checkpoint signing key of dir, or nil when
+// there is none: whether one may be created depends on the ledger.
+func readKeyIfAny(dir string) (ed25519.PrivateKey, error) {
 	priv, err := readPrivateKey(filepath.Join(dir, privateKeyFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		priv, err = createPrivateKey(dir)
+		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	if err := exportPublicKey(dir, priv.Public().(ed25519.PublicKey)); err != nil {
-		return nil, err
-	}
-	return priv, nil
+	return priv, err
 }
 
 func readPrivateKey(name string) (ed25519.PrivateKey, error) {
@@ -80,12 +73,40 @@ func createPrivateKey(dir string) (ed25519.PrivateKey, error) {
 	return priv, syncDir(dir)
 }
 
-// exportPublicKey writes signing.pub unless it already holds pub.
-func exportPublicKey(dir string, pub ed25519.PublicKey) error {
-	text := ledger.MarshalPublicKey(pub)
-	name := filepath.Join(dir, publicKeyFile)
-	if old, err := os.ReadFile(name); err == nil && bytes.Equal(old, text) {
-		return nil
+// readPublicKeys returns the keys in dir's signing.pub, oldest first;
+// none when it is missing.
+func readPublicKeys(dir string) ([]ed25519.PublicKey, error) {
+	text, err := os.ReadFile(filepath.Join(dir, publicKeyFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read public key: %w", err)
+	}
+	keys, err := ledger.ParsePublicKeys(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, publicKeyFile), err)
+	}
+	return keys, nil
+}
+
+// exportPublicKeys writes signing.pub: every key the ledger was signed
+// with, oldest first, the one in force last, so that one file verifies
+// an export across key rotations. It leaves a file that already ends with
+// pub as it is.
+func exportPublicKeys(dir string, pub ed25519.PublicKey) ([]ed25519.PublicKey, error) {
+	keys, err := readPublicKeys(dir)
+	if err == nil && len(keys) > 0 && keys[len(keys)-1].Equal(pub) {
+		return keys, nil
+	}
+	keys = []ed25519.PublicKey{pub}
+	return keys, writePublicKeys(dir, keys)
+}
+
+func writePublicKeys(dir string, keys []ed25519.PublicKey) error {
+	var text []byte
+	for _, k := range keys {
+		text = append(text, ledger.MarshalPublicKey(k)...)
 	}
 	tmp, err := writeTemp(dir, publicKeyFile, text)
 	if err != nil {
@@ -95,7 +116,7 @@ func exportPublicKey(dir string, pub ed25519.PublicKey) error {
 		os.Remove(tmp)
 		return fmt.Errorf("write public key: %w", err)
 	}
-	if err := os.Rename(tmp, name); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, publicKeyFile)); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("install public key: %w", err)
 	}

@@ -120,6 +120,9 @@ func (db *DB) enqueue(ctx context.Context, r *request) error {
 	if db.closed {
 		return errClosed(r.what)
 	}
+	if db.opts.ReadOnly {
+		return custody.Errorf(custody.EUNAVAILABLE, "%s: the store is open read-only", r.what)
+	}
 	select {
 	case db.reqs <- r:
 		return nil
@@ -190,8 +193,8 @@ func scanHead(row *sql.Row) (custody.Receipt, error) {
 
 func latestCheckpoint(ctx context.Context, q querier) (custody.Checkpoint, error) {
 	var cp custody.Checkpoint
-	const sel = `SELECT size, head, at, sig FROM checkpoints ORDER BY size DESC LIMIT 1`
-	err := q.QueryRowContext(ctx, sel).Scan(&cp.Size, &cp.Head, &cp.At, &cp.Sig)
+	const sel = `SELECT ledger, size, head, at, sig FROM checkpoints ORDER BY size DESC LIMIT 1`
+	err := q.QueryRowContext(ctx, sel).Scan(&cp.Ledger, &cp.Size, &cp.Head, &cp.At, &cp.Sig)
 	if errors.Is(err, sql.ErrNoRows) {
 		return cp, custody.Errorf(custody.ENOTFOUND, "no checkpoint yet")
 	}
@@ -202,7 +205,7 @@ func latestCheckpoint(ctx context.Context, q querier) (custody.Checkpoint, error
 }
 
 func readCheckpoints(ctx context.Context, q querier) ([]custody.Checkpoint, error) {
-	rows, err := q.QueryContext(ctx, `SELECT size, head, at, sig FROM checkpoints ORDER BY size`)
+	rows, err := q.QueryContext(ctx, `SELECT ledger, size, head, at, sig FROM checkpoints ORDER BY size`)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +213,7 @@ func readCheckpoints(ctx context.Context, q querier) ([]custody.Checkpoint, erro
 	var cps []custody.Checkpoint
 	for rows.Next() {
 		var cp custody.Checkpoint
-		if err := rows.Scan(&cp.Size, &cp.Head, &cp.At, &cp.Sig); err != nil {
+		if err := rows.Scan(&cp.Ledger, &cp.Size, &cp.Head, &cp.At, &cp.Sig); err != nil {
 			return nil, err
 		}
 		cps = append(cps, cp)
@@ -286,7 +289,7 @@ func scanEntry(rows *sql.Rows) (custody.Entry, error) {
 	if err != nil {
 		return e, err
 	}
-	if err := json.Unmarshal(refs, &e.Refs); err != nil || e.Refs == nil {
+	if e.Refs, err = parseRefs(refs); err != nil || e.Refs == nil {
 		return e, &ledger.VerifyError{Seq: e.Seq, Reason: fmt.Sprintf("stored refs are not a JSON object of strings: %q", refs)}
 	}
 	return e, nil

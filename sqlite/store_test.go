@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -234,6 +235,7 @@ func TestMigrations(t *testing.T) {
 func TestApprovalKeysMigrated(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
+	os.Chmod(dir, 0o700)
 	ms, err := loadMigrations(migrationFiles)
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +256,7 @@ func TestApprovalKeysMigrated(t *testing.T) {
 	if err := raw.Close(); err != nil {
 		t.Fatal(err)
 	}
+	os.Chmod(filepath.Join(dir, DatabaseFile), 0o600)
 	db := openDir(t, dir, Options{})
 	got, err := db.ApprovalsFor(ctx, a.Trace, a.Digest)
 	if err != nil || len(got) != 1 || got[0].ID != "ap-old" {

@@ -163,6 +163,9 @@ func (w *writer) durable(s synced, err error) {
 		if len(s.b.entries) > 0 {
 			w.publish(s.b.head)
 		}
+		if s.b.cp != nil && w.record != nil {
+			w.record.note(*s.b.cp)
+		}
 	}
 	for _, r := range s.reqs {
 		r.done <- struct{}{}

@@ -12,11 +12,14 @@ import (
 )
 
 // Verify checks the whole chain and every stored checkpoint (signature and
-// head) in one consistent snapshot. When the ledger was changed it returns
-// a *ledger.VerifyError naming the first bad seq and the reason; a failure
-// to read the store is EUNAVAILABLE.
+// head) in one consistent snapshot, against every key the data directory
+// lists in signing.pub (see ledger.Verifier for the rule across a key
+// rotation). When the ledger was changed it returns a *ledger.VerifyError
+// naming the first bad seq and the reason; a failure to read the store is
+// EUNAVAILABLE, naming the seq it reached. Its memory does not grow with
+// the ledger.
 func (db *DB) Verify(ctx context.Context) (ledger.Report, error) {
-	return db.VerifyWith(ctx, db.pub)
+	return db.VerifyKeys(ctx, db.keys...)
 }
 
 // VerifyWith is Verify with checkpoint signatures checked against pub, a
@@ -24,7 +27,16 @@ func (db *DB) Verify(ctx context.Context) (ledger.Report, error) {
 // replaced signing key. A nil pub checks checkpoints against the entries
 // only.
 func (db *DB) VerifyWith(ctx context.Context, pub ed25519.PublicKey) (ledger.Report, error) {
-	v := ledger.NewVerifier(pub)
+	if pub == nil {
+		return db.VerifyKeys(ctx)
+	}
+	return db.VerifyKeys(ctx, pub)
+}
+
+// VerifyKeys is Verify trusting keys, obtained elsewhere; none checks
+// checkpoints against the entries only.
+func (db *DB) VerifyKeys(ctx context.Context, keys ...ed25519.PublicKey) (ledger.Report, error) {
+	v := ledger.NewStreamVerifier(keys...)
 	// Entries go to the verifier a page at a time, so that hashing runs
 	// on every CPU; a checkpoint first settles the page before it.
 	page := make([]custody.Entry, 0, verifyPage)
@@ -99,34 +111,38 @@ func (db *DB) walk(ctx context.Context, entry func(*custody.Entry) error, checkp
 		return unavailable("read ledger", err)
 	}
 	defer rows.Close()
-	next := 0
+	next, seq := 0, int64(1)
 	for rows.Next() {
 		e, err := scanEntry(rows)
 		if err == nil {
+			seq = e.Seq + 1
 			err = entry(&e)
 		}
 		for ; err == nil && next < len(cps) && cps[next].Size <= e.Seq; next++ {
 			err = checkpoint(cps[next])
 		}
 		if err != nil {
-			return walkError(err)
+			return walkError(err, seq)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return unavailable("read ledger", err)
+		return walkError(err, seq)
 	}
 	for _, cp := range cps[next:] {
 		if err := checkpoint(cp); err != nil {
-			return walkError(err)
+			return walkError(err, seq)
 		}
 	}
 	return nil
 }
 
-func walkError(err error) error {
+// walkError returns a *ledger.VerifyError as is, and a failure to read
+// as EUNAVAILABLE naming the seq it reached: a corrupted page stops the
+// read at the entries it holds.
+func walkError(err error, seq int64) error {
 	var ve *ledger.VerifyError
 	if errors.As(err, &ve) {
 		return ve
 	}
-	return unavailable("read ledger", err)
+	return unavailable(fmt.Sprintf("read ledger at seq %d", seq), err)
 }

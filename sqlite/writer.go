@@ -28,7 +28,9 @@ const (
 type request struct {
 	ctx  context.Context
 	what string // names the write in errors: "append evidence", ...
-	// Exactly one of entry, op and checkpoint is set.
+	// Exactly one of entry, op and checkpoint is set, but for an entry
+	// with checkpoint set: a checkpoint covering the entry then commits
+	// with it.
 	entry      *custody.Entry
 	op         func(ctx context.Context, tx *sql.Tx) error
 	checkpoint bool
@@ -62,6 +64,12 @@ type writer struct {
 	publish func(custody.Receipt)
 	// sync makes committed batches durable and answers them.
 	sync *syncer[synced]
+	// files, health, tail and record: see files.go, health.go and
+	// identity.go.
+	files  *fileWatch
+	health writeHealth
+	tail   *tailSeal
+	record *recorder
 
 	head custody.Receipt    // the committed head
 	last custody.Checkpoint // the latest checkpoint; Size 0 when none
@@ -89,15 +97,24 @@ type batch struct {
 func newWriter(ctx context.Context, db *DB, conn *sql.DB, path string) (*writer, error) {
 	w := &writer{conn: conn, priv: db.priv, opts: db.opts, publish: db.publish, sync: newSyncer[synced](path, db.opts.fsync, db.opts.Logger)}
 	var err error
+	if w.files, err = watchFile(path); err != nil {
+		return nil, err
+	}
 	if w.stmts, err = prepareInserts(ctx, conn); err != nil {
+		return nil, err
+	}
+	if w.tail, err = prepareTail(ctx, conn); err != nil {
+		w.stmts.close()
 		return nil, err
 	}
 	if w.head, err = readHead(ctx, conn); err != nil {
 		w.stmts.close()
+		w.tail.stmt.Close()
 		return nil, err
 	}
 	if w.last, err = latestCheckpoint(ctx, conn); err != nil && custody.ErrorKind(err) != custody.ENOTFOUND {
 		w.stmts.close()
+		w.tail.stmt.Close()
 		return nil, err
 	}
 	if w.head.Seq > w.last.Size {
@@ -158,15 +175,16 @@ const maxRebases = 8
 // answered at once.
 func (w *writer) commit(reqs []*request) {
 	ctx := context.Background()
-	err := w.sync.err()
+	err := errors.Join(w.sync.err(), w.files.check())
 	var b *batch
 	if err == nil {
 		b, err = w.try(ctx, reqs)
-		for n := 0; err != nil && n < maxRebases && w.rebase(ctx); n++ {
+		for n := 0; err != nil && n < maxRebases && w.rebase(ctx, &err); n++ {
 			// Another process appended since this one last committed: the
 			// batch goes again, after the new head.
 			b, err = w.try(ctx, reqs)
 		}
+		w.health.observe(err, w.opts.Now())
 	}
 	if err != nil {
 		for _, r := range reqs {
@@ -193,15 +211,35 @@ func (w *writer) try(ctx context.Context, reqs []*request) (*batch, error) {
 
 // rebase reports whether the ledger's head is no longer the one this
 // writer committed last, because another process appended, and then takes
-// the new head as its own.
-func (w *writer) rebase(ctx context.Context) bool {
-	head, err := readHead(ctx, w.conn)
+// the new head as its own. A head that process wrote without this data
+// directory's key is not built on: *failed says so.
+func (w *writer) rebase(ctx context.Context, failed *error) bool {
+	head, ok, err := w.tail.headVouched(ctx, w.conn)
 	if err != nil || head == w.head {
+		return false
+	}
+	if !ok {
+		*failed = errors.Join(*failed, fmt.Errorf("another process appended up to seq %d without this data directory's key: "+
+			"refusing to build on entries it cannot vouch for", head.Seq))
 		return false
 	}
 	w.head = head
 	w.publish(head)
 	return true
+}
+
+// vouched refuses head, found in tx where this writer left another, when
+// the process that wrote it did not hold this data directory's key: no
+// checkpoint is signed over entries nobody here can vouch for.
+func (w *writer) vouched(ctx context.Context, tx *sql.Tx, head custody.Receipt) error {
+	got, ok, err := w.tail.headVouched(ctx, tx)
+	switch {
+	case err != nil:
+		return err
+	case !ok || got != head:
+		return fmt.Errorf("refusing to sign over seq %d: another process appended it without this data directory's key", head.Seq)
+	}
+	return nil
 }
 
 // committed makes the batch's outcome the writer's state: the next batch
@@ -267,6 +305,7 @@ func (w *writer) apply(ctx context.Context, tx *sql.Tx, b *batch, reqs []*reques
 			if err := w.seal(ctx, tx, b, r); err != nil {
 				return err
 			}
+			wantCP = wantCP || (r.checkpoint && r.resp.err == nil)
 		case r.op != nil:
 			runOp(ctx, tx, r)
 		case r.checkpoint:
@@ -280,8 +319,15 @@ func (w *writer) apply(ctx context.Context, tx *sql.Tx, b *batch, reqs []*reques
 		if err != nil {
 			return err
 		}
+		if head != w.head {
+			if err := w.vouched(ctx, tx, head); err != nil {
+				return err
+			}
+		}
 		b.head = head
 	} else if err := w.stmts.insert(ctx, tx, b.entries); err != nil {
+		return err
+	} else if err := w.tail.write(ctx, tx, b.head); err != nil {
 		return err
 	}
 	return w.checkpoint(ctx, tx, b, reqs, now, wantCP)
@@ -351,14 +397,14 @@ func (w *writer) checkpoint(ctx context.Context, tx *sql.Tx, b *batch, reqs []*r
 		(!w.pendingSince.IsZero() && now.Sub(w.pendingSince) >= w.opts.CheckpointInterval)
 	cp := w.last
 	if due && fresh > 0 {
-		cp = ledger.SignCheckpoint(w.priv, b.head.Seq, b.head.Hash, custody.FormatTime(now))
+		cp = ledger.SignLedgerCheckpoint(w.priv, w.tail.ledger, b.head.Seq, b.head.Hash, custody.FormatTime(now))
 		if err := insertCheckpoint(ctx, tx, cp); err != nil {
 			return err
 		}
 		b.cp = &cp
 	}
 	for _, r := range reqs {
-		if !r.checkpoint || r.resp.err != nil {
+		if !r.checkpoint || r.resp.err != nil || r.entry != nil {
 			continue
 		}
 		if cp.Size == 0 {
@@ -372,8 +418,8 @@ func (w *writer) checkpoint(ctx context.Context, tx *sql.Tx, b *batch, reqs []*r
 
 func insertCheckpoint(ctx context.Context, tx *sql.Tx, cp custody.Checkpoint) error {
 	// Another process may have signed the same size already.
-	const q = `INSERT OR IGNORE INTO checkpoints (size, head, at, sig) VALUES (?, ?, ?, ?)`
-	if _, err := tx.ExecContext(ctx, q, cp.Size, cp.Head, cp.At, cp.Sig); err != nil {
+	const q = `INSERT OR IGNORE INTO checkpoints (ledger, size, head, at, sig) VALUES (?, ?, ?, ?, ?)`
+	if _, err := tx.ExecContext(ctx, q, cp.Ledger, cp.Size, cp.Head, cp.At, cp.Sig); err != nil {
 		return fmt.Errorf("insert checkpoint: %w", err)
 	}
 	return nil
@@ -381,5 +427,8 @@ func insertCheckpoint(ctx context.Context, tx *sql.Tx, cp custody.Checkpoint) er
 
 // close releases the write connection; the writer goroutine has stopped.
 func (w *writer) close() error {
-	return errors.Join(w.stmts.close(), w.conn.Close(), w.sync.close())
+	if w.record != nil {
+		w.record.close()
+	}
+	return errors.Join(w.stmts.close(), w.tail.stmt.Close(), w.conn.Close(), w.sync.close())
 }

@@ -3,6 +3,8 @@ package web_test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/sqlite"
 )
 
 func TestCallOK(t *testing.T) {
@@ -387,6 +390,22 @@ func TestHealthzLedgerDown(t *testing.T) {
 	e.ledger.HeadDown.Store(false)
 	if res := e.do("GET", "/healthz", "", nil); res.Status != 200 {
 		t.Fatalf("after recovery: %d %s", res.Status, res.Body)
+	}
+}
+
+// A store that cannot write (here its database file was removed under
+// it) answers 503 on /healthz with the reason, and without its paths.
+func TestHealthzStoreCannotWrite(t *testing.T) {
+	e := newEnv(t)
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(filepath.Join(e.db.Dir(), sqlite.DatabaseFile+suffix))
+	}
+	res := e.do("GET", "/healthz", "", nil)
+	if res.Status != 503 || !strings.Contains(res.Error(t).Message, "the database file was removed or replaced") {
+		t.Fatalf("%d %s", res.Status, res.Body)
+	}
+	if strings.Contains(string(res.Body), e.db.Dir()) {
+		t.Errorf("the data directory's path leaked: %s", res.Body)
 	}
 }
 

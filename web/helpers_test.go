@@ -75,7 +75,7 @@ func newEnv(t *testing.T, apps ...web.App) *env {
 		t.Fatalf("tokens: %v", err)
 	}
 	s, err := web.New(web.Config{
-		Gateway: e.gw, Approvals: e.approvals, Ledger: e.ledger, Verify: db.Verify,
+		Gateway: e.gw, Approvals: e.approvals, Ledger: e.ledger, Verify: db.Verify, Health: db.Health,
 		Checkpoint: db.LatestCheckpoint, Commits: db.Commits, Tokens: tokens, Now: e.clock.Now, Apps: apps,
 	})
 	if err != nil {

@@ -31,6 +31,9 @@ type Config struct {
 	// Verify checks the whole ledger chain; nil answers 503 on
 	// /v1/ledger/verify.
 	Verify func(ctx context.Context) (ledger.Report, error)
+	// Health reports whether the store can write; nil leaves /healthz to
+	// the ledger's Head alone.
+	Health func(ctx context.Context) error
 	// Checkpoint returns the latest signed checkpoint; nil answers 503 on
 	// /v1/ledger/checkpoint.
 	Checkpoint func(ctx context.Context) (custody.Checkpoint, error)
@@ -135,12 +138,23 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, custody.Errorf(custody.ENOTFOUND, "no such endpoint: %s %s", r.Method, r.URL.Path))
 }
 
-// handleHealth answers 200 while the ledger answers, 503 otherwise.
+// handleHealth answers 200 while the ledger answers and the store can
+// write, 503 otherwise, with the store's reason: a supervisor restarts on
+// it, and an operator reads why.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if _, err := s.cfg.Ledger.Head(ctx); err != nil {
-		s.writeError(w, r, &custody.Error{Kind: custody.EUNAVAILABLE, Message: "ledger unavailable", Err: err})
+	_, err := s.cfg.Ledger.Head(ctx)
+	if err == nil && s.cfg.Health != nil {
+		err = s.cfg.Health(ctx)
+	}
+	if err != nil {
+		msg := "ledger unavailable"
+		var ce *custody.Error
+		if errors.As(err, &ce) && ce.Kind == custody.EUNAVAILABLE {
+			msg += ": " + ce.Message
+		}
+		s.writeError(w, r, &custody.Error{Kind: custody.EUNAVAILABLE, Message: msg, Err: err})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -23,7 +23,13 @@ func (m *Main) dataFlag(fs *flag.FlagSet) *string {
 // unavailable, and the error says why: the operator reading it owns the
 // directory.
 func (m *Main) openData(dir string) (*sqlite.DB, error) {
-	db, err := sqlite.Open(dir, sqlite.Options{Logger: slog.New(slog.NewTextHandler(m.Stderr, nil))})
+	return m.openDataWith(dir, sqlite.Options{})
+}
+
+// openDataWith is openData with opts.
+func (m *Main) openDataWith(dir string, opts sqlite.Options) (*sqlite.DB, error) {
+	opts.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
+	db, err := sqlite.Open(dir, opts)
 	var ce *custody.Error
 	if err != nil && !errors.As(err, &ce) {
 		return nil, &custody.Error{Kind: custody.EUNAVAILABLE, Message: fmt.Sprintf("cannot open the store in %s: %v", dir, err), Err: err}

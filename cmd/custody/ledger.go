@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -23,10 +24,12 @@ import (
 // ledgerCommands are the subcommands of `custody ledger`.
 func ledgerCommands() map[string]command {
 	return map[string]command{
-		"append": {"append an entry (for scripts) and print its receipt", (*Main).runLedgerAppend},
-		"export": {"write the ledger and its checkpoints as JSONL", (*Main).runLedgerExport},
-		"show":   {"print entries, one line each", (*Main).runLedgerShow},
-		"verify": {"verify the chain and signed checkpoints of a store or an export", (*Main).runLedgerVerify},
+		"append":     {"append an entry (for scripts) and print its receipt", (*Main).runLedgerAppend},
+		"export":     {"write the ledger and its checkpoints as JSONL", (*Main).runLedgerExport},
+		"show":       {"print entries, one line each", (*Main).runLedgerShow},
+		"verify":     {"verify the chain and signed checkpoints of a store or an export", (*Main).runLedgerVerify},
+		"seal":       {"sign a checkpoint over the entries after the last one", (*Main).runLedgerSeal},
+		"rotate-key": {"replace the checkpoint signing key, recording it on the ledger", (*Main).runLedgerRotateKey},
 	}
 }
 
@@ -52,40 +55,50 @@ func (m *Main) runLedger(ctx context.Context, args []string) int {
 func (m *Main) ledgerUsage(cmds map[string]command) {
 	fmt.Fprintln(m.Stderr, "usage: custody ledger SUBCOMMAND [flags]\n\nsubcommands:")
 	for _, name := range slices.Sorted(maps.Keys(cmds)) {
-		fmt.Fprintf(m.Stderr, "  %-8s %s\n", name, cmds[name].summary)
+		fmt.Fprintf(m.Stderr, "  %-10s %s\n", name, cmds[name].summary)
 	}
 }
 
 // runLedgerVerify verifies a store (--data) or a JSONL export (--jsonl,
-// with --pubkey to check the checkpoint signatures). It exits 0 with a
-// one-line summary when the ledger is intact, 1 naming the first bad seq
-// and the reason when it is not, 2 on a usage error or an unreadable input.
+// with --pubkey to check the checkpoint signatures). Verification is
+// strict: a signed checkpoint must cover the last entry, unless
+// --allow-unsealed-tail accepts entries after the last checkpoint (and the
+// summary says how many). It exits 0 with a one-line summary when the
+// ledger is intact, 1 naming the first bad seq and the reason when it is
+// not, 2 on a usage error or an unreadable input.
 func (m *Main) runLedgerVerify(ctx context.Context, args []string) int {
-	fs := m.flags("ledger verify", "(--data DIR | --jsonl FILE) [--pubkey FILE]")
+	fs := m.flags("ledger verify", "(--data DIR | --jsonl FILE) [--pubkey FILE] [--allow-unsealed-tail]")
 	data := m.dataFlag(fs)
 	jsonl := fs.String("jsonl", "", "verify this JSONL export `FILE` (- for stdin) instead of a store")
-	pubFile := fs.String("pubkey", "", "check checkpoint signatures against this PEM public key `FILE`")
+	pubFile := fs.String("pubkey", "", "check checkpoint signatures against the PEM public keys in `FILE` (every key the ledger used, as export writes them)")
+	unsealed := fs.Bool("allow-unsealed-tail", false, "accept entries after the last signed checkpoint, saying how many")
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
 	if *jsonl != "" && isSet(fs, "data") {
 		return m.flagError(fs, "give --data or --jsonl, not both")
 	}
-	var pub ed25519.PublicKey
+	var keys []ed25519.PublicKey
 	if *pubFile != "" {
 		var err error
-		if pub, err = readPublicKey(*pubFile); err != nil {
+		if keys, err = readPublicKeys(*pubFile); err != nil {
 			fmt.Fprintf(m.Stderr, "custody ledger verify: %v\n", err)
 			return exitUsage
 		}
 	}
+	v := verification{allowUnsealed: *unsealed}
 	if *jsonl != "" {
-		return m.verifyJSONL(*jsonl, pub)
+		return m.verifyJSONL(*jsonl, keys, v)
 	}
-	return m.verifyStore(ctx, *data, pub, *pubFile != "")
+	return m.verifyStore(ctx, *data, keys, v)
 }
 
-func (m *Main) verifyJSONL(file string, pub ed25519.PublicKey) int {
+// verification is how strict a verify is.
+type verification struct {
+	allowUnsealed bool
+}
+
+func (m *Main) verifyJSONL(file string, keys []ed25519.PublicKey, v verification) int {
 	var r io.Reader = m.Stdin
 	if file != "-" {
 		f, err := os.Open(file)
@@ -96,27 +109,37 @@ func (m *Main) verifyJSONL(file string, pub ed25519.PublicKey) int {
 		defer f.Close()
 		r = f
 	}
-	report, err := ledger.VerifyJSONL(r, pub)
-	return m.verified("custody ledger verify: "+file, report, err)
+	report, err := ledger.VerifyJSONLKeys(bufio.NewReaderSize(r, 1<<16), keys...)
+	return m.verified("custody ledger verify: "+file, report, err, v)
 }
 
-func (m *Main) verifyStore(ctx context.Context, dir string, pub ed25519.PublicKey, withKey bool) int {
+func (m *Main) verifyStore(ctx context.Context, dir string, keys []ed25519.PublicKey, v verification) int {
 	db, code := m.openExisting(dir)
 	if db == nil {
 		return code
 	}
 	defer db.Close()
-	if !withKey {
-		pub = db.PublicKey()
+	if keys == nil {
+		keys = db.PublicKeys()
 	}
-	report, err := db.VerifyWith(ctx, pub)
-	return m.verified("custody ledger verify: "+dir, report, err)
+	report, err := db.VerifyKeys(ctx, keys...)
+	return m.verified("custody ledger verify: "+dir, report, err, v)
 }
 
 // verified prints the outcome of a verification and returns its exit code.
-func (m *Main) verified(what string, report ledger.Report, err error) int {
+func (m *Main) verified(what string, report ledger.Report, err error, v verification) int {
+	if err == nil && !v.allowUnsealed {
+		if err = report.Strict(); err != nil {
+			defer fmt.Fprintln(m.Stderr, "  the chain holds, but no signature vouches for these entries; if they are genuine,"+
+				" `custody ledger seal` signs them in a store, and --allow-unsealed-tail accepts them as they are")
+		}
+	}
 	if err == nil {
 		fmt.Fprintln(m.Stdout, report.String())
+		if n := report.Unsealed(); n > 0 {
+			fmt.Fprintf(m.Stdout, "unsealed tail: %d %s after the last checkpoint (seq %d to %d), accepted by --allow-unsealed-tail\n",
+				n, pluralEntries(n), report.Covered+1, report.Entries)
+		}
 		return exitOK
 	}
 	var ve *ledger.VerifyError
@@ -157,7 +180,11 @@ func (m *Main) runLedgerExport(ctx context.Context, args []string) int {
 	}
 	pubPath := db.PublicKeyFile()
 	if *pubOut != "" {
-		if err := os.WriteFile(*pubOut, ledger.MarshalPublicKey(db.PublicKey()), 0o644); err != nil {
+		var text []byte
+		for _, k := range db.PublicKeys() {
+			text = append(text, ledger.MarshalPublicKey(k)...)
+		}
+		if err := os.WriteFile(*pubOut, text, 0o644); err != nil {
 			fmt.Fprintf(m.Stderr, "custody ledger export: %v\n", err)
 			return exitUsage
 		}
@@ -168,15 +195,30 @@ func (m *Main) runLedgerExport(ctx context.Context, args []string) int {
 	return exitOK
 }
 
+// export writes the JSONL export to out through a buffer: one write a
+// 64 KiB, not one an entry.
 func (m *Main) export(ctx context.Context, db *sqlite.DB, out string) error {
 	if out == "-" {
-		return db.ExportJSONL(ctx, m.Stdout)
+		bw := bufio.NewWriterSize(m.Stdout, 1<<16)
+		if err := db.ExportJSONL(ctx, bw); err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return custody.Errorf(custody.EUNAVAILABLE, "export: %v", err)
+		}
+		return nil
 	}
 	f, err := os.Create(out)
 	if err != nil {
 		return custody.Errorf(custody.EINVALID, "export: %v", err)
 	}
-	err = db.ExportJSONL(ctx, f)
+	bw := bufio.NewWriterSize(f, 1<<16)
+	err = db.ExportJSONL(ctx, bw)
+	if err == nil {
+		if ferr := bw.Flush(); ferr != nil {
+			err = custody.Errorf(custody.EUNAVAILABLE, "export: %v", ferr)
+		}
+	}
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = custody.Errorf(custody.EUNAVAILABLE, "export: %v", cerr)
 	}
@@ -294,7 +336,7 @@ func (m *Main) readBody(file string) ([]byte, error) {
 	return os.ReadFile(file)
 }
 
-// openExisting opens the store in dir for reading, refusing to create one
+// openExisting opens the store in dir read-only, refusing to create one
 // where there is none: a typo in --data must not verify an empty ledger.
 // On failure it returns a nil store and the exit code.
 func (m *Main) openExisting(dir string) (*sqlite.DB, int) {
@@ -302,23 +344,31 @@ func (m *Main) openExisting(dir string) (*sqlite.DB, int) {
 		fmt.Fprintf(m.Stderr, "custody ledger: no store in %s (set --data or CUSTODY_DATA)\n", dir)
 		return nil, exitUsage
 	}
-	db, err := m.openData(dir)
+	db, err := m.openDataWith(dir, sqlite.Options{ReadOnly: true})
 	if err != nil {
 		return nil, m.fail(err)
 	}
 	return db, exitOK
 }
 
-func readPublicKey(file string) (ed25519.PublicKey, error) {
+// readPublicKeys reads every PEM public key in file.
+func readPublicKeys(file string) ([]ed25519.PublicKey, error) {
 	text, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	pub, err := ledger.ParsePublicKey(text)
+	keys, err := ledger.ParsePublicKeys(text)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	return pub, nil
+	return keys, nil
+}
+
+func pluralEntries(n int64) string {
+	if n == 1 {
+		return "entry"
+	}
+	return "entries"
 }
 
 // flagError prints msg and the usage of fs and returns the usage exit code.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody/config"
+	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/mcpserver"
 	"github.com/custody-dev/custody/web"
@@ -320,7 +321,7 @@ func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems) (http.Han
 	}
 	ws, err := web.New(web.Config{
 		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify, Commits: st.db.Commits,
-		Checkpoint: st.db.LatestCheckpoint, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
+		Health: st.db.Health, Checkpoint: st.db.LatestCheckpoint, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
 	})
 	if err != nil {
 		return nil, err
@@ -377,6 +378,12 @@ func (m *Main) run(ctx context.Context, ln net.Listener, h http.Handler, st *sta
 		srv.Close()
 	}
 	wg.Wait()
+	// A clean stop leaves every entry under a signed checkpoint, so that
+	// an export verifies strictly; the store's Close seals only what this
+	// process appended.
+	if _, cerr := st.db.Checkpoint(context.Background()); cerr != nil && custody.ErrorKind(cerr) != custody.ENOTFOUND {
+		fmt.Fprintf(m.Stderr, "custody: cannot seal the ledger at shutdown: %v\n", cerr)
+	}
 	fmt.Fprintln(m.Stdout, "custody stopped")
 	return err
 }
