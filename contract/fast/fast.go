@@ -9,9 +9,27 @@
 // ...). Accepts reports pass alone; on fail or unsure the registry
 // decodes the document and runs the JSON Schema library as it would
 // without a fast path, so every refusal and its violations are the
-// library's. Its agreement with the library is tested on every case of
-// the official JSON Schema Test Suite and fuzzed against the seed
-// contracts (contract/fast_agreement_test.go).
+// library's. Its agreement with the library is tested on the official
+// JSON Schema Test Suite, every test of every group whose schema it
+// compiles (923 of the 1,596 draft 2020-12 tests it is given; the others
+// are the library's alone), and fuzzed against the seed contracts
+// (contract/fast_agreement_test.go; CI runs both).
+//
+// What it buys, measured on 2026-12-01 on a shared 2-core Xeon with
+//
+//	go test ./contract/ -run '^$' -bench 'Validate|Overhead' -benchmem -count 5
+//
+// (medians of the five): on the seed mesh advisory (843 bytes) the
+// registry takes 3.3 µs and no allocation with the fast path, against
+// 39.2 µs and 314 allocations on its own path without it (strict decode,
+// then the library; BenchmarkValidate Registry and SlowPath), 11.9 times
+// as fast; on the issue_vms_update arguments (162 bytes), 1.04 µs against
+// 5.2 µs and 56 allocations, 5.0 times. Against the library with its own
+// decoder, alternated call by call in one loop (BenchmarkOverhead), the
+// registry takes 0.063 of the library's time on the advisory (3.2 µs
+// against 54 µs) and 0.057 on issue_vms_update (0.91 µs against 16 µs):
+// 16 and 18 times as fast. A document the fast path does not accept pays
+// for both paths (BenchmarkValidate Refused: 8.2 µs on issue_vms_update).
 package fast
 
 import (
@@ -138,9 +156,9 @@ type stringRules struct {
 }
 
 // formatKind is a "format" the fast path asserts, with the checker of
-// package format that the library runs for it too. Calling the checkers directly, not through a
-// function value, lets a short string be checked without a copy on the
-// heap.
+// package format that the library runs for it too. Calling the checkers
+// directly, not through a function value, lets a short string be checked
+// without a copy on the heap.
 type formatKind uint8
 
 const (
