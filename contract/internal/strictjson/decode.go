@@ -69,9 +69,9 @@ type Reader struct {
 	buf []byte // scratch for strings with escapes
 }
 
-// Reset points r at the start of in, keeping its scratch space.
-func (r *Reader) Reset(in []byte) {
-	r.In, r.Pos, r.buf = in, 0, r.buf[:0]
+// Reset points d at the start of in, keeping its scratch space.
+func (d *Reader) Reset(in []byte) {
+	d.In, d.Pos, d.buf = in, 0, d.buf[:0]
 }
 
 func (d *Reader) fail(format string, args ...any) *SyntaxError {
