@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/custody-dev/custody/contract/internal/strictjson"
 	"github.com/pb33f/jsonschema/v6"
 )
 
@@ -47,7 +48,7 @@ func BenchmarkValidate(b *testing.B) {
 		b.Run(bc.name+"/SlowPath", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				v, err := decode(raw)
+				v, err := strictjson.Decode(raw)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -134,7 +135,7 @@ func BenchmarkDecode(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(raw)))
 		for b.Loop() {
-			if _, err := decode(raw); err != nil {
+			if _, err := strictjson.Decode(raw); err != nil {
 				b.Fatal(err)
 			}
 		}

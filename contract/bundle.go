@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/contract/internal/draft2020"
+	"github.com/custody-dev/custody/contract/internal/strictjson"
 )
 
 // Bundle returns a standalone schema document for ref, usable as an MCP
@@ -71,7 +73,7 @@ func (b *bundler) build() (any, error) {
 			return nil, err
 		}
 	}
-	root["$schema"] = draft2020
+	root["$schema"] = draft2020.URI
 	if dialect, ok := member(b.tree, "$schema").(string); ok {
 		root["$schema"] = dialect
 	}
@@ -157,7 +159,7 @@ func (b *bundler) mapRef(ref string) (string, error) {
 	if err != nil {
 		return ref, err
 	}
-	return "#/$defs/" + escapeToken(name) + rest, nil
+	return "#/$defs/" + strictjson.EscapeToken(name) + rest, nil
 }
 
 // splitPart splits a pointer into the part of the contract to copy and

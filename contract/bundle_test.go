@@ -6,17 +6,19 @@ import (
 	"testing"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/contract/internal/draft2020"
+	"github.com/custody-dev/custody/contract/internal/strictjson"
 	"github.com/pb33f/jsonschema/v6"
 )
 
 // compileBundle compiles a bundle on its own, with nothing else loaded.
 func compileBundle(t *testing.T, bundle []byte) *jsonschema.Schema {
 	t.Helper()
-	doc, err := decode(bundle)
+	doc, err := strictjson.Decode(bundle)
 	if err != nil {
 		t.Fatalf("bundle is not strict JSON: %v", err)
 	}
-	c := newCompiler(nil, true)
+	c := draft2020.NewCompiler(nil, true)
 	const loc = "urn:custody:test:bundle"
 	if err := c.AddResource(loc, doc); err != nil {
 		t.Fatal(err)
@@ -38,7 +40,7 @@ func sameVerdicts(t *testing.T, r *Registry, ref string, docs []string) {
 	}
 	s := compileBundle(t, bundle)
 	for _, doc := range docs {
-		v, err := decode([]byte(doc))
+		v, err := strictjson.Decode([]byte(doc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,8 +83,8 @@ func TestBundleShape(t *testing.T) {
 	if err := json.Unmarshal(raw, &b); err != nil {
 		t.Fatal(err)
 	}
-	if b.Schema != draft2020 {
-		t.Errorf("$schema = %q, want %q", b.Schema, draft2020)
+	if b.Schema != draft2020.URI {
+		t.Errorf("$schema = %q, want %q", b.Schema, draft2020.URI)
 	}
 	if _, ok := b.Defs["uuid_v4"]; !ok || len(b.Defs) != 1 {
 		t.Errorf("$defs holds %d entries, want only uuid_v4", len(b.Defs))

@@ -7,10 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/custody-dev/custody/contract/internal/draft2020"
+	"github.com/custody-dev/custody/contract/internal/strictjson"
 )
 
-// The official JSON Schema Test Suite, run through newCompiler: the same
-// configuration (draft, format checkers, loader rules) as every contract,
+// The official JSON Schema Test Suite, run through draft2020.NewCompiler:
+// the same configuration (draft, format checkers, loader rules) as every contract,
 // with documents decoded by the registry's own decoder.
 //
 // The required suite runs twice. With the specification's default, format
@@ -68,7 +71,7 @@ func (dir suiteRemotes) Load(url string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decode(raw)
+	return strictjson.Decode(raw)
 }
 
 // suiteResult counts a run and names its failures.
@@ -84,13 +87,13 @@ func runSuiteFile(t *testing.T, suite, file string, assertFormats bool, res *sui
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, err := decode(raw)
+	tree, err := strictjson.Decode(raw)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
 	groups, _ := tree.([]any)
 	for gi, g := range groups {
-		c := newCompiler(suiteRemotes(suite), assertFormats)
+		c := draft2020.NewCompiler(suiteRemotes(suite), assertFormats)
 		const loc = "http://testsuite.invalid/schema.json"
 		if err := c.AddResource(loc, member(g, "schema")); err != nil {
 			t.Fatalf("%s group %d: %v", file, gi, err)

@@ -11,10 +11,10 @@
 // "FILE" and each $defs entry "FILE:DEF".
 //
 // Each schema is also compiled, when it uses only the keywords typical
-// contracts do, into a fast path that checks the raw bytes in one pass
-// without allocating (fastpath.go). It may only accept: a document it
-// does not accept is decoded and validated by the library as before, so
-// refusals and their violations are the library's.
+// contracts do, into the fast path of package contract/fast, which checks
+// the raw bytes in one pass without allocating. It may only accept: a
+// document it does not accept is decoded and validated by the library as
+// before, so refusals and their violations are the library's.
 package contract
 
 import (
@@ -23,6 +23,7 @@ import (
 	"sync"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/contract/fast"
 	"github.com/pb33f/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -82,7 +83,6 @@ type Registry struct {
 	byName   map[string]string  // short name -> canonical URI
 	compiled map[string]*schema // canonical URI -> schema; fixed after Load
 	printer  *message.Printer
-	scans    sync.Pool // *fastScan, reused across fast-path validations
 
 	mu       sync.Mutex // serializes compiles after Load
 	compiler *jsonschema.Compiler
@@ -93,7 +93,7 @@ type Registry struct {
 // the schema uses only what the fast path implements (else nil).
 type schema struct {
 	lib  *jsonschema.Schema
-	fast *fastNode
+	fast *fast.Schema
 }
 
 // document is one contract: its exact bytes and their decoded tree.
@@ -101,7 +101,7 @@ type document struct {
 	Contract
 	raw  []byte
 	tree any
-	fast *fastCompiler // under Registry.mu after Load
+	fast *fast.Compiler // under Registry.mu after Load
 }
 
 // Contracts lists the loaded contracts: the embedded seeds first, then

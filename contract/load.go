@@ -12,6 +12,10 @@ import (
 	"strings"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/contract/fast"
+	"github.com/custody-dev/custody/contract/internal/draft2020"
+	"github.com/custody-dev/custody/contract/internal/format"
+	"github.com/custody-dev/custody/contract/internal/strictjson"
 )
 
 // nameRef is a short name and the JSON pointer it stands for.
@@ -57,7 +61,7 @@ func brainNames(tree any) []nameRef {
 	for _, def := range sortedKeys(member(tree, "$defs")) {
 		for _, io := range []string{"in", "out"} {
 			if member(member(tree, "$defs", def), io) != nil {
-				out = append(out, nameRef{"brain:" + def + "/" + io, "/$defs/" + escapeToken(def) + "/" + io})
+				out = append(out, nameRef{"brain:" + def + "/" + io, "/$defs/" + strictjson.EscapeToken(def) + "/" + io})
 			}
 		}
 	}
@@ -73,7 +77,7 @@ func userNames(base string, tree any) []nameRef {
 func defNames(prefix string, tree any) []nameRef {
 	var out []nameRef
 	for _, def := range sortedKeys(member(tree, "$defs")) {
-		out = append(out, nameRef{prefix + ":" + def, "/$defs/" + escapeToken(def)})
+		out = append(out, nameRef{prefix + ":" + def, "/$defs/" + strictjson.EscapeToken(def)})
 	}
 	return out
 }
@@ -112,9 +116,8 @@ func Load(opts Options) (*Registry, error) {
 		byName:   map[string]string{},
 		compiled: map[string]*schema{},
 		printer:  newPrinter(),
-		compiler: newCompiler(nil, true),
+		compiler: draft2020.NewCompiler(nil, true),
 	}
-	r.scans.New = func() any { return new(fastScan) }
 	if r.maxBytes <= 0 {
 		r.maxBytes = DefaultMaxBytes
 	}
@@ -207,7 +210,7 @@ func userNamer(file string) func(any) []nameRef {
 // add registers one contract. defaultID is its id when it declares no
 // $id ("" when it must declare one).
 func (r *Registry) add(file, defaultID string, raw []byte, names func(any) []nameRef) error {
-	tree, err := decode(raw)
+	tree, err := strictjson.Decode(raw)
 	if err != nil {
 		return contractError(file, "is not valid JSON: %v", err)
 	}
@@ -219,7 +222,7 @@ func (r *Registry) add(file, defaultID string, raw []byte, names func(any) []nam
 		return contractError(file, "repeats the $id %s of %s", id, prev.File)
 	}
 	title, _ := member(tree, "title").(string)
-	d := &document{Contract: Contract{ID: id, Title: title, File: file}, raw: raw, tree: tree, fast: newFastCompiler(tree, id)}
+	d := &document{Contract: Contract{ID: id, Title: title, File: file}, raw: raw, tree: tree, fast: fast.NewCompiler(tree, id)}
 	if err := r.compiler.AddResource(id, tree); err != nil {
 		return contractError(file, "cannot be added: %v", err)
 	}
@@ -241,7 +244,7 @@ func contractID(tree any, defaultID string) (string, error) {
 	}
 	id, _ := raw.(string)
 	id = strings.TrimSuffix(id, "#")
-	if err := checkURI(id); err != nil || strings.Contains(id, "#") {
+	if err := format.URI(id); err != nil || strings.Contains(id, "#") {
 		shown, _ := json.Marshal(raw)
 		return "", fmt.Errorf("needs an absolute $id without a fragment, got %s", shown)
 	}
@@ -293,20 +296,20 @@ func (r *Registry) compileInto(file, uri string) error {
 // returns nil when the schema is beyond it. The fast path speaks draft
 // 2020-12 only: a contract that declares another draft (upstream MCP
 // tools often send draft-07) is left to the library.
-func (r *Registry) compileFast(uri string) *fastNode {
+func (r *Registry) compileFast(uri string) *fast.Schema {
 	id, ptr, _ := strings.Cut(uri, "#")
 	d, ok := r.byID[id]
 	if !ok {
 		return nil
 	}
-	if draft, ok := member(d.tree, "$schema").(string); ok && strings.TrimSuffix(draft, "#") != draft2020 {
+	if draft, ok := member(d.tree, "$schema").(string); ok && strings.TrimSuffix(draft, "#") != draft2020.URI {
 		return nil
 	}
-	n, err := d.fast.compile(ptr)
+	s, err := d.fast.Compile(ptr)
 	if err != nil {
 		return nil
 	}
-	return n
+	return s
 }
 
 func contractError(file, format string, args ...any) *custody.Error {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/contract/internal/strictjson"
 	"github.com/pb33f/jsonschema/v6"
 	"github.com/pb33f/jsonschema/v6/kind"
 )
@@ -32,10 +33,10 @@ func (r *Registry) Validate(ref string, raw []byte) error {
 		msg := fmt.Sprintf("document is %d bytes, over the limit of %d", len(raw), r.maxBytes)
 		return &custody.Error{Kind: custody.EINVALID, Message: msg, Violations: []custody.Violation{{Message: msg}}}
 	}
-	if sch.fast != nil && r.fastAccepts(sch.fast, raw) {
+	if sch.fast != nil && sch.fast.Accepts(raw) {
 		return nil
 	}
-	v, err := decode(raw)
+	v, err := strictjson.Decode(raw)
 	if err != nil {
 		return decodeRefusal(err)
 	}
@@ -61,18 +62,9 @@ func libValidate(s *jsonschema.Schema, v any) (err error) {
 	return s.Validate(v)
 }
 
-// fastAccepts runs the fast path: true means raw is strict JSON and
-// valid, and the library would accept it; false decides nothing.
-func (r *Registry) fastAccepts(n *fastNode, raw []byte) bool {
-	s := r.scans.Get().(*fastScan)
-	ok := n.accepts(s, raw)
-	r.scans.Put(s)
-	return ok
-}
-
 // decodeRefusal reports a document that is not strict JSON.
 func decodeRefusal(err error) *custody.Error {
-	var de *decodeError
+	var de *strictjson.SyntaxError
 	if !errors.As(err, &de) {
 		return &custody.Error{Kind: custody.EINTERNAL, Message: "internal error", Err: err}
 	}
@@ -115,7 +107,7 @@ func (r *Registry) flatten(e *jsonschema.ValidationError, out []custody.Violatio
 		}
 		return out
 	}
-	at, kw := pointer(e.InstanceLocation), keywordLocation(e)
+	at, kw := strictjson.Pointer(e.InstanceLocation), keywordLocation(e)
 	for _, msg := range r.messages(e) {
 		out = append(out, custody.Violation{Instance: at, Keyword: kw, Message: msg})
 	}
@@ -140,7 +132,7 @@ func keywordLocation(e *jsonschema.ValidationError) string {
 	if _, ok := e.ErrorKind.(*kind.Not); ok {
 		return e.SchemaURL + "/not" // the library gives "not" no path
 	}
-	return e.SchemaURL + pointer(e.ErrorKind.KeywordPath())
+	return e.SchemaURL + strictjson.Pointer(e.ErrorKind.KeywordPath())
 }
 
 // messages words a leaf cause: one message per unknown or missing

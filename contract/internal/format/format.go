@@ -1,4 +1,8 @@
-package contract
+// Package format holds the "format" checkers the contract registry
+// registers with the JSON Schema library, which the fast path calls
+// directly: date-time, uri, uri-reference and uuid, each following its
+// RFC grammar exactly.
+package format
 
 import (
 	"errors"
@@ -12,10 +16,10 @@ import (
 // spaces, "<>", "{}", "|", "^", "`", "\", '"', non-ASCII bytes and "[]"
 // in a path. The checkers below follow the RFC grammars exactly.
 
-// checkUUID accepts the RFC 9562 string form of a UUID: 32 hex digits,
+// UUID accepts the RFC 9562 string form of a UUID: 32 hex digits,
 // either case, in groups of 8-4-4-4-12 joined by hyphens. It accepts what
 // the library's own "uuid" checker accepts.
-func checkUUID(s string) error {
+func UUID(s string) error {
 	if len(s) != 36 {
 		return errors.New("a UUID is 36 characters: 8-4-4-4-12 hex digits")
 	}
@@ -34,10 +38,10 @@ func checkUUID(s string) error {
 	return nil
 }
 
-// checkDateTime accepts an RFC 3339 date-time (section 5.6) and nothing
+// DateTime accepts an RFC 3339 date-time (section 5.6) and nothing
 // else: four-digit year, two-digit fields, valid day of month, a second
 // of 60 only at 23:59 UTC, and a mandatory offset.
-func checkDateTime(s string) error {
+func DateTime(s string) error {
 	if len(s) < 20 {
 		return errors.New("too short for an RFC 3339 date-time")
 	}
@@ -143,9 +147,9 @@ func checkOffset(s string) (int, error) {
 	return h*60 + m, nil
 }
 
-// checkURI accepts an RFC 3986 URI: scheme ":" hier-part ["?" query]
+// URI accepts an RFC 3986 URI: scheme ":" hier-part ["?" query]
 // ["#" fragment].
-func checkURI(s string) error {
+func URI(s string) error {
 	rest, ok := cutScheme(s)
 	if !ok {
 		return errors.New("not an absolute URI: scheme missing or invalid")
@@ -153,9 +157,9 @@ func checkURI(s string) error {
 	return checkRelative(rest, false)
 }
 
-// checkURIReference accepts an RFC 3986 URI-reference: a URI or a
+// URIReference accepts an RFC 3986 URI-reference: a URI or a
 // relative reference.
-func checkURIReference(s string) error {
+func URIReference(s string) error {
 	if rest, ok := cutScheme(s); ok {
 		return checkRelative(rest, false)
 	}

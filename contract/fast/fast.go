@@ -1,12 +1,72 @@
-package contract
-
-// The fast path validates the raw bytes of a document in one pass
+// Package fast is the contract registry's fast path: it validates the
+// raw bytes of a document in one pass, without decoding them into a tree,
 // against a schema compiled into the small nodes below. It handles only
-// the keywords it is written for and answers in three ways: pass (the
+// the keywords typical contracts use, and only draft 2020-12.
+//
+// It may only accept. Inside, it answers in three ways: pass (the
 // document is strict JSON and valid: the library would accept it too),
-// fail (it is not valid) and unsure. Only pass is acted on; on fail or
-// unsure the registry decodes the document and runs the library as it
-// always did, so every refusal and its violations come from the library.
+// fail (it is not valid) and unsure (not strict JSON, a number too long,
+// ...). Accepts reports pass alone; on fail or unsure the registry
+// decodes the document and runs the JSON Schema library as it would
+// without a fast path, so every refusal and its violations are the
+// library's. Its agreement with the library is tested on the official
+// JSON Schema Test Suite, every test of every group whose schema it
+// compiles (923 of the 1,596 draft 2020-12 tests it is given; the others
+// are the library's alone), and fuzzed against the seed contracts
+// (contract/fast_agreement_test.go; CI runs both).
+//
+// What it buys, measured on 2026-12-01 on a shared 2-core Xeon with
+//
+//	go test ./contract/ -run '^$' -bench 'Validate|Overhead' -benchmem -count 5
+//
+// (medians of the five): on the seed mesh advisory (843 bytes) the
+// registry takes 3.3 µs and no allocation with the fast path, against
+// 39.2 µs and 314 allocations on its own path without it (strict decode,
+// then the library; BenchmarkValidate Registry and SlowPath), 11.9 times
+// as fast; on the issue_vms_update arguments (162 bytes), 1.04 µs against
+// 5.2 µs and 56 allocations, 5.0 times. Against the library with its own
+// decoder, alternated call by call in one loop (BenchmarkOverhead), the
+// registry takes 0.063 of the library's time on the advisory (3.2 µs
+// against 54 µs) and 0.057 on issue_vms_update (0.91 µs against 16 µs):
+// 16 and 18 times as fast. A document the fast path does not accept pays
+// for both paths (BenchmarkValidate Refused: 8.2 µs on issue_vms_update).
+package fast
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/custody-dev/custody/contract/internal/format"
+	"github.com/custody-dev/custody/contract/internal/strictjson"
+)
+
+// ErrUnsupported marks a schema the fast path does not compile; the
+// library alone validates against it.
+var ErrUnsupported = errors.New("not supported by the fast path")
+
+func unsupported(ptr, format string, args ...any) error {
+	return fmt.Errorf("%w: at %q: %s", ErrUnsupported, ptr, fmt.Sprintf(format, args...))
+}
+
+// Schema is one compiled schema. It is safe for concurrent use.
+type Schema struct {
+	root  *node
+	scans sync.Pool // of *scanner, reused from one document to the next
+}
+
+// Accepts reports whether raw is strict JSON, as strictjson.Decode reads
+// it, and valid against the schema: then the library accepts it too.
+// false decides nothing: raw may still be valid.
+func (s *Schema) Accepts(raw []byte) bool {
+	sc, _ := s.scans.Get().(*scanner)
+	if sc == nil {
+		sc = new(scanner)
+	}
+	ok := s.root.accepts(sc, raw)
+	s.scans.Put(sc)
+	return ok
+}
 
 // verdict is the fast path's answer for one value.
 type verdict uint8
@@ -27,10 +87,10 @@ func verdictOf(ok bool) verdict {
 // maxEvalDepth bounds nested node evaluations, so that a cycle of
 // references that never moves into the instance ends as unsure rather
 // than exhausting the stack; the library reports such a cycle as an error.
-const maxEvalDepth = 16 * maxDepth
+const maxEvalDepth = 16 * strictjson.MaxDepth
 
-// fastNode is one compiled schema. The zero value accepts any JSON value.
-type fastNode struct {
+// node is one compiled schema. The zero value accepts any JSON value.
+type node struct {
 	never bool    // the false schema
 	types typeSet // "type"; 0 allows every type
 	enums []*enumSet
@@ -40,24 +100,24 @@ type fastNode struct {
 	arr   *arrayRules
 
 	// In-place applicators: each applies to the same value.
-	all   []*fastNode   // allOf and $ref
-	anyOf [][]*fastNode // one entry per anyOf keyword
-	oneOf [][]*fastNode
-	not   []*fastNode
+	all   []*node   // allOf and $ref
+	anyOf [][]*node // one entry per anyOf keyword
+	oneOf [][]*node
+	not   []*node
 
 	// delegate is the $ref target of a schema that has nothing else.
-	delegate *fastNode
+	delegate *node
 }
 
 // hasLocal reports whether n asserts anything of its own, beyond its
 // in-place applicators.
-func (n *fastNode) hasLocal() bool {
+func (n *node) hasLocal() bool {
 	return n.never || n.types != 0 || n.enums != nil || n.str != nil || n.num != nil || n.obj != nil || n.arr != nil
 }
 
 // hasApplicators reports whether n applies other schemas to the same
 // value.
-func (n *fastNode) hasApplicators() bool {
+func (n *node) hasApplicators() bool {
 	return len(n.all) > 0 || len(n.anyOf) > 0 || len(n.oneOf) > 0 || len(n.not) > 0
 }
 
@@ -95,10 +155,10 @@ type stringRules struct {
 	format               formatKind
 }
 
-// formatKind is a "format" the fast path asserts, with the checker the
-// registry registers for it. Calling the checkers directly, not through a
-// function value, lets a short string be checked without a copy on the
-// heap.
+// formatKind is a "format" the fast path asserts, with the checker of
+// package format that the library runs for it too. Calling the checkers
+// directly, not through a function value, lets a short string be checked
+// without a copy on the heap.
 type formatKind uint8
 
 const (
@@ -128,13 +188,13 @@ func formatNamed(v any) formatKind {
 func (f formatKind) check(s []byte) bool {
 	switch f {
 	case formatDateTime:
-		return checkDateTime(string(s)) == nil
+		return format.DateTime(string(s)) == nil
 	case formatURI:
-		return checkURI(string(s)) == nil
+		return format.URI(string(s)) == nil
 	case formatURIReference:
-		return checkURIReference(string(s)) == nil
+		return format.URIReference(string(s)) == nil
 	case formatUUID:
-		return checkUUID(string(s)) == nil
+		return format.UUID(string(s)) == nil
 	}
 	return true
 }
@@ -150,11 +210,11 @@ type numberRules struct {
 // required members among them takes no search.
 type objectRules struct {
 	index      map[string]int // property name -> position in props
-	props      []*fastNode
+	props      []*node
 	patterns   []patternNode
-	additional *fastNode // nil when absent
-	required   []string  // as written
-	minProps   int       // -1 when absent
+	additional *node    // nil when absent
+	required   []string // as written
+	minProps   int      // -1 when absent
 	maxProps   int
 
 	requiredBits  uint64   // the required properties that have a bit
@@ -190,14 +250,14 @@ func (o *objectRules) finish() {
 // patternNode is one patternProperties entry.
 type patternNode struct {
 	pattern *stringPattern
-	node    *fastNode
+	node    *node
 }
 
 // arrayRules are the keywords that apply to arrays.
 type arrayRules struct {
-	prefix             []*fastNode
-	items              *fastNode // nil when absent
-	minItems, maxItems int       // -1 when absent
+	prefix             []*node
+	items              *node // nil when absent
+	minItems, maxItems int   // -1 when absent
 	unique             bool
 }
 
@@ -231,7 +291,7 @@ func (e *enumSet) hasValue(raw []byte) verdict {
 	if len(e.others) == 0 {
 		return fail // a string member never equals another type
 	}
-	v, err := decode(raw)
+	v, err := strictjson.Decode(raw)
 	if err != nil {
 		return unsure
 	}

@@ -1,50 +1,44 @@
-package contract
+package fast
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
+	"maps"
 	"math/big"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/custody-dev/custody/contract/internal/draft2020"
+	"github.com/custody-dev/custody/contract/internal/strictjson"
 )
 
-// errUnsupported marks a schema the fast path does not compile; the
-// library alone validates against it.
-var errUnsupported = errors.New("not supported by the fast path")
-
-func unsupported(ptr, format string, args ...any) error {
-	return fmt.Errorf("%w: at %q: %s", errUnsupported, ptr, fmt.Sprintf(format, args...))
-}
-
-// fastCompiler compiles the schemas of one contract document. Its nodes
+// Compiler compiles the schemas of one contract document. Its nodes
 // are memoized by JSON pointer, so that a recursive $ref becomes a cycle
 // in the node graph and the schemas of a document share their $defs.
-// It is not safe for concurrent use.
-type fastCompiler struct {
+// It is not safe for concurrent use; the schemas it returns are.
+type Compiler struct {
 	id    string // the document's base URI
 	root  any
-	memo  map[string]*fastNode
+	memo  map[string]*node
 	added []string // pointers memoized by the compile under way
 }
 
-func newFastCompiler(root any, id string) *fastCompiler {
-	return &fastCompiler{id: id, root: root, memo: map[string]*fastNode{}}
+// NewCompiler returns a compiler for the schemas of the contract document
+// root, a tree as strictjson.Decode builds it, whose base URI is id.
+func NewCompiler(root any, id string) *Compiler {
+	return &Compiler{id: id, root: root, memo: map[string]*node{}}
 }
 
-// compileFast compiles the schema at the JSON pointer ptr of the contract
-// document root, whose base URI is id.
-func compileFast(root any, id, ptr string) (*fastNode, error) {
-	return newFastCompiler(root, id).compile(ptr)
-}
-
-// compile returns the node for the schema at ptr. It returns an error
-// wrapping errUnsupported when the schema, or one it refers to, uses
-// anything the fast path does not implement; the nodes made on the way
-// are then forgotten, as some may refer to the schema that failed.
-func (c *fastCompiler) compile(ptr string) (*fastNode, error) {
-	if s, ok := member(c.root, "$schema").(string); ok && strings.TrimSuffix(s, "#") != draft2020 {
+// Compile returns the fast path of the schema at the JSON pointer ptr. It
+// returns an error wrapping ErrUnsupported when the document declares a
+// dialect other than draft 2020-12, or when the schema, or one it refers
+// to, uses anything the fast path does not implement; the nodes made on
+// the way are then forgotten, as some may refer to the schema that
+// failed.
+func (c *Compiler) Compile(ptr string) (*Schema, error) {
+	doc, _ := c.root.(map[string]any)
+	if s, ok := doc["$schema"].(string); ok && strings.TrimSuffix(s, "#") != draft2020.URI {
 		return nil, unsupported("", "dialect %s", s)
 	}
 	c.added = c.added[:0]
@@ -55,11 +49,11 @@ func (c *fastCompiler) compile(ptr string) (*fastNode, error) {
 		}
 		return nil, err
 	}
-	return n, nil
+	return &Schema{root: n}, nil
 }
 
 // at returns the node for the schema at ptr.
-func (c *fastCompiler) at(ptr string) (*fastNode, error) {
+func (c *Compiler) at(ptr string) (*node, error) {
 	if n, ok := c.memo[ptr]; ok {
 		return n, nil
 	}
@@ -67,7 +61,7 @@ func (c *fastCompiler) at(ptr string) (*fastNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &fastNode{}
+	n := &node{}
 	c.memo[ptr] = n
 	c.added = append(c.added, ptr)
 	if err := c.fill(n, v, ptr); err != nil {
@@ -82,7 +76,7 @@ func (c *fastCompiler) at(ptr string) (*fastNode, error) {
 // resolve returns the value at the JSON pointer ptr. It refuses a schema
 // inside a subschema with its own "$id", whose references resolve against
 // another base URI.
-func (c *fastCompiler) resolve(ptr string) (any, error) {
+func (c *Compiler) resolve(ptr string) (any, error) {
 	if ptr == "" {
 		return c.root, nil
 	}
@@ -105,21 +99,20 @@ func (c *fastCompiler) resolve(ptr string) (any, error) {
 		if !ok {
 			return nil, unsupported(ptr, "nothing there")
 		}
-		if member(v, "$id") != nil {
+		if obj, ok := v.(map[string]any); ok && obj["$id"] != nil {
 			return nil, unsupported(ptr, "nested $id")
 		}
 	}
 	return v, nil
 }
 
-func (c *fastCompiler) fill(n *fastNode, v any, ptr string) error {
+func (c *Compiler) fill(n *node, v any, ptr string) error {
 	switch v := v.(type) {
 	case bool:
 		n.never = !v
 		return nil
 	case map[string]any:
-		keys := sortedKeys(v)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			if err := c.keyword(n, v, k, ptr); err != nil {
 				return err
 			}
@@ -133,7 +126,7 @@ func (c *fastCompiler) fill(n *fastNode, v any, ptr string) error {
 }
 
 // keyword compiles the keyword k of the schema obj into n.
-func (c *fastCompiler) keyword(n *fastNode, obj map[string]any, k, ptr string) error {
+func (c *Compiler) keyword(n *node, obj map[string]any, k, ptr string) error {
 	v := obj[k]
 	switch k {
 	case "default", "description", "title", "examples", "$comment", "$defs",
@@ -170,7 +163,7 @@ func (c *fastCompiler) keyword(n *fastNode, obj map[string]any, k, ptr string) e
 	return unsupported(ptr, "keyword %q", k)
 }
 
-func (c *fastCompiler) typeKeyword(n *fastNode, v any, ptr string) error {
+func (c *Compiler) typeKeyword(n *node, v any, ptr string) error {
 	names, ok := v.([]any)
 	if !ok {
 		names = []any{v}
@@ -189,7 +182,7 @@ func (c *fastCompiler) typeKeyword(n *fastNode, v any, ptr string) error {
 	return nil
 }
 
-func (c *fastCompiler) stringKeyword(n *fastNode, k string, v any, ptr string) error {
+func (c *Compiler) stringKeyword(n *node, k string, v any, ptr string) error {
 	if n.str == nil {
 		n.str = &stringRules{minLength: -1, maxLength: -1}
 	}
@@ -235,7 +228,7 @@ func count(v any) (int, bool) {
 	return int(r.Num().Int64()), true
 }
 
-func (c *fastCompiler) numberKeyword(n *fastNode, k string, v any, ptr string) error {
+func (c *Compiler) numberKeyword(n *node, k string, v any, ptr string) error {
 	lit, ok := v.(json.Number)
 	if !ok {
 		return unsupported(ptr, "%s %v", k, v)
@@ -260,7 +253,7 @@ func (c *fastCompiler) numberKeyword(n *fastNode, k string, v any, ptr string) e
 	return nil
 }
 
-func (c *fastCompiler) objectKeyword(n *fastNode, k string, v any, ptr string) error {
+func (c *Compiler) objectKeyword(n *node, k string, v any, ptr string) error {
 	if n.obj == nil {
 		n.obj = &objectRules{minProps: -1, maxProps: -1}
 	}
@@ -294,14 +287,14 @@ func (c *fastCompiler) objectKeyword(n *fastNode, k string, v any, ptr string) e
 	return nil
 }
 
-func (c *fastCompiler) properties(o *objectRules, v any, at string) error {
+func (c *Compiler) properties(o *objectRules, v any, at string) error {
 	props, ok := v.(map[string]any)
 	if !ok {
 		return unsupported(at, "not an object")
 	}
 	o.index = make(map[string]int, len(props))
-	for _, name := range sortedKeys(props) {
-		node, err := c.at(at + "/" + escapeToken(name))
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		node, err := c.at(at + "/" + strictjson.EscapeToken(name))
 		if err != nil {
 			return err
 		}
@@ -311,16 +304,17 @@ func (c *fastCompiler) properties(o *objectRules, v any, at string) error {
 	return nil
 }
 
-func (c *fastCompiler) patternProperties(o *objectRules, v any, at string) error {
-	if _, ok := v.(map[string]any); !ok {
+func (c *Compiler) patternProperties(o *objectRules, v any, at string) error {
+	patterns, ok := v.(map[string]any)
+	if !ok {
 		return unsupported(at, "not an object")
 	}
-	for _, src := range sortedKeys(v) {
+	for _, src := range slices.Sorted(maps.Keys(patterns)) {
 		p, err := compilePattern(src)
 		if err != nil {
 			return unsupported(at, "pattern %q: %v", src, err)
 		}
-		node, err := c.at(at + "/" + escapeToken(src))
+		node, err := c.at(at + "/" + strictjson.EscapeToken(src))
 		if err != nil {
 			return err
 		}
@@ -346,7 +340,7 @@ func stringList(v any) ([]string, bool) {
 	return out, true
 }
 
-func (c *fastCompiler) arrayKeyword(n *fastNode, k string, v any, ptr string) error {
+func (c *Compiler) arrayKeyword(n *node, k string, v any, ptr string) error {
 	if n.arr == nil {
 		n.arr = &arrayRules{minItems: -1, maxItems: -1}
 	}
@@ -381,12 +375,12 @@ func (c *fastCompiler) arrayKeyword(n *fastNode, k string, v any, ptr string) er
 }
 
 // list compiles a non-empty array of schemas at ptr.
-func (c *fastCompiler) list(v any, ptr string) ([]*fastNode, error) {
+func (c *Compiler) list(v any, ptr string) ([]*node, error) {
 	arr, ok := v.([]any)
 	if !ok || len(arr) == 0 {
 		return nil, unsupported(ptr, "not a non-empty array")
 	}
-	out := make([]*fastNode, len(arr))
+	out := make([]*node, len(arr))
 	for i := range arr {
 		node, err := c.at(ptr + "/" + strconv.Itoa(i))
 		if err != nil {
@@ -397,7 +391,7 @@ func (c *fastCompiler) list(v any, ptr string) ([]*fastNode, error) {
 	return out, nil
 }
 
-func (c *fastCompiler) applicator(n *fastNode, k string, v any, ptr string) error {
+func (c *Compiler) applicator(n *node, k string, v any, ptr string) error {
 	at := ptr + "/" + k
 	switch k {
 	case "$ref":
@@ -424,7 +418,7 @@ func (c *fastCompiler) applicator(n *fastNode, k string, v any, ptr string) erro
 // ref compiles the target of a $ref: a JSON pointer fragment into the
 // same document, written "#..." or "ID#...". Anchors and every other
 // document are unsupported.
-func (c *fastCompiler) ref(v any, ptr string) (*fastNode, error) {
+func (c *Compiler) ref(v any, ptr string) (*node, error) {
 	ref, _ := v.(string)
 	base, frag, hasFrag := strings.Cut(ref, "#")
 	if !hasFrag || (base != "" && base != c.id) {

@@ -1,6 +1,10 @@
-package contract
+package fast
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/custody-dev/custody/contract/internal/strictjson"
+)
 
 // maxUniqueItems bounds the arrays whose uniqueItems the fast path checks
 // (pairwise, as the library does for short arrays); longer ones are unsure.
@@ -66,7 +70,7 @@ func equalArrays(a []any, b any) verdict {
 // uniqueItems checks that no two items of the array text raw, already
 // read as strict JSON, are equal.
 func uniqueItems(raw []byte) verdict {
-	v, err := decode(raw)
+	v, err := strictjson.Decode(raw)
 	arr, ok := v.([]any)
 	if err != nil || !ok || len(arr) > maxUniqueItems {
 		return unsure

@@ -1,4 +1,4 @@
-package contract
+package format
 
 import (
 	"net/url"
@@ -30,11 +30,11 @@ func TestCheckURIForbiddenCharacters(t *testing.T) {
 			if _, err := url.Parse(tc.s); err != nil {
 				t.Logf("note: net/url rejects %q too", tc.s)
 			}
-			if err := checkURI(tc.s); err == nil {
-				t.Errorf("checkURI(%q) accepted it", tc.s)
+			if err := URI(tc.s); err == nil {
+				t.Errorf("URI(%q) accepted it", tc.s)
 			}
-			if err := checkURIReference(tc.s); err == nil {
-				t.Errorf("checkURIReference(%q) accepted it", tc.s)
+			if err := URIReference(tc.s); err == nil {
+				t.Errorf("URIReference(%q) accepted it", tc.s)
 			}
 		})
 	}
@@ -77,11 +77,11 @@ func TestCheckURI(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := checkURI(tc.s); (err == nil) != tc.uri {
-				t.Errorf("checkURI(%q) = %v, want valid=%v", tc.s, err, tc.uri)
+			if err := URI(tc.s); (err == nil) != tc.uri {
+				t.Errorf("URI(%q) = %v, want valid=%v", tc.s, err, tc.uri)
 			}
-			if err := checkURIReference(tc.s); (err == nil) != tc.ref {
-				t.Errorf("checkURIReference(%q) = %v, want valid=%v", tc.s, err, tc.ref)
+			if err := URIReference(tc.s); (err == nil) != tc.ref {
+				t.Errorf("URIReference(%q) = %v, want valid=%v", tc.s, err, tc.ref)
 			}
 		})
 	}
@@ -123,8 +123,8 @@ func TestCheckDateTime(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := checkDateTime(tc.s); (err == nil) != tc.ok {
-				t.Errorf("checkDateTime(%q) = %v, want valid=%v", tc.s, err, tc.ok)
+			if err := DateTime(tc.s); (err == nil) != tc.ok {
+				t.Errorf("DateTime(%q) = %v, want valid=%v", tc.s, err, tc.ok)
 			}
 		})
 	}

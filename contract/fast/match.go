@@ -1,44 +1,46 @@
-package contract
+package fast
 
 import (
 	"bytes"
 	"math/bits"
 	"unicode/utf8"
+
+	"github.com/custody-dev/custody/contract/internal/strictjson"
 )
 
 // maxFastKeys bounds the members of one object the fast path reads; a
 // larger object is unsure, as duplicates are found by linear search.
 const maxFastKeys = 128
 
-// fastScan reads one document for the fast path. It uses the strict
+// scanner reads one document for the fast path. It uses the strict
 // decoder's own readers for strings, numbers and literals, and the same
 // nesting bound and duplicate-key rule, so that it passes only documents
 // that decode: any malformed input is unsure and goes to the decoder,
 // which reports it.
-type fastScan struct {
-	d     decoder
+type scanner struct {
+	d     strictjson.Reader
 	keys  [][]byte // member names without a bit, of the objects being read
 	nest  int      // containers open around the value being read
-	empty fastNode // the empty schema, for reading a value no keyword checks
+	empty node     // the empty schema, for reading a value no keyword checks
 }
 
 // accepts reports whether raw is strict JSON and valid against n.
-func (n *fastNode) accepts(s *fastScan, raw []byte) bool {
-	s.d = decoder{in: raw, buf: s.d.buf[:0]}
-	s.d.skipSpace()
+func (n *node) accepts(s *scanner, raw []byte) bool {
+	s.d.Reset(raw)
+	s.d.SkipSpace()
 	ok := n.match(s, 0) == pass
 	if ok {
-		s.d.skipSpace()
-		ok = s.d.pos == len(raw)
+		s.d.SkipSpace()
+		ok = s.d.Pos == len(raw)
 	}
 	// Drop references into raw before the scanner is reused.
 	clear(s.keys[:cap(s.keys)])
-	s.keys, s.nest, s.d.in = s.keys[:0], 0, nil
+	s.keys, s.nest, s.d.In = s.keys[:0], 0, nil
 	return ok
 }
 
-// match reads one value at s.d.pos and checks it against n.
-func (n *fastNode) match(s *fastScan, depth int) verdict {
+// match reads one value at s.d.Pos and checks it against n.
+func (n *node) match(s *scanner, depth int) verdict {
 	for n.delegate != nil {
 		n, depth = n.delegate, depth+1
 		if depth > maxEvalDepth {
@@ -57,12 +59,12 @@ func (n *fastNode) match(s *fastScan, depth int) verdict {
 // matchApplied checks a value against n's own keywords and each schema
 // it applies in place. It reads the value once to find where it ends,
 // then once per schema.
-func (n *fastNode) matchApplied(s *fastScan, depth int) verdict {
-	start := s.d.pos
+func (n *node) matchApplied(s *scanner, depth int) verdict {
+	start := s.d.Pos
 	if s.skip() != pass {
 		return unsure
 	}
-	end := s.d.pos
+	end := s.d.Pos
 	out := pass
 	if n.hasLocal() {
 		out = s.rerun(n, start, end, depth, true)
@@ -79,27 +81,27 @@ func (n *fastNode) matchApplied(s *fastScan, depth int) verdict {
 	for _, m := range n.not {
 		out = max(out, negate(s.rerun(m, start, end, depth, false)))
 	}
-	s.d.pos = end
+	s.d.Pos = end
 	return out
 }
 
 // rerun checks the value at start, which ends at end, against n: its own
 // keywords only when local is set.
-func (s *fastScan) rerun(n *fastNode, start, end, depth int, local bool) verdict {
-	s.d.pos = start
+func (s *scanner) rerun(n *node, start, end, depth int, local bool) verdict {
+	s.d.Pos = start
 	var v verdict
 	if local {
 		v = n.matchValue(s, depth)
 	} else {
 		v = n.match(s, depth+1)
 	}
-	if v == pass && s.d.pos != end {
+	if v == pass && s.d.Pos != end {
 		return unsure
 	}
 	return v
 }
 
-func (s *fastScan) anyOf(nodes []*fastNode, start, end, depth int) verdict {
+func (s *scanner) anyOf(nodes []*node, start, end, depth int) verdict {
 	out := fail
 	for _, m := range nodes {
 		switch s.rerun(m, start, end, depth, false) {
@@ -112,7 +114,7 @@ func (s *fastScan) anyOf(nodes []*fastNode, start, end, depth int) verdict {
 	return out
 }
 
-func (s *fastScan) oneOf(nodes []*fastNode, start, end, depth int) verdict {
+func (s *scanner) oneOf(nodes []*node, start, end, depth int) verdict {
 	passed, doubt := 0, false
 	for _, m := range nodes {
 		switch s.rerun(m, start, end, depth, false) {
@@ -139,39 +141,39 @@ func negate(v verdict) verdict {
 }
 
 // skip reads one value that no keyword checks.
-func (s *fastScan) skip() verdict { return s.empty.matchValue(s, 0) }
+func (s *scanner) skip() verdict { return s.empty.matchValue(s, 0) }
 
 // matchAll reads one value that every node in nodes must accept.
-func (s *fastScan) matchAll(nodes []*fastNode, depth int) verdict {
+func (s *scanner) matchAll(nodes []*node, depth int) verdict {
 	switch len(nodes) {
 	case 0:
 		return s.skip()
 	case 1:
 		return nodes[0].match(s, depth+1)
 	}
-	start := s.d.pos
+	start := s.d.Pos
 	if s.skip() != pass {
 		return unsure
 	}
-	end := s.d.pos
+	end := s.d.Pos
 	out := pass
 	for _, m := range nodes {
 		out = max(out, s.rerun(m, start, end, depth, false))
 	}
-	s.d.pos = end
+	s.d.Pos = end
 	return out
 }
 
 // matchValue reads one value and checks n's own keywords.
-func (n *fastNode) matchValue(s *fastScan, depth int) verdict {
+func (n *node) matchValue(s *scanner, depth int) verdict {
 	if n.never {
 		return fail
 	}
 	d := &s.d
-	if d.pos >= len(d.in) {
+	if d.Pos >= len(d.In) {
 		return unsure
 	}
-	switch b := d.in[d.pos]; {
+	switch b := d.In[d.Pos]; {
 	case b == '{':
 		return n.matchObject(s, depth)
 	case b == '[':
@@ -190,19 +192,19 @@ func (n *fastNode) matchValue(s *fastScan, depth int) verdict {
 	return unsure
 }
 
-func (n *fastNode) matchLiteral(s *fastScan, lit string, t typeSet) verdict {
-	start := s.d.pos
-	if s.d.literal(lit) != nil {
+func (n *node) matchLiteral(s *scanner, lit string, t typeSet) verdict {
+	start := s.d.Pos
+	if s.d.Literal(lit) != nil {
 		return unsure
 	}
 	if !n.types.allows(t) {
 		return fail
 	}
-	return n.matchEnums(s.d.in[start:s.d.pos])
+	return n.matchEnums(s.d.In[start:s.d.Pos])
 }
 
 // matchEnums checks a value other than a string against enum and const.
-func (n *fastNode) matchEnums(raw []byte) verdict {
+func (n *node) matchEnums(raw []byte) verdict {
 	for _, e := range n.enums {
 		if v := e.hasValue(raw); v != pass {
 			return v
@@ -211,8 +213,8 @@ func (n *fastNode) matchEnums(raw []byte) verdict {
 	return pass
 }
 
-func (n *fastNode) matchString(s *fastScan) verdict {
-	str, err := s.d.strBytes()
+func (n *node) matchString(s *scanner) verdict {
+	str, err := s.d.StringBytes()
 	if err != nil {
 		return unsure
 	}
@@ -247,8 +249,8 @@ func (r *stringRules) check(str []byte) verdict {
 	return verdictOf(r.format.check(str))
 }
 
-func (n *fastNode) matchNumber(s *fastScan) verdict {
-	lit, err := s.d.numberBytes()
+func (n *node) matchNumber(s *scanner) verdict {
+	lit, err := s.d.NumberBytes()
 	if err != nil {
 		return unsure
 	}
@@ -298,14 +300,14 @@ func (r *numberRules) check(lit []byte) verdict {
 	return pass
 }
 
-func (n *fastNode) matchObject(s *fastScan, depth int) verdict {
+func (n *node) matchObject(s *scanner, depth int) verdict {
 	if !n.types.allows(typeObject) {
 		return fail
 	}
-	start, base := s.d.pos, len(s.keys)
+	start, base := s.d.Pos, len(s.keys)
 	s.nest++
 	v, seen := unsure, uint64(0)
-	if s.nest <= maxDepth {
+	if s.nest <= strictjson.MaxDepth {
 		v, seen = n.members(s, base, depth)
 	}
 	if v == pass && n.obj != nil {
@@ -316,17 +318,17 @@ func (n *fastNode) matchObject(s *fastScan, depth int) verdict {
 	if v != pass {
 		return v
 	}
-	return n.matchEnums(s.d.in[start:s.d.pos])
+	return n.matchEnums(s.d.In[start:s.d.Pos])
 }
 
 // members reads the members of an object. It returns the bits of the
 // properties it read; the names of the others go on s.keys from base.
-func (n *fastNode) members(s *fastScan, base, depth int) (verdict, uint64) {
+func (n *node) members(s *scanner, base, depth int) (verdict, uint64) {
 	d := &s.d
-	d.pos++ // '{'
-	d.skipSpace()
-	if d.pos < len(d.in) && d.in[d.pos] == '}' {
-		d.pos++
+	d.Pos++ // '{'
+	d.SkipSpace()
+	if d.Pos < len(d.In) && d.In[d.Pos] == '}' {
+		d.Pos++
 		return pass, 0
 	}
 	var seen uint64
@@ -347,15 +349,15 @@ func (n *fastNode) members(s *fastScan, base, depth int) (verdict, uint64) {
 		if v := n.member(s, i, name, depth); v != pass {
 			return v, seen
 		}
-		d.skipSpace()
-		if d.pos >= len(d.in) {
+		d.SkipSpace()
+		if d.Pos >= len(d.In) {
 			return unsure, seen
 		}
-		switch d.in[d.pos] {
+		switch d.In[d.Pos] {
 		case ',':
-			d.pos++
+			d.Pos++
 		case '}':
-			d.pos++
+			d.Pos++
 			return pass, seen
 		default:
 			return unsure, seen
@@ -364,32 +366,32 @@ func (n *fastNode) members(s *fastScan, base, depth int) (verdict, uint64) {
 }
 
 // name reads a member name and the colon after it.
-func (s *fastScan) name() ([]byte, bool) {
+func (s *scanner) name() ([]byte, bool) {
 	d := &s.d
-	d.skipSpace()
-	if d.pos >= len(d.in) || d.in[d.pos] != '"' {
+	d.SkipSpace()
+	if d.Pos >= len(d.In) || d.In[d.Pos] != '"' {
 		return nil, false
 	}
-	start := d.pos
-	name, err := d.strBytes()
+	start := d.Pos
+	name, err := d.StringBytes()
 	if err != nil {
 		return nil, false
 	}
-	if d.pos-start != len(name)+2 {
+	if d.Pos-start != len(name)+2 {
 		name = bytes.Clone(name) // escaped: d.buf is reused by the next string
 	}
-	d.skipSpace()
-	if d.pos >= len(d.in) || d.in[d.pos] != ':' {
+	d.SkipSpace()
+	if d.Pos >= len(d.In) || d.In[d.Pos] != ':' {
 		return nil, false
 	}
-	d.pos++
-	d.skipSpace()
+	d.Pos++
+	d.SkipSpace()
 	return name, true
 }
 
 // newName records a member name without a bit; it refuses one the object
 // already has, and more than maxFastKeys of them.
-func (s *fastScan) newName(base int, name []byte) bool {
+func (s *scanner) newName(base int, name []byte) bool {
 	if len(s.keys)-base >= maxFastKeys {
 		return false
 	}
@@ -405,12 +407,12 @@ func (s *fastScan) newName(base int, name []byte) bool {
 // member reads the value of the member name, property i (or -1), checked
 // against every schema that applies to it: properties and matching
 // patternProperties, else additionalProperties.
-func (n *fastNode) member(s *fastScan, i int, name []byte, depth int) verdict {
+func (n *node) member(s *scanner, i int, name []byte, depth int) verdict {
 	o := n.obj
 	if o == nil {
 		return s.skip()
 	}
-	var buf [4]*fastNode
+	var buf [4]*node
 	apply := buf[:0]
 	if i >= 0 {
 		apply = append(apply, o.props[i])
@@ -448,49 +450,49 @@ func (o *objectRules) checkNames(seen uint64, names [][]byte) verdict {
 	return pass
 }
 
-func (n *fastNode) matchArray(s *fastScan, depth int) verdict {
+func (n *node) matchArray(s *scanner, depth int) verdict {
 	if !n.types.allows(typeArray) {
 		return fail
 	}
-	start := s.d.pos
+	start := s.d.Pos
 	s.nest++
 	v, count := unsure, 0
-	if s.nest <= maxDepth {
+	if s.nest <= strictjson.MaxDepth {
 		v, count = n.elements(s, depth)
 	}
 	s.nest--
 	if v == pass && n.arr != nil {
-		v = n.arr.check(count, s.d.in[start:s.d.pos])
+		v = n.arr.check(count, s.d.In[start:s.d.Pos])
 	}
 	if v != pass {
 		return v
 	}
-	return n.matchEnums(s.d.in[start:s.d.pos])
+	return n.matchEnums(s.d.In[start:s.d.Pos])
 }
 
 // elements reads the items of an array and returns how many it read.
-func (n *fastNode) elements(s *fastScan, depth int) (verdict, int) {
+func (n *node) elements(s *scanner, depth int) (verdict, int) {
 	d := &s.d
-	d.pos++ // '['
-	d.skipSpace()
-	if d.pos < len(d.in) && d.in[d.pos] == ']' {
-		d.pos++
+	d.Pos++ // '['
+	d.SkipSpace()
+	if d.Pos < len(d.In) && d.In[d.Pos] == ']' {
+		d.Pos++
 		return pass, 0
 	}
 	for i := 0; ; i++ {
-		d.skipSpace()
+		d.SkipSpace()
 		if v := s.item(n.arr, i, depth); v != pass {
 			return v, i
 		}
-		d.skipSpace()
-		if d.pos >= len(d.in) {
+		d.SkipSpace()
+		if d.Pos >= len(d.In) {
 			return unsure, i
 		}
-		switch d.in[d.pos] {
+		switch d.In[d.Pos] {
 		case ',':
-			d.pos++
+			d.Pos++
 		case ']':
-			d.pos++
+			d.Pos++
 			return pass, i + 1
 		default:
 			return unsure, i
@@ -499,7 +501,7 @@ func (n *fastNode) elements(s *fastScan, depth int) (verdict, int) {
 }
 
 // item reads item i of an array, checked against prefixItems or items.
-func (s *fastScan) item(a *arrayRules, i, depth int) verdict {
+func (s *scanner) item(a *arrayRules, i, depth int) verdict {
 	switch {
 	case a == nil:
 		return s.skip()

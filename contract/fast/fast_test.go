@@ -1,64 +1,45 @@
-package contract
+package fast
 
 import (
 	"errors"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/custody-dev/custody/contract/internal/draft2020"
+	"github.com/custody-dev/custody/contract/internal/strictjson"
 	"github.com/pb33f/jsonschema/v6"
 )
 
 // fastAndLibrary compiles a standalone schema both ways, as the registry
 // configures the library. fast is nil when the fast path refuses it.
-func fastAndLibrary(t *testing.T, schemaJSON string) (fast *fastNode, lib *jsonschema.Schema) {
+func fastAndLibrary(t *testing.T, schemaJSON string) (fast *Schema, lib *jsonschema.Schema) {
 	t.Helper()
 	const id = "https://example.test/fast.json"
-	tree, err := decode([]byte(schemaJSON))
+	tree, err := strictjson.Decode([]byte(schemaJSON))
 	if err != nil {
 		t.Fatalf("schema %s: %v", schemaJSON, err)
 	}
-	c := newCompiler(nil, true)
+	c := draft2020.NewCompiler(nil, true)
 	if err := c.AddResource(id, tree); err != nil {
 		t.Fatal(err)
 	}
 	if lib, err = c.Compile(id); err != nil {
 		t.Fatalf("library compile %s: %v", schemaJSON, err)
 	}
-	fast, err = compileFast(tree, id, "")
-	if err != nil && !errors.Is(err, errUnsupported) {
+	fast, err = NewCompiler(tree, id).Compile("")
+	if err != nil && !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("fast compile %s: %v", schemaJSON, err)
 	}
 	return fast, lib
 }
 
-// libraryAccepts runs today's path: strict decode, then the library.
+// libraryAccepts runs the registry's path without a fast path: strict
+// decode, then the library.
 func libraryAccepts(lib *jsonschema.Schema, doc []byte) bool {
-	v, err := decode(doc)
+	v, err := strictjson.Decode(doc)
 	return err == nil && lib.Validate(v) == nil
-}
-
-func TestFastPathCoversSeeds(t *testing.T) {
-	r := mustLoad(t, Options{})
-	for _, n := range r.Named() {
-		d := r.byID[n.Contract]
-		_, ptr, _ := strings.Cut(n.URI, "#")
-		if _, err := compileFast(d.tree, d.ID, ptr); err != nil {
-			t.Errorf("%s: %v", n.Name, err)
-		}
-	}
-	for _, bc := range benchCases {
-		uri, _ := r.Resolve(bc.ref)
-		s, err := r.schema(uri)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.fast == nil || !r.fastAccepts(s.fast, readTestdata(t, bc.file)) {
-			t.Errorf("%s: the fast path does not accept %s", bc.ref, bc.file)
-		}
-	}
 }
 
 // fastCase is a document, whether the library accepts it, and whether
@@ -70,7 +51,7 @@ type fastCase struct {
 	fastAccept bool
 }
 
-func TestFastPathBoundaries(t *testing.T) {
+func TestBoundaries(t *testing.T) {
 	ok := func(doc string) fastCase { return fastCase{doc, true, true} }
 	bad := func(doc string) fastCase { return fastCase{doc, false, false} }
 	tests := []struct {
@@ -156,7 +137,7 @@ func TestFastPathBoundaries(t *testing.T) {
 			}
 			for _, c := range tc.cases {
 				valid := libraryAccepts(lib, []byte(c.doc))
-				accepted := fast.accepts(new(fastScan), []byte(c.doc))
+				accepted := fast.Accepts([]byte(c.doc))
 				if valid != c.valid {
 					t.Errorf("%s: library valid = %v, want %v", c.doc, valid, c.valid)
 				}
@@ -168,9 +149,9 @@ func TestFastPathBoundaries(t *testing.T) {
 	}
 }
 
-// TestFastPathStrictJSON checks that the fast path accepts nothing the
+// TestStrictJSON checks that the fast path accepts nothing the
 // strict decoder refuses, even against the empty schema.
-func TestFastPathStrictJSON(t *testing.T) {
+func TestStrictJSON(t *testing.T) {
 	fast, _ := fastAndLibrary(t, `{"properties": {"a": {}}}`)
 	docs := []string{
 		``, ` `, `{"a": 1, "a": 2}`, `{"b": 1, "b": 2}`, `{"a": 1, "\u0061": 2}`, `{"b": 1, "\u0062": 2}`,
@@ -179,20 +160,20 @@ func TestFastPathStrictJSON(t *testing.T) {
 		strings.Repeat("[", 513) + strings.Repeat("]", 513),
 	}
 	for _, doc := range docs {
-		if _, err := decode([]byte(doc)); err == nil {
+		if _, err := strictjson.Decode([]byte(doc)); err == nil {
 			t.Fatalf("decoder accepts %q; the case is wrong", doc)
 		}
-		if fast.accepts(new(fastScan), []byte(doc)) {
+		if fast.Accepts([]byte(doc)) {
 			t.Errorf("fast path accepts %q, which the decoder refuses", doc)
 		}
 	}
 	deep := strings.Repeat("[", 512) + strings.Repeat("]", 512)
-	if !fast.accepts(new(fastScan), []byte(deep)) {
+	if !fast.Accepts([]byte(deep)) {
 		t.Error("fast path refuses nesting the decoder accepts")
 	}
 }
 
-func TestFastPathUnsupported(t *testing.T) {
+func TestUnsupported(t *testing.T) {
 	tests := map[string]string{
 		"IfThenElse":         `{"if": {"type": "string"}, "then": {"minLength": 1}}`,
 		"Unevaluated":        `{"properties": {"a": true}, "unevaluatedProperties": false}`,
@@ -211,62 +192,15 @@ func TestFastPathUnsupported(t *testing.T) {
 	}
 	for name, schemaJSON := range tests {
 		t.Run(name, func(t *testing.T) {
-			tree, err := decode([]byte(schemaJSON))
+			tree, err := strictjson.Decode([]byte(schemaJSON))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := compileFast(tree, "https://example.test/u.json", ""); !errors.Is(err, errUnsupported) {
-				t.Errorf("compileFast = %v, want errUnsupported", err)
+			if _, err := NewCompiler(tree, "https://example.test/u.json").Compile(""); !errors.Is(err, ErrUnsupported) {
+				t.Errorf("Compile = %v, want ErrUnsupported", err)
 			}
 		})
 	}
-}
-
-// TestValidateFastPathRefusalsUnchanged checks that a document the fast
-// path refuses still gets the library's violations: the refusal of a
-// schema the fast path compiles equals that of the library alone.
-func TestValidateFastPathRefusalsUnchanged(t *testing.T) {
-	r := mustLoad(t, Options{})
-	vms := string(readTestdata(t, "vms_update.json"))
-	for _, doc := range []string{
-		strings.Replace(vms, "900", "900.5", 1),
-		strings.Replace(vms, `"message": "PILE-UP AHEAD. SLOW DOWN NOW"`, `"message": "x", "extra": 1`, 1),
-		`{}`,
-	} {
-		uri, _ := r.Resolve("peas:issue_vms_update/input")
-		s, _ := r.schema(uri)
-		v, err := decode([]byte(doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := r.refusal(uri, s.lib.Validate(v))
-		got := asError(t, r.Validate("peas:issue_vms_update/input", []byte(doc)))
-		if got.Message != want.Message || len(got.Violations) != len(want.Violations) {
-			t.Errorf("%s: got %v, want %v", doc, got, want)
-		}
-	}
-}
-
-func TestValidateFastPathConcurrent(t *testing.T) {
-	r := mustLoad(t, Options{})
-	docs := map[string][]byte{}
-	for _, bc := range benchCases {
-		docs[bc.ref] = readTestdata(t, bc.file)
-	}
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for range 200 {
-				for ref, doc := range docs {
-					if err := r.Validate(ref, doc); err != nil {
-						t.Errorf("%s: %v", ref, err)
-						return
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
 }
 
 func TestPatternRunsAgreeWithRegexp(t *testing.T) {

@@ -1,4 +1,9 @@
-package contract
+// Package draft2020 configures the JSON Schema library as the contract
+// registry runs it: draft 2020-12, the RFC-exact format checkers of
+// package format, and no document fetched over the network. The registry
+// and the fast path's tests build their compilers here, so that both
+// check against one configuration.
+package draft2020
 
 import (
 	"errors"
@@ -11,15 +16,18 @@ import (
 	// keeps every cause behind a $ref instead of the first. The API is the
 	// same, so switching back is a one-line import change.
 	"github.com/pb33f/jsonschema/v6"
+
+	"github.com/custody-dev/custody/contract/internal/format"
 )
 
-// draft2020 is the meta-schema URI every bundle declares.
-const draft2020 = "https://json-schema.org/draft/2020-12/schema"
+// URI is the meta-schema URI of draft 2020-12, which every bundle
+// declares.
+const URI = "https://json-schema.org/draft/2020-12/schema"
 
-// newCompiler returns the compiler every contract goes through, so that
+// NewCompiler returns the compiler every contract goes through, so that
 // the conformance test runs exactly the product's configuration: draft
 // 2020-12 for schemas that declare no $schema, RFC-exact "date-time",
-// "uri" and "uri-reference" checkers, and loader as the only source of
+// "uri", "uri-reference" and "uuid" checkers, and loader as the only source of
 // documents that are not added as resources (nil: none; schemas are never
 // fetched over the network).
 //
@@ -28,16 +36,16 @@ const draft2020 = "https://json-schema.org/draft/2020-12/schema"
 // an annotation unless a meta-schema requires the format-assertion
 // vocabulary. The conformance test needs the default to run the required
 // suite, whose format.json expects annotation-only behaviour.
-func newCompiler(loader jsonschema.URLLoader, assertFormats bool) *jsonschema.Compiler {
+func NewCompiler(loader jsonschema.URLLoader, assertFormats bool) *jsonschema.Compiler {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	if assertFormats {
 		c.AssertFormat()
 	}
-	c.RegisterFormat(&jsonschema.Format{Name: "date-time", Validate: stringFormat(checkDateTime)})
-	c.RegisterFormat(&jsonschema.Format{Name: "uri", Validate: stringFormat(checkURI)})
-	c.RegisterFormat(&jsonschema.Format{Name: "uri-reference", Validate: stringFormat(checkURIReference)})
-	c.RegisterFormat(&jsonschema.Format{Name: "uuid", Validate: stringFormat(checkUUID)})
+	c.RegisterFormat(&jsonschema.Format{Name: "date-time", Validate: stringFormat(format.DateTime)})
+	c.RegisterFormat(&jsonschema.Format{Name: "uri", Validate: stringFormat(format.URI)})
+	c.RegisterFormat(&jsonschema.Format{Name: "uri-reference", Validate: stringFormat(format.URIReference)})
+	c.RegisterFormat(&jsonschema.Format{Name: "uuid", Validate: stringFormat(format.UUID)})
 	if loader == nil {
 		loader = noLoader{}
 	}
