@@ -1,0 +1,34 @@
+// Package tlog makes custody's ledger a transparency log: a Merkle tree
+// over the entries (RFC 6962 hashing), inclusion and consistency proofs,
+// checkpoints in the C2SP tlog-checkpoint signed-note format, cosignatures
+// by witnesses speaking the C2SP tlog-witness protocol, and the client that
+// asks them to cosign.
+//
+// The tree's leaves are the ledger's entries in seq order: entry seq is the
+// leaf at index seq-1, and its leaf data is the entry's chain hash, the 32
+// bytes its hex Hash spells. That hash commits to every field of the entry
+// (its canonical JSON, the SHA-256 of its exact body) and to the chain
+// before it, so a receipt {seq, hash} is all a caller needs to check that
+// its call is in a checkpointed tree:
+//
+//	leaf hash = SHA-256(0x00 ‖ entry hash bytes)
+//	node hash = SHA-256(0x01 ‖ left ‖ right)
+//
+// A checkpoint names the log (its origin), the tree's size and root hash,
+// and, as an extension line, the chain head at that size, so that one
+// signature commits to both structures:
+//
+//	<origin>
+//	<size>
+//	<base64 root hash>
+//	head <64 lowercase hex digits>
+//
+// It is signed as a note (golang.org/x/mod/sumdb/note) by the ledger's
+// ed25519 key under the origin's name.
+//
+// Stores keep the tree as the list of its complete nodes in post-order
+// (see Pos): appending a leaf appends the leaf and the nodes it completes
+// at the end of the list, and every node a proof needs is read by its
+// position. The package does no I/O but through the NodeReader a store
+// supplies, and the witness client's HTTP.
+package tlog

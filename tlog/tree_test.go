@@ -1,0 +1,220 @@
+package tlog
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"testing"
+)
+
+// refRoot is the RFC 6962 definition of the root of leaves, written out
+// to check Tree against: MTH(D[n]) = H(0x01 ‖ MTH(D[0:k]) ‖ MTH(D[k:n]))
+// for the largest power of two k < n.
+func refRoot(leaves [][]byte) []byte {
+	switch len(leaves) {
+	case 0:
+		s := sha256.Sum256(nil)
+		return s[:]
+	case 1:
+		s := sha256.Sum256(append([]byte{0}, leaves[0]...))
+		return s[:]
+	}
+	k := 1
+	for k*2 < len(leaves) {
+		k *= 2
+	}
+	s := sha256.Sum256(append(append([]byte{1}, refRoot(leaves[:k])...), refRoot(leaves[k:])...))
+	return s[:]
+}
+
+// entryHashes returns n made-up entry hashes.
+func entryHashes(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		s := sha256.Sum256(binary.BigEndian.AppendUint64(nil, uint64(i)))
+		out[i] = s[:]
+	}
+	return out
+}
+
+// build appends every entry hash to a new tree, keeping its nodes.
+func build(t testing.TB, data [][]byte) (*Tree, MemNodes) {
+	t.Helper()
+	tree, nodes := NewTree(), MemNodes{}
+	for _, d := range data {
+		if err := tree.Append(LeafHash(d), nodes.Keep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tree, nodes
+}
+
+func TestRootMatchesRFC6962(t *testing.T) {
+	data := entryHashes(70)
+	tree, nodes := NewTree(), MemNodes{}
+	for n := 0; n <= len(data); n++ {
+		if got, want := tree.Root(), refRoot(data[:n]); !bytes.Equal(got, want) {
+			t.Fatalf("size %d: root %x, want %x", n, got, want)
+		}
+		if got := uint64(len(nodes)); got != NodeCount(uint64(n)) {
+			t.Fatalf("size %d: %d nodes kept, NodeCount says %d", n, got, NodeCount(uint64(n)))
+		}
+		if n < len(data) {
+			if err := tree.Append(LeafHash(data[n]), nodes.Keep); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestSizeOf(t *testing.T) {
+	for n := uint64(0); n < 5000; n++ {
+		got, err := SizeOf(NodeCount(n))
+		if err != nil || got != n {
+			t.Fatalf("SizeOf(NodeCount(%d)) = %d, %v", n, got, err)
+		}
+	}
+	// 2 nodes: a leaf and no parent, then a second leaf: no tree.
+	if _, err := SizeOf(2); err == nil {
+		t.Fatal("SizeOf(2) accepted a list cut between a leaf and its parent")
+	}
+	big := uint64(1) << 40
+	if got, err := SizeOf(NodeCount(big + 12345)); err != nil || got != big+12345 {
+		t.Fatalf("SizeOf at 2^40: %d, %v", got, err)
+	}
+}
+
+func TestLoadTreeGoesOn(t *testing.T) {
+	ctx := context.Background()
+	data := entryHashes(300)
+	want, _ := build(t, data)
+	for _, cut := range []int{0, 1, 2, 3, 127, 128, 129, 255, 299} {
+		_, nodes := build(t, data[:cut])
+		tree, err := LoadTree(ctx, nodes, uint64(cut))
+		if err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		for _, d := range data[cut:] {
+			if err := tree.Append(LeafHash(d), nodes.Keep); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(tree.Root(), want.Root()) {
+			t.Fatalf("cut %d: the loaded tree's root differs", cut)
+		}
+	}
+	_, nodes := build(t, data[:10])
+	if _, err := LoadTree(ctx, nodes, 11); !errors.Is(err, ErrMissingNode) {
+		t.Fatalf("LoadTree past the nodes: %v, want ErrMissingNode", err)
+	}
+}
+
+// checkpointSizes are the sizes a ledger of n entries was checkpointed
+// at: every 256 entries, a few odd ones, and n.
+func checkpointSizes(n int) []uint64 {
+	sizes := []uint64{1, 2, 3, 7, 100}
+	for s := 256; s < n; s += 256 {
+		sizes = append(sizes, uint64(s))
+	}
+	return append(sizes, 1000, 1001, uint64(n))
+}
+
+func TestInclusionEveryEntryEveryCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	const n = 3000
+	data := entryHashes(n)
+	_, nodes := build(t, data)
+	for _, size := range checkpointSizes(n) {
+		root := refRoot(data[:size])
+		for i := uint64(0); i < size; i++ {
+			p, err := InclusionProof(ctx, nodes, i, size)
+			if err != nil {
+				t.Fatalf("proof of %d in %d: %v", i, size, err)
+			}
+			if err := VerifyInclusion(i, size, LeafHash(data[i]), p, root); err != nil {
+				t.Fatalf("entry %d in checkpoint %d: %v", i+1, size, err)
+			}
+		}
+	}
+}
+
+func TestConsistencyEveryPairOfCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	const n = 3000
+	data := entryHashes(n)
+	_, nodes := build(t, data)
+	sizes := checkpointSizes(n)
+	for _, a := range sizes {
+		for _, b := range sizes {
+			if a > b {
+				continue
+			}
+			p, err := ConsistencyProof(ctx, nodes, a, b)
+			if err != nil {
+				t.Fatalf("proof %d→%d: %v", a, b, err)
+			}
+			if err := VerifyConsistency(a, b, p, refRoot(data[:a]), refRoot(data[:b])); err != nil {
+				t.Fatalf("checkpoints %d and %d: %v", a, b, err)
+			}
+		}
+	}
+}
+
+func TestTamperedEntryFailsInclusion(t *testing.T) {
+	ctx := context.Background()
+	data := entryHashes(1500)
+	_, nodes := build(t, data)
+	const size = 1500
+	root := refRoot(data)
+	for _, i := range []uint64{0, 1, 700, 1023, 1024, 1499} {
+		p, err := InclusionProof(ctx, nodes, i, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tampered := bytes.Clone(data[i])
+		tampered[0] ^= 1
+		if err := VerifyInclusion(i, size, LeafHash(tampered), p, root); err == nil {
+			t.Fatalf("a tampered entry %d verified", i+1)
+		}
+		if err := VerifyInclusion(i+1, size, LeafHash(data[i]), p, root); err == nil && i+1 < size {
+			t.Fatalf("entry %d verified at index %d", i+1, i+1)
+		}
+		if len(p) > 0 {
+			p[len(p)-1] = bytes.Clone(p[len(p)-1]) // the proof shares the tree's nodes
+			p[len(p)-1][0] ^= 1
+			if err := VerifyInclusion(i, size, LeafHash(data[i]), p, root); err == nil {
+				t.Fatalf("a tampered proof of %d verified", i+1)
+			}
+		}
+	}
+	// A tree built over a tampered entry has another root: every proof
+	// from it fails against the honest checkpoint.
+	bad := append([][]byte(nil), data...)
+	bad[42] = entryHashes(1)[0]
+	_, badNodes := build(t, bad)
+	p, err := InclusionProof(ctx, badNodes, 42, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyInclusion(42, size, LeafHash(bad[42]), p, root); err == nil {
+		t.Fatal("a proof from a tampered tree verified against the honest root")
+	}
+	if _, err := InclusionProof(ctx, nodes, size, size); err == nil {
+		t.Fatal("a proof of a leaf past the tree was built")
+	}
+}
+
+func TestEntryLeafHash(t *testing.T) {
+	d := entryHashes(1)[0]
+	got, err := EntryLeafHash("" + hexOf(d))
+	if err != nil || !bytes.Equal(got, LeafHash(d)) {
+		t.Fatalf("EntryLeafHash: %x, %v", got, err)
+	}
+	for _, bad := range []string{"", "zz", hexOf(d)[:62], "A" + hexOf(d)[1:]} {
+		if _, err := EntryLeafHash(bad); err == nil {
+			t.Errorf("EntryLeafHash(%q) accepted", bad)
+		}
+	}
+}
