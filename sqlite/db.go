@@ -64,6 +64,9 @@ type Options struct {
 	CheckpointInterval time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Origin names the ledger in its checkpoint notes (package tlog);
+	// "" means one derived from the signing key.
+	Origin string
 	// Logger receives what the store does on its own that takes long,
 	// such as rebuilding the lookup index; nil discards it.
 	Logger *slog.Logger
@@ -74,6 +77,9 @@ type Options struct {
 	// mergeHook, when set, runs in the index's merger before it installs
 	// a merge. Tests hold a merge back with it.
 	mergeHook func()
+	// noTree leaves the Merkle tree and the checkpoint notes out, so that
+	// benchmarks can measure what they cost.
+	noTree bool
 	// fsync makes the write-ahead log durable; nil means fdatasync.
 	// Tests hold it back or make it fail.
 	fsync func(*os.File) error
@@ -139,6 +145,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts.Origin = originOf(opts, priv.Public().(ed25519.PublicKey))
 	db := &DB{
 		dir: dir, opts: opts, priv: priv, pub: priv.Public().(ed25519.PublicKey),
 		reqs: make(chan *request, queueSize), stopped: make(chan struct{}),

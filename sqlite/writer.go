@@ -337,6 +337,9 @@ func (w *writer) checkpoint(ctx context.Context, tx *sql.Tx, b *batch, reqs []*r
 		if err := insertCheckpoint(ctx, tx, cp); err != nil {
 			return err
 		}
+		if err := w.sealNote(ctx, tx, cp); err != nil {
+			return err
+		}
 		b.cp = &cp
 	}
 	for _, r := range reqs {
