@@ -75,7 +75,7 @@ func newEnv(t *testing.T, apps ...web.App) *env {
 	}
 	s, err := web.New(web.Config{
 		Gateway: e.gw, Approvals: e.approvals, Ledger: e.ledger, Verify: db.Verify,
-		Checkpoint: db.LatestCheckpoint, Commits: db.Commits, Tokens: tokens, Now: e.clock.Now, Apps: apps,
+		Checkpoint: db.LatestCheckpoint, Proofs: db, Commits: db.Commits, Tokens: tokens, Now: e.clock.Now, Apps: apps,
 		Index: func(ctx context.Context) (web.IndexStatus, error) {
 			s, err := db.IndexStatus(ctx)
 			return web.IndexStatus(s), err

@@ -34,6 +34,9 @@ type Config struct {
 	// Checkpoint returns the latest signed checkpoint; nil answers 503 on
 	// /v1/ledger/checkpoint.
 	Checkpoint func(ctx context.Context) (custody.Checkpoint, error)
+	// Proofs serves Merkle proofs; nil answers 503 on /v1/ledger/proof
+	// and /v1/ledger/consistency.
+	Proofs Proofs
 	// Commits counts the write transactions the store has committed;
 	// when set, /metrics reports it, and entries over commits is how
 	// many appends shared each commit.
@@ -136,6 +139,8 @@ func (s *Server) routes() (*http.ServeMux, error) {
 	mux.HandleFunc("GET /v1/ledger", s.require(s.handleLedger, readers()...))
 	mux.HandleFunc("GET /v1/ledger/verify", s.require(s.handleVerify, readers()...))
 	mux.HandleFunc("GET /v1/ledger/checkpoint", s.require(s.handleCheckpoint, readers()...))
+	mux.HandleFunc("GET /v1/ledger/proof", s.require(s.handleProof, allRoles()...))
+	mux.HandleFunc("GET /v1/ledger/consistency", s.require(s.handleConsistency, allRoles()...))
 	mux.HandleFunc("GET /v1/console", s.require(s.handleConsole, allRoles()...))
 	mux.HandleFunc("/v1/", s.handleNotFound)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
