@@ -58,9 +58,15 @@ func (db *DB) VerifyWith(ctx context.Context, pub ed25519.PublicKey) (ledger.Rep
 const verifyPage = 1024
 
 // ExportJSONL writes the ledger as JSONL, one entry a line in seq order,
-// each checkpoint on its own line right after the entry it covers. The
-// output verifies offline with ledger.VerifyJSONL and the public key.
+// each checkpoint on its own line right after the entry it covers, followed
+// by its signed note with the witnesses' cosignatures when it has one. The
+// output verifies offline with ledger.VerifyJSONL and the public key, and
+// its notes with tlog.NoteChecker.
 func (db *DB) ExportJSONL(ctx context.Context, w io.Writer) error {
+	notes, err := db.Notes(ctx, 0)
+	if err != nil {
+		return err
+	}
 	var line []byte
 	write := func() error {
 		if _, err := w.Write(line); err != nil {
@@ -74,6 +80,12 @@ func (db *DB) ExportJSONL(ctx context.Context, w io.Writer) error {
 	}
 	checkpoint := func(cp custody.Checkpoint) error {
 		line = ledger.AppendCheckpointLine(line[:0], cp)
+		for len(notes) > 0 && notes[0].Size < uint64(cp.Size) {
+			notes = notes[1:] // a note whose checkpoint the walk does not see
+		}
+		if len(notes) > 0 && notes[0].Size == uint64(cp.Size) {
+			line = ledger.AppendNoteLine(line, notes[0].Cosigned())
+		}
 		return write()
 	}
 	return db.walk(ctx, entry, checkpoint)

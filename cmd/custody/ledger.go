@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/sqlite"
@@ -23,10 +26,12 @@ import (
 // ledgerCommands are the subcommands of `custody ledger`.
 func ledgerCommands() map[string]command {
 	return map[string]command{
-		"append": {"append an entry (for scripts) and print its receipt", (*Main).runLedgerAppend},
-		"export": {"write the ledger and its checkpoints as JSONL", (*Main).runLedgerExport},
-		"show":   {"print entries, one line each", (*Main).runLedgerShow},
-		"verify": {"verify the chain and signed checkpoints of a store or an export", (*Main).runLedgerVerify},
+		"append":        {"append an entry (for scripts) and print its receipt", (*Main).runLedgerAppend},
+		"check-receipt": {"verify a receipt's inclusion proof offline with the public key", (*Main).runLedgerCheckReceipt},
+		"prove":         {"print an entry's inclusion proof, or two checkpoints' consistency proof", (*Main).runLedgerProve},
+		"export":        {"write the ledger and its checkpoints as JSONL", (*Main).runLedgerExport},
+		"show":          {"print entries, one line each", (*Main).runLedgerShow},
+		"verify":        {"verify the chain and signed checkpoints of a store or an export", (*Main).runLedgerVerify},
 	}
 }
 
@@ -61,15 +66,20 @@ func (m *Main) ledgerUsage(cmds map[string]command) {
 // one-line summary when the ledger is intact, 1 naming the first bad seq
 // and the reason when it is not, 2 on a usage error or an unreadable input.
 func (m *Main) runLedgerVerify(ctx context.Context, args []string) int {
-	fs := m.flags("ledger verify", "(--data DIR | --jsonl FILE) [--pubkey FILE]")
+	fs := m.flags("ledger verify", "(--data DIR | --jsonl FILE) [--pubkey FILE] [--witness-key KEY ... [--witness-quorum N]]")
 	data := m.dataFlag(fs)
 	jsonl := fs.String("jsonl", "", "verify this JSONL export `FILE` (- for stdin) instead of a store")
 	pubFile := fs.String("pubkey", "", "check checkpoint signatures against this PEM public key `FILE`")
+	wf := addWitnessFlags(fs)
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
 	if *jsonl != "" && isSet(fs, "data") {
 		return m.flagError(fs, "give --data or --jsonl, not both")
+	}
+	ws, quorum, err := wf.verifiers()
+	if err != nil {
+		return m.flagError(fs, err.Error())
 	}
 	var pub ed25519.PublicKey
 	if *pubFile != "" {
@@ -80,27 +90,26 @@ func (m *Main) runLedgerVerify(ctx context.Context, args []string) int {
 		}
 	}
 	if *jsonl != "" {
-		return m.verifyJSONL(*jsonl, pub)
+		return m.verifyJSONL(*jsonl, pub, ws, quorum)
 	}
-	return m.verifyStore(ctx, *data, pub, *pubFile != "")
+	return m.verifyStore(ctx, *data, pub, *pubFile != "", ws, quorum)
 }
 
-func (m *Main) verifyJSONL(file string, pub ed25519.PublicKey) int {
-	var r io.Reader = m.Stdin
-	if file != "-" {
-		f, err := os.Open(file)
-		if err != nil {
-			fmt.Fprintf(m.Stderr, "custody ledger verify: %v\n", err)
-			return exitUsage
-		}
-		defer f.Close()
-		r = f
+func (m *Main) verifyJSONL(file string, pub ed25519.PublicKey, ws []note.Verifier, quorum int) int {
+	raw, err := m.readBody(file)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "custody ledger verify: %v\n", err)
+		return exitUsage
 	}
-	report, err := ledger.VerifyJSONL(r, pub)
-	return m.verified("custody ledger verify: "+file, report, err)
+	what := "custody ledger verify: " + file
+	report, err := ledger.VerifyJSONL(bytes.NewReader(raw), pub)
+	if code := m.verified(what, report, err); code != exitOK {
+		return code
+	}
+	return m.verifyNotes(what, bytes.NewReader(raw), pub, ws, quorum)
 }
 
-func (m *Main) verifyStore(ctx context.Context, dir string, pub ed25519.PublicKey, withKey bool) int {
+func (m *Main) verifyStore(ctx context.Context, dir string, pub ed25519.PublicKey, withKey bool, ws []note.Verifier, quorum int) int {
 	db, code := m.openExisting(dir)
 	if db == nil {
 		return code
@@ -109,8 +118,14 @@ func (m *Main) verifyStore(ctx context.Context, dir string, pub ed25519.PublicKe
 	if !withKey {
 		pub = db.PublicKey()
 	}
+	what := "custody ledger verify: " + dir
 	report, err := db.VerifyWith(ctx, pub)
-	return m.verified("custody ledger verify: "+dir, report, err)
+	if code := m.verified(what, report, err); code != exitOK {
+		return code
+	}
+	r := storeExport(ctx, db)
+	defer r.Close()
+	return m.verifyNotes(what, r, pub, ws, quorum)
 }
 
 // verified prints the outcome of a verification and returns its exit code.

@@ -336,7 +336,7 @@ func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems) (http.Han
 			s, err := st.db.IndexStatus(ctx)
 			return web.IndexStatus(s), err
 		},
-		Checkpoint: st.db.LatestCheckpoint, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
+		Checkpoint: st.db.LatestCheckpoint, Proofs: st.db, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
 	})
 	if err != nil {
 		return nil, err
