@@ -350,3 +350,19 @@ func (db *DB) LastCosigned(ctx context.Context, witness string) (uint64, error) 
 	}
 	return size, nil
 }
+
+var _ tlog.Log = (*DB)(nil)
+
+// NotesAfter returns the signed notes of the checkpoints past size after,
+// without cosignatures, for a tlog.Submitter.
+func (db *DB) NotesAfter(ctx context.Context, after uint64) ([]tlog.LogNote, error) {
+	ns, err := db.Notes(ctx, after)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tlog.LogNote, len(ns))
+	for i, n := range ns {
+		out[i] = tlog.LogNote{Size: n.Size, Signed: n.Signed}
+	}
+	return out, nil
+}

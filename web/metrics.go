@@ -124,6 +124,9 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Index != nil {
 		s.writeIndex(r.Context(), w)
 	}
+	if s.cfg.Witnesses != nil {
+		s.writeWitnesses(w)
+	}
 }
 
 // writeIndex reports the lookup index: how far it has indexed, how many

@@ -20,6 +20,7 @@ import (
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/tlog"
 )
 
 // Config holds what the server needs. Gateway, Approvals, Ledger and
@@ -37,6 +38,9 @@ type Config struct {
 	// Proofs serves Merkle proofs; nil answers 503 on /v1/ledger/proof
 	// and /v1/ledger/consistency.
 	Proofs Proofs
+	// Witnesses reports the witnesses cosigning the checkpoints; when set,
+	// /healthz details them and /metrics counts their refusals.
+	Witnesses func() []tlog.WitnessStatus
 	// Commits counts the write transactions the store has committed;
 	// when set, /metrics reports it, and entries over commits is how
 	// many appends shared each commit.
@@ -163,5 +167,5 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &custody.Error{Kind: custody.EUNAVAILABLE, Message: "ledger unavailable", Err: err})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, s.health())
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/mcpserver"
+	"github.com/custody-dev/custody/tlog"
 	"github.com/custody-dev/custody/web"
 )
 
@@ -59,6 +60,9 @@ type serveConfig struct {
 	// ConsoleURL is the console's public base URL for notifications; the
 	// listening URL when empty.
 	ConsoleURL string `json:"console_url"`
+	// Witnesses cosign every checkpoint (C2SP tlog-witness);
+	// $CUSTODY_WITNESSES and --witness override them.
+	Witnesses []witnessConfig `json:"witnesses"`
 }
 
 // serveSettings are serve's settings after flags, environment and file.
@@ -66,6 +70,7 @@ type serveSettings struct {
 	addr, data, contracts, nats string
 	llm, llmEdge, room          string
 	cfg                         serveConfig
+	witnesses                   []witnessConfig
 }
 
 // systems is where the domain systems plug into serve: their tools join
@@ -104,6 +109,8 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	room := fset.String("room", "", "a Brain room `FILE` (room.db) whose review queue the console shows (env CUSTODY_BRAIN_ROOM)")
 	natsURL := fset.String("nats", "", "join the wildfire mesh over NATS at `URL` (env CUSTODY_NATS; default: a simulated mesh)")
 	config := fset.String("config", m.env("CUSTODY_CONFIG", ""), "JSON config `FILE` (env CUSTODY_CONFIG)")
+	var witnessFlag stringList
+	fset.Var(&witnessFlag, "witness", "have the witness at `URL=KEY` cosign every checkpoint (repeatable; env CUSTODY_WITNESSES, space separated)")
 	if ok, code := m.parse(fset, args); !ok {
 		return serveSettings{}, code, false
 	}
@@ -127,6 +134,21 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	set.room = m.setting(given["room"], *room, "CUSTODY_BRAIN_ROOM", "", "")
 	set.llm = m.setting(given["llm"], *llmURL, "CUSTODY_LLM", "", "template")
 	set.llmEdge = m.setting(given["llm-edge"], *edgeURL, "CUSTODY_LLM_EDGE", "", "")
+	set.witnesses = set.cfg.Witnesses
+	list := []string(witnessFlag)
+	if len(list) == 0 {
+		list = strings.Fields(m.env("CUSTODY_WITNESSES", ""))
+	}
+	if len(list) > 0 {
+		set.witnesses = nil
+	}
+	for _, s := range list {
+		w, err := parseWitness(s)
+		if err != nil {
+			return set, m.flagUsage(fset, err.Error()), false
+		}
+		set.witnesses = append(set.witnesses, w)
+	}
 	return set, 0, true
 }
 
@@ -154,7 +176,7 @@ func readServeConfig(path string) (serveConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return cfg, fmt.Errorf("config %s: %w (fields: addr, data, contracts, tokens, webhooks, console_url)", path, err)
+		return cfg, fmt.Errorf("config %s: %w (fields: addr, data, contracts, tokens, webhooks, console_url, witnesses)", path, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return cfg, fmt.Errorf("config %s: unexpected data after the JSON object", path)
@@ -189,12 +211,21 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return err
 	}
-	h, err := m.serveHandler(st, tokens, sys)
+	wit, err := newWitnessing(st.db, set.witnesses, slog.New(slog.NewTextHandler(m.Stderr, nil)))
 	if err != nil {
 		return err
 	}
+	h, err := m.serveHandler(st, tokens, sys, wit.status())
+	if err != nil {
+		return err
+	}
+	if wit != nil {
+		sys.Runners = append(sys.Runners, wit.runner)
+	}
 	m.announce(base, set.data, notes)
-	return m.run(ctx, ln, h, st, sys)
+	err = m.run(ctx, ln, h, st, sys)
+	wit.final()
+	return err
 }
 
 // withFileEnv returns a copy of m whose environment falls back to the
@@ -320,7 +351,7 @@ func keptToken(path string) (token string, created bool, err error) {
 }
 
 // serveHandler builds the root handler: MCP at /mcp, everything else web.
-func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems) (http.Handler, error) {
+func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems, witnesses func() []tlog.WitnessStatus) (http.Handler, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	metrics := web.NewMetrics()
 	var apps []web.App
@@ -336,7 +367,7 @@ func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems) (http.Han
 			s, err := st.db.IndexStatus(ctx)
 			return web.IndexStatus(s), err
 		},
-		Checkpoint: st.db.LatestCheckpoint, Proofs: st.db, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
+		Checkpoint: st.db.LatestCheckpoint, Proofs: st.db, Witnesses: witnesses, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
 	})
 	if err != nil {
 		return nil, err
