@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/transparency-dev/merkle/compact"
+
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/tlog"
 )
@@ -48,24 +50,34 @@ func (n Note) Cosigned() []byte { return append(append([]byte(nil), n.Signed...)
 // while the tree catches up.
 const nodeChunk = 4096
 
+// minLevel is the lowest level of the tree's nodes that tlog_nodes keeps:
+// a node below it is recomputed from the at most 2^minLevel entries under
+// it. Keeping one node in 16, not every node, is what keeps the tree's
+// cost on the append path small.
+const minLevel = 4
+
+// sparseTree reads the tree's nodes through a pool or a transaction.
+func sparseTree(q querier) tlog.Sparse {
+	return tlog.Sparse{Nodes: treeNodes{q}, Leaves: treeLeaves{q}, MinLevel: minLevel}
+}
+
 // sealNote extends the tree to cover cp and stores cp as a signed note, in
-// the transaction that stores cp.
-func (w *writer) sealNote(ctx context.Context, tx *sql.Tx, cp custody.Checkpoint) error {
+// the transaction that stores cp; batch holds the entries this transaction
+// appends.
+func (w *writer) sealNote(ctx context.Context, tx *sql.Tx, cp custody.Checkpoint, batch []*custody.Entry) error {
 	if w.opts.noTree {
 		return nil
 	}
 	size := uint64(cp.Size)
-	tree, err := extendTree(ctx, tx, size)
+	var have uint64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(size), 0) FROM tlog_checkpoints`).Scan(&have); err != nil {
+		return fmt.Errorf("read the tree's size: %w", err)
+	}
+	tree, err := w.trees.extend(ctx, tx, have, size, batch)
 	if err != nil {
 		return fmt.Errorf("extend the tree to %d: %w", size, err)
 	}
-	root := tree.Root()
-	if tree.Size() != size {
-		if root, err = tlog.RootAt(ctx, treeNodes{tx}, size); err != nil {
-			return err
-		}
-	}
-	signed, err := tlog.Sign(tlog.Checkpoint{Origin: w.opts.Origin, Size: size, Root: root, Head: cp.Head}, w.priv)
+	signed, err := tlog.Sign(tlog.Checkpoint{Origin: w.opts.Origin, Size: size, Root: tree.Root(), Head: cp.Head}, w.priv)
 	if err != nil {
 		return err
 	}
@@ -76,24 +88,112 @@ func (w *writer) sealNote(ctx context.Context, tx *sql.Tx, cp custody.Checkpoint
 	return nil
 }
 
-// treeSize returns how many leaves the stored tree has.
-func treeSize(ctx context.Context, q querier) (uint64, error) {
-	var count uint64
-	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(pos) + 1, 0) FROM tlog_nodes`).Scan(&count); err != nil {
-		return 0, fmt.Errorf("read the tree's size: %w", err)
-	}
-	return tlog.SizeOf(count)
+// treeCache is the writer's memory of the tree between checkpoints: the
+// tree as of the latest note, and the hashes of the entries committed
+// since, so that sealing a note reads nothing back from the database.
+// When it does not match the database (another process appended, a
+// transaction failed) the tree is read from the database instead.
+type treeCache struct {
+	tree    *tlog.Tree // as of the latest note; nil when unknown
+	pending []string   // hashes of the entries committed after tree's size
+	next    *tlog.Tree // the tree the transaction being committed seals
 }
 
-// extendTree returns the stored tree, first appending the entries up to
-// seq size that it lacks (all of them when the table is new or was
-// emptied: the tree is derived from the entries).
-func extendTree(ctx context.Context, tx *sql.Tx, size uint64) (*tlog.Tree, error) {
-	have, err := treeSize(ctx, tx)
-	if err != nil {
+// extend returns the tree of size leaves, the stored tree being of size
+// have, and stores the nodes it adds.
+func (c *treeCache) extend(ctx context.Context, tx *sql.Tx, have, size uint64, batch []*custody.Entry) (*tlog.Tree, error) {
+	c.next = nil
+	hashes := c.hashes(have, size, batch)
+	if hashes == nil {
+		tree, err := extendTree(ctx, tx, have, size)
+		c.next = tree
+		return tree, err
+	}
+	tree := c.tree.Clone()
+	var nodes []any
+	for _, h := range hashes {
+		b, err := hex.DecodeString(h)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: hash %q: %w", tree.Size()+1, h, err)
+		}
+		if err := tree.Append(tlog.LeafHash(b), keepNodes(&nodes)); err != nil {
+			return nil, err
+		}
+	}
+	if err := insertNodes(ctx, tx, nodes); err != nil {
 		return nil, err
 	}
-	tree, err := tlog.LoadTree(ctx, treeNodes{tx}, have)
+	c.next = tree
+	return tree, nil
+}
+
+// hashes returns the hashes of the entries after have up to size from
+// memory, or nil when memory does not hold exactly them.
+func (c *treeCache) hashes(have, size uint64, batch []*custody.Entry) []string {
+	if c.tree == nil || c.tree.Size() != have || size <= have {
+		return nil
+	}
+	hashes := append([]string(nil), c.pending...)
+	for _, e := range batch {
+		if uint64(e.Seq) != have+uint64(len(hashes))+1 {
+			return nil
+		}
+		hashes = append(hashes, e.Hash)
+	}
+	if uint64(len(hashes)) < size-have {
+		return nil
+	}
+	return hashes[:size-have]
+}
+
+// committed takes in a committed batch: its note's tree, or its entries.
+func (c *treeCache) committed(b *batch) {
+	if c.next != nil && b.cp != nil {
+		c.tree, c.pending, c.next = c.next, nil, nil
+		for _, e := range b.entries {
+			if uint64(e.Seq) > c.tree.Size() {
+				c.pending = append(c.pending, e.Hash)
+			}
+		}
+		return
+	}
+	c.next = nil
+	if c.tree == nil {
+		return
+	}
+	for _, e := range b.entries {
+		if uint64(e.Seq) != c.tree.Size()+uint64(len(c.pending))+1 {
+			c.tree, c.pending = nil, nil // another process appended: read it back next time
+			return
+		}
+		c.pending = append(c.pending, e.Hash)
+	}
+}
+
+// keepNodes returns the tlog.Tree.Append callback that collects, as
+// INSERT arguments, the nodes tlog_nodes keeps.
+func keepNodes(args *[]any) func(compact.NodeID, []byte) {
+	return func(id compact.NodeID, hash []byte) {
+		if id.Level >= minLevel {
+			*args = append(*args, int64(tlog.Pos(id)), hash)
+		}
+	}
+}
+
+// extendTree returns the tree of size leaves, first appending to the
+// stored tree, which covers the latest note (of size have), the entries up
+// to size that it lacks. Nodes missing from the stored tree (the table
+// emptied: it is derived from the entries) make it rebuild from the first
+// entry.
+func extendTree(ctx context.Context, tx *sql.Tx, have, size uint64) (*tlog.Tree, error) {
+	have = min(have, size)
+	tree, err := tlog.LoadTree(ctx, sparseTree(tx), have)
+	if errors.Is(err, tlog.ErrMissingNode) {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM tlog_nodes`); err != nil {
+			return nil, fmt.Errorf("rebuild the tree: %w", err)
+		}
+		tree, err = tlog.NewTree(), nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -106,16 +206,15 @@ func extendTree(ctx context.Context, tx *sql.Tx, size uint64) (*tlog.Tree, error
 }
 
 // appendLeaves appends the entries after the tree's size up to seq to,
-// storing the nodes they complete.
+// storing the nodes they complete that tlog_nodes keeps.
 func appendLeaves(ctx context.Context, tx *sql.Tx, tree *tlog.Tree, to uint64) error {
 	hashes, err := entryHashes(ctx, tx, tree.Size(), to)
 	if err != nil {
 		return err
 	}
 	var nodes []any
-	keep := func(pos uint64, hash []byte) { nodes = append(nodes, int64(pos), hash) }
 	for _, h := range hashes {
-		if err := tree.Append(tlog.LeafHash(h), keep); err != nil {
+		if err := tree.Append(tlog.LeafHash(h), keepNodes(&nodes)); err != nil {
 			return err
 		}
 	}
@@ -158,7 +257,7 @@ const nodeRows = 256
 func insertNodes(ctx context.Context, tx *sql.Tx, args []any) error {
 	for len(args) > 0 {
 		n := min(len(args)/2, nodeRows)
-		q := `INSERT INTO tlog_nodes (pos, hash) VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?), ", n), ", ")
+		q := `INSERT OR REPLACE INTO tlog_nodes (pos, hash) VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?), ", n), ", ")
 		if _, err := tx.ExecContext(ctx, q, args[:2*n]...); err != nil {
 			return fmt.Errorf("insert tree nodes: %w", err)
 		}
@@ -167,21 +266,36 @@ func insertNodes(ctx context.Context, tx *sql.Tx, args []any) error {
 	return nil
 }
 
-// treeNodes reads the tree's nodes through a pool or a transaction.
+// treeLeaves reads the tree's leaves from the entries.
+type treeLeaves struct{ q querier }
+
+// ReadLeaves returns the leaf hashes of entries begin+1 to end.
+func (l treeLeaves) ReadLeaves(ctx context.Context, begin, end uint64) ([][]byte, error) {
+	hashes, err := entryHashes(ctx, l.q, begin, end)
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range hashes {
+		hashes[i] = tlog.LeafHash(h)
+	}
+	return hashes, nil
+}
+
+// treeNodes reads the nodes tlog_nodes keeps.
 type treeNodes struct{ q querier }
 
-// ReadNodes returns the hashes of the nodes at pos.
-func (n treeNodes) ReadNodes(ctx context.Context, pos []uint64) ([][]byte, error) {
-	if len(pos) == 0 {
+// ReadNodes returns the hashes of the nodes ids.
+func (n treeNodes) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, error) {
+	if len(ids) == 0 {
 		return nil, nil
 	}
 	var list strings.Builder
 	list.WriteByte('[')
-	for i, p := range pos {
+	for i, id := range ids {
 		if i > 0 {
 			list.WriteByte(',')
 		}
-		list.WriteString(strconv.FormatUint(p, 10))
+		list.WriteString(strconv.FormatUint(tlog.Pos(id), 10))
 	}
 	list.WriteByte(']')
 	rows, err := n.q.QueryContext(ctx, `SELECT pos, hash FROM tlog_nodes WHERE pos IN (SELECT value FROM json_each(?))`, list.String())
@@ -189,7 +303,7 @@ func (n treeNodes) ReadNodes(ctx context.Context, pos []uint64) ([][]byte, error
 		return nil, fmt.Errorf("read tree nodes: %w", err)
 	}
 	defer rows.Close()
-	found := make(map[uint64][]byte, len(pos))
+	found := make(map[uint64][]byte, len(ids))
 	for rows.Next() {
 		var p uint64
 		var h []byte
@@ -201,10 +315,10 @@ func (n treeNodes) ReadNodes(ctx context.Context, pos []uint64) ([][]byte, error
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read tree nodes: %w", err)
 	}
-	out := make([][]byte, len(pos))
-	for i, p := range pos {
-		if out[i] = found[p]; len(out[i]) != tlog.HashSize {
-			return nil, tlog.ErrorMissingNode(p)
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		if out[i] = found[tlog.Pos(id)]; len(out[i]) != tlog.HashSize {
+			return nil, tlog.ErrorMissingNode(id)
 		}
 	}
 	return out, nil
@@ -279,7 +393,7 @@ func (db *DB) Receipt(ctx context.Context, seq, size uint64) (tlog.Receipt, erro
 	if err := db.rdb.QueryRowContext(ctx, `SELECT hash FROM entries WHERE seq = ?`, seq).Scan(&hash); err != nil {
 		return tlog.Receipt{}, unavailable("read entry", err)
 	}
-	p, err := tlog.InclusionProof(ctx, treeNodes{db.rdb}, seq-1, n.Size)
+	p, err := tlog.InclusionProof(ctx, sparseTree(db.rdb), seq-1, n.Size)
 	if err != nil {
 		return tlog.Receipt{}, unavailable("build inclusion proof", err)
 	}
@@ -300,7 +414,7 @@ func (db *DB) ConsistencyProof(ctx context.Context, from, to uint64) ([][]byte, 
 	if to > latest.Size {
 		return nil, custody.Errorf(custody.ENOTFOUND, "consistency: no checkpoint covers size %d yet: the latest is of size %d", to, latest.Size)
 	}
-	p, err := tlog.ConsistencyProof(ctx, treeNodes{db.rdb}, from, to)
+	p, err := tlog.ConsistencyProof(ctx, sparseTree(db.rdb), from, to)
 	if err != nil {
 		return nil, unavailable("build consistency proof", err)
 	}

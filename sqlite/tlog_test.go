@@ -124,7 +124,7 @@ func TestTreeRebuiltWhenMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	rawExec(t, dir, `DELETE FROM tlog_nodes WHERE pos > 17`)
+	rawExec(t, dir, `DELETE FROM tlog_nodes WHERE pos > 100`)
 	db = openDir(t, dir, Options{CheckpointEvery: 64})
 	appendMany(t, db, 200)
 	if _, err := db.Checkpoint(ctx); err != nil {
@@ -198,15 +198,19 @@ func TestTreeRefusals(t *testing.T) {
 		t.Fatalf("receipt before any checkpoint: %v, want not_found", err)
 	}
 	appendMany(t, db, 25)
+	if _, err := db.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, db, entry("k", "t", nil, 26)) // not due for a checkpoint
 	cases := map[string]struct {
 		err  error
 		kind string
 	}{
 		"ErrSeqZero":       {second(db.Receipt(ctx, 0, 0)), custody.EINVALID},
-		"ErrNotCovered":    {second(db.Receipt(ctx, 25, 0)), custody.ENOTFOUND},
-		"ErrNoSuchSize":    {second(db.Receipt(ctx, 1, 11)), custody.ENOTFOUND},
+		"ErrNotCovered":    {second(db.Receipt(ctx, 26, 0)), custody.ENOTFOUND},
+		"ErrNoSuchSize":    {second(db.Receipt(ctx, 1, 27)), custody.ENOTFOUND},
 		"ErrFromPastTo":    {second(db.Consistency(ctx, 20, 10)), custody.EINVALID},
-		"ErrToPastLatest":  {second(db.Consistency(ctx, 10, 25)), custody.ENOTFOUND},
+		"ErrToPastLatest":  {second(db.Consistency(ctx, 10, 26)), custody.ENOTFOUND},
 		"ErrFromNoCheckpt": {second(db.Consistency(ctx, 0, 20)), custody.ENOTFOUND},
 	}
 	for name, tc := range cases {
@@ -245,5 +249,49 @@ func TestCosignaturesStored(t *testing.T) {
 	last := ns[len(ns)-1]
 	if last.Size != 20 || string(last.Cosignatures) != "— v BBBB\n— w AAAA\n" || !bytes.HasSuffix(last.Cosigned(), last.Cosignatures) {
 		t.Fatalf("note %d carries %q", last.Size, last.Cosignatures)
+	}
+}
+
+// TestTreeTwoWriters has two stores on one directory append in turns, as
+// two processes would: each writer's memory of the tree goes stale when
+// the other appends, and every note must still state the tree over the
+// entries.
+func TestTreeTwoWriters(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := openDir(t, dir, Options{CheckpointEvery: 7})
+	b := openDir(t, dir, Options{CheckpointEvery: 5})
+	for i := range 60 {
+		db := a
+		if i/9%2 == 1 {
+			db = b
+		}
+		mustAppend(t, db, entry("k", "t", nil, i))
+	}
+	if _, err := b.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := a.ExportJSONL(ctx, &buf); err != nil {
+		t.Fatal(err)
+	}
+	c := tlog.NewNoteChecker(a.PublicKey(), nil, 0)
+	d := ledger.NewDecoder(&buf)
+	for {
+		l, err := d.Next()
+		if err != nil {
+			break
+		}
+		if l.Entry != nil {
+			err = c.Entry(l.Entry.Hash)
+		} else if l.Note != nil {
+			err = c.Note(l.Note)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.Notes() < 8 {
+		t.Fatalf("%d notes checked, want one every few entries", c.Notes())
 	}
 }

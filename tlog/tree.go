@@ -45,34 +45,16 @@ func Pos(id compact.NodeID) uint64 {
 }
 
 // NodeCount returns how many complete nodes a tree of size leaves has:
-// the length of its post-order list, 2·size - popcount(size).
+// 2·size - popcount(size).
 func NodeCount(size uint64) uint64 {
 	return 2*size - uint64(bits.OnesCount64(size))
 }
 
-// SizeOf returns the tree size whose node list has count nodes, or an
-// error when no tree has exactly count nodes (a list cut short).
-func SizeOf(count uint64) (uint64, error) {
-	lo, hi := count/2, count/2+64 // NodeCount(n) lies in [2n-64, 2n]
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		if NodeCount(mid) < count {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	if NodeCount(lo) != count {
-		return 0, fmt.Errorf("%d nodes is no complete tree", count)
-	}
-	return lo, nil
-}
-
-// NodeReader reads complete nodes of a tree by their positions (see Pos).
-// ReadNodes returns one hash for each position, in order, or an error when
-// any is missing.
+// NodeReader reads complete nodes of a tree. ReadNodes returns one hash
+// for each id, in order, or an error wrapping ErrMissingNode when any is
+// not there.
 type NodeReader interface {
-	ReadNodes(ctx context.Context, pos []uint64) ([][]byte, error)
+	ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, error)
 }
 
 // Tree is the right edge of a tree being appended to: the roots of its
@@ -87,8 +69,7 @@ func NewTree() *Tree { return &Tree{r: factory.NewEmptyRange(0)} }
 
 // LoadTree returns the tree of size leaves whose nodes nr holds.
 func LoadTree(ctx context.Context, nr NodeReader, size uint64) (*Tree, error) {
-	ids := compact.RangeNodes(0, size, nil)
-	hashes, err := nr.ReadNodes(ctx, positions(ids))
+	hashes, err := nr.ReadNodes(ctx, compact.RangeNodes(0, size, nil))
 	if err != nil {
 		return nil, fmt.Errorf("load tree of size %d: %w", size, err)
 	}
@@ -103,14 +84,10 @@ func LoadTree(ctx context.Context, nr NodeReader, size uint64) (*Tree, error) {
 func (t *Tree) Size() uint64 { return t.r.End() }
 
 // Append adds the leaf whose leaf hash is leafHash and calls keep, when
-// not nil, with the position and hash of every node that becomes complete,
-// the leaf first, in position order.
-func (t *Tree) Append(leafHash []byte, keep func(pos uint64, hash []byte)) error {
-	var visit compact.VisitFn
-	if keep != nil {
-		visit = func(id compact.NodeID, hash []byte) { keep(Pos(id), hash) }
-	}
-	if err := t.r.Append(leafHash, visit); err != nil {
+// not nil, with every node that becomes complete, the leaf first, in
+// position order (see Pos).
+func (t *Tree) Append(leafHash []byte, keep func(id compact.NodeID, hash []byte)) error {
+	if err := t.r.Append(leafHash, keep); err != nil {
 		return fmt.Errorf("append leaf %d: %w", t.r.End(), err)
 	}
 	return nil
@@ -175,19 +152,11 @@ func ConsistencyProof(ctx context.Context, nr NodeReader, size1, size2 uint64) (
 }
 
 func rehash(ctx context.Context, nr NodeReader, nodes proof.Nodes) ([][]byte, error) {
-	hashes, err := nr.ReadNodes(ctx, positions(nodes.IDs))
+	hashes, err := nr.ReadNodes(ctx, nodes.IDs)
 	if err != nil {
 		return nil, fmt.Errorf("read proof nodes: %w", err)
 	}
 	return nodes.Rehash(hashes, hasher.HashChildren)
-}
-
-func positions(ids []compact.NodeID) []uint64 {
-	pos := make([]uint64, len(ids))
-	for i, id := range ids {
-		pos[i] = Pos(id)
-	}
-	return pos
 }
 
 // VerifyInclusion checks that leafHash is leaf index of the tree of size
@@ -208,36 +177,128 @@ func VerifyConsistency(size1, size2 uint64, p [][]byte, root1, root2 []byte) err
 	return nil
 }
 
-// MemNodes is a NodeReader over an in-memory node list, for building
-// proofs from an exported ledger. Keep is its Tree.Append callback.
+// MemNodes is a NodeReader over an in-memory list of every node, in
+// position order, for building proofs from an exported ledger. Keep is its
+// Tree.Append callback.
 type MemNodes [][]byte
 
-// Keep records the node at pos, which must be the next position.
-func (m *MemNodes) Keep(pos uint64, hash []byte) {
-	if pos != uint64(len(*m)) {
+// Keep records the node id, which must be the next in position order.
+func (m *MemNodes) Keep(id compact.NodeID, hash []byte) {
+	if pos := Pos(id); pos != uint64(len(*m)) {
 		panic(fmt.Sprintf("tlog: node %d kept after %d nodes", pos, len(*m)))
 	}
 	*m = append(*m, hash)
 }
 
-// ReadNodes returns the nodes at pos: the list's own slices, not copies.
-func (m MemNodes) ReadNodes(_ context.Context, pos []uint64) ([][]byte, error) {
-	out := make([][]byte, len(pos))
-	for i, p := range pos {
+// ReadNodes returns the nodes ids: the list's own slices, not copies.
+func (m MemNodes) ReadNodes(_ context.Context, ids []compact.NodeID) ([][]byte, error) {
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		p := Pos(id)
 		if p >= uint64(len(m)) {
-			return nil, errMissingNode(p)
+			return nil, ErrorMissingNode(id)
 		}
 		out[i] = m[p]
 	}
 	return out, nil
 }
 
-// ErrMissingNode is what a NodeReader's error wraps when a position is
-// past its list.
+// ErrMissingNode is what a NodeReader's error wraps when a node is not
+// stored.
 var ErrMissingNode = errors.New("node not stored")
 
-func errMissingNode(pos uint64) error { return fmt.Errorf("node %d: %w", pos, ErrMissingNode) }
+// ErrorMissingNode returns the error a NodeReader reports for id.
+func ErrorMissingNode(id compact.NodeID) error {
+	return fmt.Errorf("node %d at level %d: %w", id.Index, id.Level, ErrMissingNode)
+}
 
-// ErrorMissingNode returns the error a NodeReader reports for pos, which
-// wraps ErrMissingNode.
-func ErrorMissingNode(pos uint64) error { return errMissingNode(pos) }
+// LeafReader reads leaf hashes: those of leaves [begin, end), in order.
+type LeafReader interface {
+	ReadLeaves(ctx context.Context, begin, end uint64) ([][]byte, error)
+}
+
+// Sparse is a NodeReader over a store that keeps only the nodes of level
+// MinLevel and up: a node below is recomputed from the at most
+// 2^MinLevel leaves under it. Keeping 1 node in 2^MinLevel makes
+// appending cheap; a proof reads at most two runs of 2^MinLevel leaves.
+type Sparse struct {
+	Nodes    NodeReader
+	Leaves   LeafReader
+	MinLevel uint
+}
+
+// Stored reports whether a Sparse store keeps node id.
+func (s Sparse) Stored(id compact.NodeID) bool { return id.Level >= s.MinLevel }
+
+// ReadNodes returns the nodes ids, reading the stored ones in one call
+// and the leaves under the others once for each block of 2^MinLevel
+// leaves they lie in (an inclusion proof's lie in one block).
+func (s Sparse) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, error) {
+	out := make([][]byte, len(ids))
+	var stored []compact.NodeID
+	var at []int
+	blocks := map[uint64][]int{} // block → indexes into ids of the nodes below MinLevel in it
+	for i, id := range ids {
+		if s.Stored(id) {
+			stored, at = append(stored, id), append(at, i)
+			continue
+		}
+		begin, _ := id.Coverage()
+		blocks[begin>>s.MinLevel] = append(blocks[begin>>s.MinLevel], i)
+	}
+	for block, in := range blocks {
+		if err := s.fromLeaves(ctx, block, ids, in, out); err != nil {
+			return nil, err
+		}
+	}
+	if len(stored) > 0 {
+		hashes, err := s.Nodes.ReadNodes(ctx, stored)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range at {
+			out[i] = hashes[j]
+		}
+	}
+	return out, nil
+}
+
+// fromLeaves computes the nodes ids[in], all below MinLevel in block, from
+// one read of the block's leaves, into out.
+func (s Sparse) fromLeaves(ctx context.Context, block uint64, ids []compact.NodeID, in []int, out [][]byte) error {
+	first, end := block<<s.MinLevel, uint64(0)
+	for _, i := range in {
+		_, e := ids[i].Coverage()
+		end = max(end, e)
+	}
+	leaves, err := s.Leaves.ReadLeaves(ctx, first, end)
+	if err != nil {
+		return err
+	}
+	for _, i := range in {
+		b, e := ids[i].Coverage()
+		if e-first > uint64(len(leaves)) {
+			return ErrorMissingNode(ids[i])
+		}
+		if out[i], err = subtreeHash(ids[i], leaves[b-first:e-first]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// subtreeHash returns the hash of node id from the leaves under it.
+func subtreeHash(id compact.NodeID, leaves [][]byte) ([]byte, error) {
+	begin, _ := id.Coverage()
+	r := factory.NewEmptyRange(begin)
+	for _, l := range leaves {
+		if err := r.Append(l, nil); err != nil {
+			return nil, err
+		}
+	}
+	hashes := r.Hashes()
+	if len(hashes) != 1 {
+		return nil, fmt.Errorf("node %d at level %d: %d hashes from its leaves", id.Index, id.Level, len(hashes))
+	}
+	return hashes[0], nil
+}

@@ -6,7 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"testing"
+
+	"github.com/transparency-dev/merkle/compact"
 )
 
 // refRoot is the RFC 6962 definition of the root of leaves, written out
@@ -66,23 +69,6 @@ func TestRootMatchesRFC6962(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-	}
-}
-
-func TestSizeOf(t *testing.T) {
-	for n := uint64(0); n < 5000; n++ {
-		got, err := SizeOf(NodeCount(n))
-		if err != nil || got != n {
-			t.Fatalf("SizeOf(NodeCount(%d)) = %d, %v", n, got, err)
-		}
-	}
-	// 2 nodes: a leaf and no parent, then a second leaf: no tree.
-	if _, err := SizeOf(2); err == nil {
-		t.Fatal("SizeOf(2) accepted a list cut between a leaf and its parent")
-	}
-	big := uint64(1) << 40
-	if got, err := SizeOf(NodeCount(big + 12345)); err != nil || got != big+12345 {
-		t.Fatalf("SizeOf at 2^40: %d, %v", got, err)
 	}
 }
 
@@ -216,5 +202,77 @@ func TestEntryLeafHash(t *testing.T) {
 		if _, err := EntryLeafHash(bad); err == nil {
 			t.Errorf("EntryLeafHash(%q) accepted", bad)
 		}
+	}
+}
+
+// sparseMem keeps what a Sparse store keeps: the nodes from minLevel up,
+// and the leaves.
+type sparseMem struct {
+	nodes    map[compact.NodeID][]byte
+	leaves   [][]byte
+	minLevel uint
+}
+
+func (s *sparseMem) ReadNodes(_ context.Context, ids []compact.NodeID) ([][]byte, error) {
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		if id.Level < s.minLevel {
+			return nil, fmt.Errorf("node %+v is below the stored levels", id)
+		}
+		if out[i] = s.nodes[id]; out[i] == nil {
+			return nil, ErrorMissingNode(id)
+		}
+	}
+	return out, nil
+}
+
+func (s *sparseMem) ReadLeaves(_ context.Context, begin, end uint64) ([][]byte, error) {
+	n := uint64(len(s.leaves))
+	return s.leaves[min(begin, n):min(end, n)], nil
+}
+
+func TestSparseProofs(t *testing.T) {
+	ctx := context.Background()
+	const n = 1000
+	data := entryHashes(n)
+	store := &sparseMem{nodes: map[compact.NodeID][]byte{}, minLevel: 4}
+	tree := NewTree()
+	for _, d := range data {
+		store.leaves = append(store.leaves, LeafHash(d))
+		err := tree.Append(LeafHash(d), func(id compact.NodeID, h []byte) {
+			if id.Level >= store.minLevel {
+				store.nodes[id] = h
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp := Sparse{Nodes: store, Leaves: store, MinLevel: store.minLevel}
+	for _, size := range []uint64{1, 15, 16, 17, 100, 512, 999, 1000} {
+		root := refRoot(data[:size])
+		if got, err := RootAt(ctx, sp, size); err != nil || !bytes.Equal(got, root) {
+			t.Fatalf("root at %d: %x, %v", size, got, err)
+		}
+		for i := uint64(0); i < size; i += 7 {
+			p, err := InclusionProof(ctx, sp, i, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := VerifyInclusion(i, size, LeafHash(data[i]), p, root); err != nil {
+				t.Fatalf("entry %d in %d: %v", i+1, size, err)
+			}
+		}
+		p, err := ConsistencyProof(ctx, sp, 17, max(size, 17))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := VerifyConsistency(17, max(size, 17), p, refRoot(data[:17]), refRoot(data[:max(size, 17)])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.leaves = store.leaves[:500] // entries gone: the nodes below cannot be recomputed
+	if _, err := InclusionProof(ctx, sp, 600, 1000); !errors.Is(err, ErrMissingNode) {
+		t.Fatalf("proof without the leaves: %v, want ErrMissingNode", err)
 	}
 }
