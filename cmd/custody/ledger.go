@@ -28,6 +28,7 @@ func ledgerCommands() map[string]command {
 	return map[string]command{
 		"append":        {"append an entry (for scripts) and print its receipt", (*Main).runLedgerAppend},
 		"check-receipt": {"verify a receipt's inclusion proof offline with the public key", (*Main).runLedgerCheckReceipt},
+		"note-key":      {"print the origin and note verifier key witnesses follow the ledger by", (*Main).runLedgerNoteKey},
 		"prove":         {"print an entry's inclusion proof, or two checkpoints' consistency proof", (*Main).runLedgerProve},
 		"export":        {"write the ledger and its checkpoints as JSONL", (*Main).runLedgerExport},
 		"show":          {"print entries, one line each", (*Main).runLedgerShow},

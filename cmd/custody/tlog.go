@@ -223,3 +223,25 @@ func parseReceipt(raw []byte) (tlog.Receipt, error) {
 	}
 	return r, nil
 }
+
+// runLedgerNoteKey prints the ledger's origin and the note verifier key of
+// its checkpoints: what a witness is told to follow the ledger by
+// (witnessctl add-log -origin, add-key -key).
+func (m *Main) runLedgerNoteKey(_ context.Context, args []string) int {
+	fs := m.flags("ledger note-key", "[--data DIR]")
+	data := m.dataFlag(fs)
+	if ok, code := m.parse(fs, args); !ok {
+		return code
+	}
+	db, code := m.openExisting(*data)
+	if db == nil {
+		return code
+	}
+	defer db.Close()
+	vkey, err := tlog.VerifierKey(db.Origin(), db.PublicKey())
+	if err != nil {
+		return m.fail(err)
+	}
+	fmt.Fprintf(m.Stdout, "origin %s\nvkey %s\n", db.Origin(), vkey)
+	return exitOK
+}

@@ -209,6 +209,10 @@ func TestLitewitnessCosignsAndRefusesARewrite(t *testing.T) {
 	w := startLitewitness(t, bin)
 	data := filepath.Join(t.TempDir(), "data")
 	origin, logKey := storeOrigin(t, data)
+	code, out, errOut := cli(t, data, "ledger", "note-key")
+	if code != 0 || out != "origin "+origin+"\nvkey "+logKey+"\n" {
+		t.Fatalf("note-key printed %q (%s), want origin %s and vkey %s", out, errOut, origin, logKey)
+	}
 	w.follow(t, origin, logKey)
 
 	// Two runs of serve: each stop seals a checkpoint the witness cosigns,
@@ -224,7 +228,7 @@ func TestLitewitnessCosignsAndRefusesARewrite(t *testing.T) {
 			t.Fatalf("checkpoint %d is not cosigned by %s: %q", n.Size, w.name, n.Cosignatures)
 		}
 	}
-	code, out, errOut := cli(t, data, "ledger", "verify", "--witness-key", w.vkey)
+	code, out, errOut = cli(t, data, "ledger", "verify", "--witness-key", w.vkey)
 	if code != 0 || !strings.Contains(out, "cosigned by at least 1 of 1 witnesses") {
 		t.Fatalf("verify --witness-key of the honest ledger: exit %d: %s%s", code, out, errOut)
 	}
