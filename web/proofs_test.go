@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/custody-dev/custody/tlog"
+	"github.com/custody-dev/custody/web"
 )
 
 func TestProofs(t *testing.T) {
@@ -92,5 +94,36 @@ func TestProofsRefused(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", res.Status, tc.status, res.Body)
 			}
 		})
+	}
+}
+
+func TestHealthzWitnesses(t *testing.T) {
+	status := []tlog.WitnessStatus{{Name: "w1", URL: "http://127.0.0.1:1", Cosigned: 40}, {Name: "w2", Cosigned: 12}}
+	e := newEnvWith(t, func(c *web.Config) {
+		c.Witnesses = func() []tlog.WitnessStatus { return status }
+	})
+	var h struct {
+		Status    string               `json:"status"`
+		Witnesses []tlog.WitnessStatus `json:"witnesses"`
+	}
+	res := e.do("GET", "/healthz", "", nil)
+	if err := json.Unmarshal(res.Body, &h); res.Status != 200 || err != nil || h.Status != "ok" || len(h.Witnesses) != 2 {
+		t.Fatalf("healthz with witnesses cosigning: %d %s", res.Status, res.Body)
+	}
+	status[1].Refused, status[1].Refusals, status[1].LastError = true, 3, "the witness refused to cosign (422)"
+	res = e.do("GET", "/healthz", "", nil)
+	if err := json.Unmarshal(res.Body, &h); res.Status != 200 || err != nil || h.Status != "degraded" || !h.Witnesses[1].Refused {
+		t.Fatalf("healthz with a witness refusing: %d %s", res.Status, res.Body)
+	}
+	metrics := string(e.do("GET", "/metrics", "", nil).Body)
+	for _, want := range []string{
+		`custody_witness_cosigned_size{witness="w1"} 40`,
+		`custody_witness_refusals_total{witness="w2"} 3`,
+		`custody_witness_refused{witness="w2"} 1`,
+		`custody_witness_refused{witness="w1"} 0`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }

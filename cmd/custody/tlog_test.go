@@ -63,6 +63,12 @@ func TestLedgerProveAndCheckReceipt(t *testing.T) {
 		t.Fatalf("prove consistency: exit %d: %s%s", code, out, errOut)
 	}
 
+	// A call's result fetched with ?proof=1 carries the receipt.
+	wrapped := writeFile(t, tmp, "result.json", `{"trace_id":"t","output":{},"receipt":{"seq":5},"inclusion":`+string(mustRead(t, receipt))+`}`)
+	if code, out, errOut := cli(t, data, "ledger", "check-receipt", wrapped, "--pubkey", pub); code != 0 || !strings.HasPrefix(out, "ok: entry 5 ") {
+		t.Fatalf("check-receipt of a call's result: exit %d: %s%s", code, out, errOut)
+	}
+
 	// Refusals: another entry's hash, another key, a receipt of nothing.
 	var r tlog.Receipt
 	if err := json.Unmarshal(mustRead(t, receipt), &r); err != nil {
