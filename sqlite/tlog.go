@@ -330,10 +330,26 @@ func (db *DB) Origin() string { return db.opts.Origin }
 // Notes returns the checkpoints as signed notes with their cosignatures,
 // those of sizes past after, in size order.
 func (db *DB) Notes(ctx context.Context, after uint64) ([]Note, error) {
-	const q = `SELECT c.size, c.note, coalesce((SELECT group_concat(line, '') FROM
+	return db.notes(ctx, `c.size > ?`, after)
+}
+
+// cosignedNote returns the note of the checkpoint of size with its
+// cosignatures, and whether there is one.
+func (db *DB) cosignedNote(ctx context.Context, size uint64) (Note, bool, error) {
+	ns, err := db.notes(ctx, `c.size = ?`, size)
+	if err != nil || len(ns) == 0 {
+		return Note{}, false, err
+	}
+	return ns[0], true, nil
+}
+
+// notes returns the notes with their cosignatures where cond holds of
+// c.size, in size order.
+func (db *DB) notes(ctx context.Context, cond string, arg uint64) ([]Note, error) {
+	q := `SELECT c.size, c.note, coalesce((SELECT group_concat(line, '') FROM
 		(SELECT line FROM tlog_cosignatures s WHERE s.size = c.size ORDER BY witness)), '')
-		FROM tlog_checkpoints c WHERE c.size > ? ORDER BY c.size`
-	rows, err := db.rdb.QueryContext(ctx, q, after)
+		FROM tlog_checkpoints c WHERE ` + cond + ` ORDER BY c.size`
+	rows, err := db.rdb.QueryContext(ctx, q, arg)
 	if err != nil {
 		return nil, unavailable("read checkpoint notes", err)
 	}

@@ -63,10 +63,6 @@ const verifyPage = 1024
 // output verifies offline with ledger.VerifyJSONL and the public key, and
 // its notes with tlog.NoteChecker.
 func (db *DB) ExportJSONL(ctx context.Context, w io.Writer) error {
-	notes, err := db.Notes(ctx, 0)
-	if err != nil {
-		return err
-	}
 	var line []byte
 	write := func() error {
 		if _, err := w.Write(line); err != nil {
@@ -80,11 +76,13 @@ func (db *DB) ExportJSONL(ctx context.Context, w io.Writer) error {
 	}
 	checkpoint := func(cp custody.Checkpoint) error {
 		line = ledger.AppendCheckpointLine(line[:0], cp)
-		for len(notes) > 0 && notes[0].Size < uint64(cp.Size) {
-			notes = notes[1:] // a note whose checkpoint the walk does not see
+		// The note was committed with the checkpoint: it is there.
+		n, ok, err := db.cosignedNote(ctx, uint64(cp.Size))
+		if err != nil {
+			return err
 		}
-		if len(notes) > 0 && notes[0].Size == uint64(cp.Size) {
-			line = ledger.AppendNoteLine(line, notes[0].Cosigned())
+		if ok {
+			line = ledger.AppendNoteLine(line, n.Cosigned())
 		}
 		return write()
 	}

@@ -4,7 +4,9 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	fnote "github.com/transparency-dev/formats/note"
@@ -92,5 +94,65 @@ func TestCosigners(t *testing.T) {
 	}
 	if _, err := ParseSigLines([]byte("— name !!!\n")); err == nil {
 		t.Fatal("ParseSigLines accepted a line that is not base64")
+	}
+}
+
+func TestNoteCheckerWitnessed(t *testing.T) {
+	priv := testKey(t)
+	pub := priv.Public().(ed25519.PublicKey)
+	s, vkey := testWitness(t, "witness.example/one")
+	v, err := NewWitnessVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := entryHashes(30)
+	signedAt := func(size int, cosigned bool) []byte {
+		c := Checkpoint{Origin: KeyOrigin(pub), Size: uint64(size), Root: refRoot(data[:size]), Head: hexOf(data[size-1])}
+		msg, err := Sign(c, priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cosigned {
+			msg = append(msg, cosign(t, msg, s)...)
+		}
+		return msg
+	}
+	// run feeds entries 1..upto with the notes at their sizes.
+	run := func(upto int, notes map[int][]byte) error {
+		c := NewNoteChecker(pub, []note.Verifier{v}, 1)
+		for i := 1; i <= upto; i++ {
+			if err := c.Entry(hexOf(data[i-1])); err != nil {
+				return err
+			}
+			if n, ok := notes[i]; ok {
+				if err := c.Note(n); err != nil {
+					return err
+				}
+			}
+		}
+		return c.Finish()
+	}
+	if err := run(30, map[int][]byte{10: signedAt(10, true), 30: signedAt(30, true)}); err != nil {
+		t.Fatalf("every note cosigned, the last covering every entry: %v", err)
+	}
+	cases := map[string]struct {
+		upto  int
+		notes map[int][]byte
+		size  uint64
+		msg   string
+	}{
+		"ErrNotCosigned":   {30, map[int][]byte{10: signedAt(10, true), 20: signedAt(20, false), 30: signedAt(30, true)}, 20, "lacks a consistent cosignature"},
+		"ErrTailUncovered": {30, map[int][]byte{10: signedAt(10, true)}, 30, "entries 11-30 are in no checkpoint"},
+		"ErrNoNote":        {30, nil, 30, "no checkpoint note"},
+		"ErrWrongRoot":     {30, map[int][]byte{10: signedAt(11, true)}, 11, "comes after entry 10"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := run(tc.upto, tc.notes)
+			var ne *NoteError
+			if !errors.As(err, &ne) || ne.Size != tc.size || !strings.Contains(ne.Reason, tc.msg) {
+				t.Fatalf("err = %v, want checkpoint %d: %q", err, tc.size, tc.msg)
+			}
+		})
 	}
 }

@@ -32,6 +32,7 @@ type NoteChecker struct {
 	tree      *Tree
 	head      string
 	notes     int
+	covered   uint64 // the size of the last note checked
 }
 
 // NewNoteChecker returns a checker of notes signed by pub (nil: any
@@ -73,6 +74,7 @@ func (c *NoteChecker) Note(msg []byte) error {
 	}
 	c.origin = cp.Origin
 	c.notes++
+	c.covered = cp.Size
 	if len(c.witnesses) == 0 {
 		return nil
 	}
@@ -111,3 +113,17 @@ func (c *NoteChecker) open(msg []byte) (Checkpoint, []byte, []SigLine, error) {
 
 // Notes returns how many notes were checked.
 func (c *NoteChecker) Notes() int { return c.notes }
+
+// Finish checks, when witnesses are required, that the last note covers
+// the last entry: entries after the last witnessed checkpoint are
+// vouched for by the ledger's key alone, which is what witnesses guard
+// against.
+func (c *NoteChecker) Finish() error {
+	if len(c.witnesses) == 0 || c.tree.Size() == c.covered {
+		return nil
+	}
+	if c.notes == 0 {
+		return &NoteError{Size: c.tree.Size(), Reason: "no checkpoint note carries the witnesses' cosignatures"}
+	}
+	return &NoteError{Size: c.tree.Size(), Reason: fmt.Sprintf("entries %d-%d are in no checkpoint the witnesses cosigned", c.covered+1, c.tree.Size())}
+}

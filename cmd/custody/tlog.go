@@ -64,6 +64,7 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 func (m *Main) verifyNotes(what string, r io.Reader, pub ed25519.PublicKey, ws []note.Verifier, quorum int) int {
 	c := tlog.NewNoteChecker(pub, ws, quorum)
 	d := ledger.NewDecoder(r)
+	var ne *tlog.NoteError
 	for {
 		l, err := d.Next()
 		if err == io.EOF {
@@ -78,7 +79,6 @@ func (m *Main) verifyNotes(what string, r io.Reader, pub ed25519.PublicKey, ws [
 		case l.Note != nil:
 			err = c.Note(l.Note)
 		}
-		var ne *tlog.NoteError
 		if errors.As(err, &ne) {
 			fmt.Fprintf(m.Stderr, "%s: FAILED at checkpoint %d: %s\n", what, ne.Size, ne.Reason)
 			return exitFailed
@@ -87,8 +87,8 @@ func (m *Main) verifyNotes(what string, r io.Reader, pub ed25519.PublicKey, ws [
 			return m.fail(err)
 		}
 	}
-	if len(ws) > 0 && c.Notes() == 0 {
-		fmt.Fprintf(m.Stderr, "%s: FAILED: no checkpoint note to find the witnesses' cosignatures on\n", what)
+	if err := c.Finish(); errors.As(err, &ne) {
+		fmt.Fprintf(m.Stderr, "%s: FAILED after entry %d: %s\n", what, ne.Size, ne.Reason)
 		return exitFailed
 	}
 	msg := fmt.Sprintf("ok: %d checkpoint notes match the Merkle tree over the entries", c.Notes())
