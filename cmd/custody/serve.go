@@ -372,7 +372,7 @@ func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems, witnesses
 	if err != nil {
 		return nil, err
 	}
-	ms, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Observe: metrics.ObserveCall, Logger: logger})
+	ms, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Observe: metrics.ObserveCall, Inclusion: st.inclusion, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

@@ -87,3 +87,9 @@ func (w *witnessing) status() func() []tlog.WitnessStatus {
 	}
 	return w.sub.Status
 }
+
+// inclusion is mcpserver.Options.Inclusion: the proof of entry seq in the
+// latest checkpoint.
+func (st *stack) inclusion(ctx context.Context, seq uint64) (tlog.Receipt, error) {
+	return st.db.Receipt(ctx, seq, 0)
+}
