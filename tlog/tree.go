@@ -41,12 +41,12 @@ func EmptyRoot() []byte { return hasher.EmptyRoot() }
 // the list only ever grows at its end as leaves are appended.
 func Pos(id compact.NodeID) uint64 {
 	last := (id.Index+1)<<id.Level - 1 // the last leaf under id
-	return NodeCount(last) + uint64(id.Level)
+	return nodeCount(last) + uint64(id.Level)
 }
 
-// NodeCount returns how many complete nodes a tree of size leaves has:
+// nodeCount returns how many complete nodes a tree of size leaves has:
 // 2·size - popcount(size).
-func NodeCount(size uint64) uint64 {
+func nodeCount(size uint64) uint64 {
 	return 2*size - uint64(bits.OnesCount64(size))
 }
 

@@ -61,8 +61,8 @@ func TestRootMatchesRFC6962(t *testing.T) {
 		if got, want := tree.Root(), refRoot(data[:n]); !bytes.Equal(got, want) {
 			t.Fatalf("size %d: root %x, want %x", n, got, want)
 		}
-		if got := uint64(len(nodes)); got != NodeCount(uint64(n)) {
-			t.Fatalf("size %d: %d nodes kept, NodeCount says %d", n, got, NodeCount(uint64(n)))
+		if got := uint64(len(nodes)); got != nodeCount(uint64(n)) {
+			t.Fatalf("size %d: %d nodes kept, nodeCount says %d", n, got, nodeCount(uint64(n)))
 		}
 		if n < len(data) {
 			if err := tree.Append(LeafHash(data[n]), nodes.Keep); err != nil {
