@@ -26,9 +26,10 @@
 // It is signed as a note (golang.org/x/mod/sumdb/note) by the ledger's
 // ed25519 key under the origin's name.
 //
-// Stores keep the tree as the list of its complete nodes in post-order
-// (see Pos): appending a leaf appends the leaf and the nodes it completes
-// at the end of the list, and every node a proof needs is read by its
-// position. The package does no I/O but through the NodeReader a store
-// supplies, and the witness client's HTTP.
+// Stores key the tree's complete nodes by their place in post-order (see
+// Pos), so that appending a leaf adds keys only at the end; a store may
+// keep only the upper levels and recompute the lower ones from the
+// entries (Sparse). Proofs read the nodes they need through the
+// NodeReader a store supplies. The package does no other I/O but the
+// witness client's HTTP.
 package tlog
