@@ -46,6 +46,10 @@ type Note struct {
 // Cosigned returns the note with the witnesses' cosignatures appended.
 func (n Note) Cosigned() []byte { return append(append([]byte(nil), n.Signed...), n.Cosignatures...) }
 
+// bigExtension is how many entries a checkpoint must add to the tree for
+// the store to log that it builds it.
+const bigExtension = 1 << 16
+
 // nodeChunk bounds the entries read, and so the nodes inserted, at once
 // while the tree catches up.
 const nodeChunk = 4096
@@ -72,6 +76,11 @@ func (w *writer) sealNote(ctx context.Context, tx *sql.Tx, cp custody.Checkpoint
 	var have uint64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(size), 0) FROM tlog_checkpoints`).Scan(&have); err != nil {
 		return fmt.Errorf("read the tree's size: %w", err)
+	}
+	if size-min(have, size) > bigExtension {
+		// A ledger written before the tree existed: built once, at its
+		// first checkpoint, while appends wait.
+		w.opts.Logger.Info("building the Merkle tree over the ledger", "from", have, "to", size)
 	}
 	tree, err := w.trees.extend(ctx, tx, have, size, batch)
 	if err != nil {
