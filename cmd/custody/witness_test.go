@@ -367,3 +367,33 @@ func getText(t *testing.T, url string) string {
 	}
 	return string(b)
 }
+
+func TestServeWitnessSettings(t *testing.T) {
+	_, k1 := newWitnessKey(t, "witness.test/a")
+	_, k2 := newWitnessKey(t, "witness.test/b")
+	cfg := writeFile(t, t.TempDir(), "config.json", `{"witnesses":[{"url":"http://127.0.0.1:7380","key":"`+k1+`"}]}`)
+	settings := func(env map[string]string, args ...string) (serveSettings, int, bool) {
+		var stderr strings.Builder
+		m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
+		return m.serveFlags(args)
+	}
+	set, _, ok := settings(nil, "--config", cfg)
+	if !ok || len(set.witnesses) != 1 || set.witnesses[0].Key != k1 {
+		t.Fatalf("from the config file: %+v", set.witnesses)
+	}
+	env := map[string]string{"CUSTODY_WITNESSES": "http://127.0.0.1:1=" + k1 + " http://127.0.0.1:2=" + k2}
+	if set, _, ok = settings(env, "--config", cfg); !ok || len(set.witnesses) != 2 || set.witnesses[1].URL != "http://127.0.0.1:2" {
+		t.Fatalf("from the environment: %+v", set.witnesses)
+	}
+	if set, _, ok = settings(env, "--witness", "http://127.0.0.1:3="+k2); !ok || len(set.witnesses) != 1 || set.witnesses[0].Key != k2 {
+		t.Fatalf("from the flag: %+v", set.witnesses)
+	}
+	for _, bad := range []string{"127.0.0.1:3=" + k2, "http://127.0.0.1:3", "http://127.0.0.1:3="} {
+		if _, code, ok := settings(nil, "--witness", bad); ok || code != exitUsage {
+			t.Errorf("--witness %q accepted", bad)
+		}
+	}
+	if _, err := witnesses([]witnessConfig{{URL: "http://127.0.0.1:3", Key: "not-a-key"}}); err == nil {
+		t.Error("a witness with a malformed key accepted")
+	}
+}
