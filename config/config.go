@@ -50,6 +50,14 @@ type File struct {
 	HTTPTools  map[string]HTTPTool  `json:"httpTools"`
 	Tools      map[string]Policy    `json:"tools"`
 	Agents     map[string]Agent     `json:"agents"`
+	Witnesses  []Witness            `json:"witnesses"`
+}
+
+// Witness cosigns every checkpoint (C2SP tlog-witness): where its
+// add-checkpoint endpoint is and its note verifier key.
+type Witness struct {
+	URL string `json:"url"`
+	Key string `json:"key"`
 }
 
 // Tokens are bearer tokens by role, each "id:token".

@@ -129,6 +129,7 @@ const (
 	fPrev
 	fHash
 	fCheckpoint
+	fNote
 )
 
 // fieldName names the field of an entry line for each bit, in the order
@@ -159,13 +160,15 @@ func fieldName(bit int) string {
 		return "hash"
 	case fCheckpoint:
 		return "checkpoint"
+	case fNote:
+		return "note"
 	}
 	return ""
 }
 
 // fieldBit returns the bit of the field named name, or 0 for none.
 func fieldBit(name []byte) int {
-	for bit := fSeq; bit <= fCheckpoint; bit <<= 1 {
+	for bit := fSeq; bit <= fNote; bit <<= 1 {
 		if fieldName(bit) == string(name) {
 			return bit
 		}
@@ -182,6 +185,7 @@ func (d *Decoder) parse(text []byte) (Line, error) {
 	defer func() { c.in = nil }()
 	var e custody.Entry
 	var cp *custody.Checkpoint
+	var note []byte
 	c.skipSpace()
 	if c.pos >= len(c.in) || c.in[c.pos] != '{' {
 		return Line{}, errors.New("not a JSON object")
@@ -202,6 +206,11 @@ func (d *Decoder) parse(text []byte) (Line, error) {
 			cp, err = c.checkpoint()
 			return err
 		}
+		if bit == fNote {
+			s, err := c.stringField("note")
+			note = []byte(s)
+			return err
+		}
 		return d.entryField(&e, bit)
 	})
 	if err == nil {
@@ -209,6 +218,12 @@ func (d *Decoder) parse(text []byte) (Line, error) {
 	}
 	if err != nil {
 		return Line{}, err
+	}
+	if seen&fNote != 0 {
+		if seen != fNote {
+			return Line{}, errors.New("a note line holds nothing but the note")
+		}
+		return Line{Note: note}, nil
 	}
 	return lineOf(&e, cp, seen)
 }

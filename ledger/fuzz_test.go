@@ -86,7 +86,7 @@ func FuzzDecoder(f *testing.F) {
 				}
 				return
 			}
-			if (l.Entry == nil) == (l.Checkpoint == nil) {
+			if n := btoi(l.Entry != nil) + btoi(l.Checkpoint != nil) + btoi(l.Note != nil); n != 1 {
 				t.Fatalf("line holds %+v", l)
 			}
 			reencoded(t, l)
@@ -100,6 +100,8 @@ func reencoded(t *testing.T, l Line) {
 	var text []byte
 	if l.Entry != nil {
 		text = AppendEntryLine(nil, l.Entry)
+	} else if l.Note != nil {
+		text = AppendNoteLine(nil, l.Note)
 	} else {
 		text = AppendCheckpointLine(nil, *l.Checkpoint)
 	}
@@ -215,4 +217,11 @@ func FuzzSealPrepared(f *testing.F) {
 			t.Fatalf("prepared sealed %+v, want %+v", got, want)
 		}
 	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

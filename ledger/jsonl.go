@@ -100,11 +100,25 @@ func AppendCheckpointLine(dst []byte, cp custody.Checkpoint) []byte {
 	return append(dst, "}}\n"...)
 }
 
-// Line is one decoded JSONL line: exactly one of Entry and Checkpoint is
-// set.
+// AppendNoteLine appends a checkpoint as a signed note (package tlog), its
+// witnesses' cosignature lines included, as one JSONL line:
+//
+//	{"note":"origin\nsize\nroot\nhead …\n\n— origin …\n"}
+//
+// The chain's verification skips these lines: package tlog checks them.
+func AppendNoteLine(dst []byte, note []byte) []byte {
+	dst = append(dst, `{"note":`...)
+	dst = appendString(dst, note)
+	return append(dst, "}\n"...)
+}
+
+// Line is one decoded JSONL line: exactly one of Entry, Checkpoint and
+// Note is set.
 type Line struct {
 	Entry      *custody.Entry
 	Checkpoint *custody.Checkpoint
+	// Note is a checkpoint as a cosigned note, as AppendNoteLine wrote it.
+	Note []byte
 }
 
 // VerifyJSONL decodes and verifies a whole JSONL export against pub (nil
@@ -129,6 +143,9 @@ func verifyJSONL(r io.Reader, v *Verifier) (Report, error) {
 		}
 		if err != nil {
 			return Report{}, err
+		}
+		if l.Note != nil {
+			continue // the tree's checkpoints: package tlog verifies them
 		}
 		if l.Entry != nil {
 			err = p.add(*l.Entry, d.line)

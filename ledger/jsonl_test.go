@@ -161,7 +161,7 @@ func TestDecoderErrors(t *testing.T) {
 		{"MissingHash", good + strings.Replace(entry, `,"hash":`, `,"hush":`, 1) + "}\n", 2, `unknown field "hush"`},
 		{"MissingField", strings.Replace(entry, `"kind":"call.started",`, "", 1) + "}\n", 1, `not a ledger entry: missing "kind"`},
 		{"MissingBody", `{"seq":1,"at":"","kind":"","trace":"","actor":"","refs":{},"body_sha256":"","prev":"","hash":""}` + "\n", 1, `not a ledger entry: missing "body"`},
-		{"UnknownField", entry + `,"note":"x"}` + "\n", 1, `unknown field "note"`},
+		{"UnknownField", entry + `,"remark":"x"}` + "\n", 1, `unknown field "remark"`},
 		{"DuplicateField", entry + `,"seq":2}` + "\n", 1, `duplicate field "seq"`},
 		{"DuplicateEscapedField", entry + `,"\u0073eq":2}` + "\n", 1, `duplicate field "seq"`},
 		{"BodyAndBodyRaw", entry + `,"body_raw":"{}"}` + "\n", 1, `both "body" and "body_raw"`},
@@ -292,5 +292,25 @@ func TestVerifyJSONLErrors(t *testing.T) {
 				t.Errorf("error = %v, want line %d", err, tt.line)
 			}
 		})
+	}
+}
+
+func TestNoteLine(t *testing.T) {
+	note := []byte("custody/ledger/x\n1\nAAAA\nhead 00\n\n\u2014 custody/ledger/x c2lnbmF0dXJl\n")
+	line := AppendNoteLine(nil, note)
+	l, err := NewDecoder(bytes.NewReader(line)).Next()
+	if err != nil || !bytes.Equal(l.Note, note) || l.Entry != nil || l.Checkpoint != nil {
+		t.Fatalf("note line %q decoded to %+v, %v", line, l, err)
+	}
+	// The chain's verification passes over note lines.
+	export := fixtureExport(t)
+	withNotes := append(append(bytes.Clone(line), export...), line...)
+	want, err := VerifyJSONL(bytes.NewReader(export), testKey().Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := VerifyJSONL(bytes.NewReader(withNotes), testKey().Public().(ed25519.PublicKey))
+	if err != nil || got != want {
+		t.Fatalf("with note lines: %+v, %v; without: %+v", got, err, want)
 	}
 }

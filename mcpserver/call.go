@@ -28,9 +28,49 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return s.toolError(name, res.Trace, err), nil
 	}
 	if t, ok := s.gw.Tool(name); ok && t.MCPResult {
-		return passThrough(res)
+		out, err := passThrough(res)
+		if err == nil && wantsProof(req) {
+			s.addInclusion(ctx, out, uint64(res.Receipt.Seq))
+		}
+		return out, err
 	}
-	return success(res), nil
+	out := success(res)
+	if wantsProof(req) {
+		s.addInclusion(ctx, out, uint64(res.Receipt.Seq))
+	}
+	return out, nil
+}
+
+// ProofMeta is the _meta flag by which a client asks for its call's
+// inclusion proof; the result carries it under InclusionMeta once a
+// signed checkpoint covers the call's entry, or says under
+// InclusionPendingMeta why not yet.
+const (
+	ProofMeta            = "custody/proof"
+	InclusionMeta        = "custody/inclusion"
+	InclusionPendingMeta = "custody/inclusion_pending"
+)
+
+func wantsProof(req *mcp.CallToolRequest) bool {
+	v, _ := req.Params.Meta[ProofMeta].(bool)
+	return v
+}
+
+// addInclusion adds the inclusion proof of entry seq to out's _meta.
+func (s *Server) addInclusion(ctx context.Context, out *mcp.CallToolResult, seq uint64) {
+	if s.opts.Inclusion == nil {
+		out.Meta[InclusionPendingMeta] = "proofs are not served by this instance"
+		return
+	}
+	rec, err := s.opts.Inclusion(ctx, seq)
+	if err != nil {
+		if custody.ErrorKind(err) != custody.ENOTFOUND {
+			s.log.Error("inclusion proof of a call", "seq", seq, "err", err)
+		}
+		out.Meta[InclusionPendingMeta] = fmt.Sprintf("no checkpoint covers entry %d yet: GET /v1/ledger/proof?seq=%d after the next one", seq, seq)
+		return
+	}
+	out.Meta[InclusionMeta] = rec
 }
 
 // passThrough returns an upstream MCP tool's result as its server gave

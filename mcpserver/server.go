@@ -28,6 +28,7 @@ import (
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/tlog"
 )
 
 // Options configures a Server. Every field is optional.
@@ -40,7 +41,11 @@ type Options struct {
 	// Observe is told of every call's tool, outcome ("ok" or an error
 	// kind) and duration, for metrics.
 	Observe func(tool, outcome string, d time.Duration)
-	Logger  *slog.Logger
+	// Inclusion returns the proof that entry seq is in the latest signed
+	// checkpoint (ENOTFOUND while none covers it), for a call whose _meta
+	// sets ProofMeta; nil leaves the flag unanswered.
+	Inclusion func(ctx context.Context, seq uint64) (tlog.Receipt, error)
+	Logger    *slog.Logger
 }
 
 // Server is an MCP server whose tools are a gateway's envelope.

@@ -73,6 +73,9 @@ type Options struct {
 	CheckpointInterval time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Origin names the ledger in its checkpoint notes (package tlog);
+	// "" means "custody/ledger/" and the ledger's id.
+	Origin string
 	// Logger receives what the store does on its own; nil discards it.
 	Logger *slog.Logger
 	// ReadOnly opens the store to read and verify it: writes are refused,
@@ -87,6 +90,9 @@ type Options struct {
 	// (`custody ledger seal --accept-tail`).
 	AcceptTail bool
 
+	// noTree leaves the Merkle tree and the checkpoint notes out, so that
+	// benchmarks can measure what they cost.
+	noTree bool
 	// fsync makes the write-ahead log durable; nil means fdatasync.
 	// Tests hold it back or make it fail.
 	fsync func(*os.File) error

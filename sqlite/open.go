@@ -44,6 +44,12 @@ func (db *DB) establish(dirID string, rotating bool) error {
 		return err
 	}
 	w.tail.ledger = id
+	if db.opts.Origin == "" {
+		// Witnesses follow the ledger by its origin: its id, which
+		// outlives any one signing key.
+		db.opts.Origin = "custody/ledger/" + id
+	}
+	w.opts.Origin = db.opts.Origin
 	if err := checkDirLedgerID(db.dir, dirID, id); err != nil {
 		return err
 	}

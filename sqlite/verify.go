@@ -70,8 +70,10 @@ func (db *DB) VerifyKeys(ctx context.Context, keys ...ed25519.PublicKey) (ledger
 const verifyPage = 1024
 
 // ExportJSONL writes the ledger as JSONL, one entry a line in seq order,
-// each checkpoint on its own line right after the entry it covers. The
-// output verifies offline with ledger.VerifyJSONL and the public key.
+// each checkpoint on its own line right after the entry it covers, followed
+// by its signed note with the witnesses' cosignatures when it has one. The
+// output verifies offline with ledger.VerifyJSONL and the public key, and
+// its notes with tlog.NoteChecker.
 func (db *DB) ExportJSONL(ctx context.Context, w io.Writer) error {
 	var line []byte
 	write := func() error {
@@ -86,6 +88,14 @@ func (db *DB) ExportJSONL(ctx context.Context, w io.Writer) error {
 	}
 	checkpoint := func(cp custody.Checkpoint) error {
 		line = ledger.AppendCheckpointLine(line[:0], cp)
+		// The note was committed with the checkpoint: it is there.
+		n, ok, err := db.cosignedNote(ctx, uint64(cp.Size))
+		if err != nil {
+			return err
+		}
+		if ok {
+			line = ledger.AppendNoteLine(line, n.Cosigned())
+		}
 		return write()
 	}
 	return db.walk(ctx, entry, checkpoint)

@@ -106,8 +106,8 @@ func TestExportJSONL(t *testing.T) {
 	if err := db.ExportJSONL(ctx, &buf); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(buf.String(), "\n"); n != 7+3 {
-		t.Errorf("%d lines, want 7 entries and 3 checkpoints", n)
+	if n := strings.Count(buf.String(), "\n"); n != 7+3+3 {
+		t.Errorf("%d lines, want 7 entries and 3 checkpoints, each with its note", n)
 	}
 	r, err := ledger.VerifyJSONL(bytes.NewReader(buf.Bytes()), db.PublicKey())
 	if err != nil {

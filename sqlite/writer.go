@@ -60,6 +60,8 @@ type writer struct {
 	opts  Options
 	// sealer keeps its hashing buffer from one entry to the next.
 	sealer ledger.Sealer
+	// trees remembers the Merkle tree between checkpoints (tlog.go).
+	trees treeCache
 	// publish makes a durable head visible to readers.
 	publish func(custody.Receipt)
 	// sync makes committed batches durable and answers them.
@@ -246,6 +248,7 @@ func (w *writer) vouched(ctx context.Context, tx *sql.Tx, head custody.Receipt) 
 // chains on from its head. Readers see the head once it is durable.
 func (w *writer) committed(b *batch) {
 	w.batches.Add(1)
+	w.trees.committed(b)
 	w.appended = w.appended || len(b.entries) > 0
 	if b.head.Seq != w.head.Seq {
 		w.head = b.head
@@ -399,6 +402,9 @@ func (w *writer) checkpoint(ctx context.Context, tx *sql.Tx, b *batch, reqs []*r
 	if due && fresh > 0 {
 		cp = ledger.SignLedgerCheckpoint(w.priv, w.tail.ledger, b.head.Seq, b.head.Hash, custody.FormatTime(now))
 		if err := insertCheckpoint(ctx, tx, cp); err != nil {
+			return err
+		}
+		if err := w.sealNote(ctx, tx, cp, b.entries); err != nil {
 			return err
 		}
 		b.cp = &cp

@@ -40,6 +40,10 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request) {
 		s.writeCallError(w, r, err, res.Trace)
 		return
 	}
+	if r.URL.Query().Get("proof") == "1" {
+		writeJSON(w, http.StatusOK, s.withInclusion(r.Context(), res))
+		return
+	}
 	writeJSON(w, http.StatusOK, res)
 }
 

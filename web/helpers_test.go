@@ -48,6 +48,12 @@ type env struct {
 // newEnv starts the server with apps mounted.
 func newEnv(t *testing.T, apps ...web.App) *env {
 	t.Helper()
+	return newEnvWith(t, nil, apps...)
+}
+
+// newEnvWith is newEnv with the server's config changed by configure.
+func newEnvWith(t *testing.T, configure func(*web.Config), apps ...web.App) *env {
+	t.Helper()
 	e := &env{t: t, clock: testclock.New(time.Now().UTC())}
 	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
 	if err != nil {
@@ -74,10 +80,14 @@ func newEnv(t *testing.T, apps ...web.App) *env {
 	if err != nil {
 		t.Fatalf("tokens: %v", err)
 	}
-	s, err := web.New(web.Config{
+	cfg := web.Config{
 		Gateway: e.gw, Approvals: e.approvals, Ledger: e.ledger, Verify: db.Verify, Health: db.Health,
-		Checkpoint: db.LatestCheckpoint, Commits: db.Commits, Tokens: tokens, Now: e.clock.Now, Apps: apps,
-	})
+		Checkpoint: db.LatestCheckpoint, Proofs: db, Commits: db.Commits, Tokens: tokens, Now: e.clock.Now, Apps: apps,
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	s, err := web.New(cfg)
 	if err != nil {
 		t.Fatalf("web.New: %v", err)
 	}

@@ -121,6 +121,9 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "custody_ledger_commits_total %d\n", s.cfg.Commits())
 	}
 	s.gauge(r.Context(), w, "custody_approvals_pending", "Approval requests waiting for a decision.", s.pendingApprovals)
+	if s.cfg.Witnesses != nil {
+		s.writeWitnesses(w)
+	}
 }
 
 func (s *Server) ledgerEntries(ctx context.Context) (int64, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/tlog"
 )
 
 // Config holds what the server needs. Gateway, Approvals, Ledger and
@@ -37,6 +38,12 @@ type Config struct {
 	// Checkpoint returns the latest signed checkpoint; nil answers 503 on
 	// /v1/ledger/checkpoint.
 	Checkpoint func(ctx context.Context) (custody.Checkpoint, error)
+	// Proofs serves Merkle proofs; nil answers 503 on /v1/ledger/proof
+	// and /v1/ledger/consistency.
+	Proofs Proofs
+	// Witnesses reports the witnesses cosigning the checkpoints; when set,
+	// /healthz details them and /metrics counts their refusals.
+	Witnesses func() []tlog.WitnessStatus
 	// Commits counts the write transactions the store has committed;
 	// when set, /metrics reports it, and entries over commits is how
 	// many appends shared each commit.
@@ -124,6 +131,8 @@ func (s *Server) routes() (*http.ServeMux, error) {
 	mux.HandleFunc("GET /v1/ledger", s.require(s.handleLedger, readers()...))
 	mux.HandleFunc("GET /v1/ledger/verify", s.require(s.handleVerify, readers()...))
 	mux.HandleFunc("GET /v1/ledger/checkpoint", s.require(s.handleCheckpoint, readers()...))
+	mux.HandleFunc("GET /v1/ledger/proof", s.require(s.handleProof, allRoles()...))
+	mux.HandleFunc("GET /v1/ledger/consistency", s.require(s.handleConsistency, allRoles()...))
 	mux.HandleFunc("GET /v1/console", s.require(s.handleConsole, allRoles()...))
 	mux.HandleFunc("/v1/", s.handleNotFound)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
@@ -157,5 +166,5 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &custody.Error{Kind: custody.EUNAVAILABLE, Message: msg, Err: err})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, s.health())
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,12 +26,6 @@ type upstreamBenchResult struct {
 	Ratio        float64 `json:"ratio"`
 	AddedP50us   int64   `json:"added_p50_us"`
 }
-
-// stringList is a repeatable flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, " ") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 // upstreamBench is what one `bench upstream` run drives.
 type upstreamBench struct {
@@ -184,5 +177,3 @@ func (m *Main) runBenchUpstreamServer(ctx context.Context, _ []string) int {
 	}
 	return exitOK
 }
-
-var _ flag.Value = (*stringList)(nil)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -16,6 +17,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/sqlite"
@@ -24,12 +27,15 @@ import (
 // ledgerCommands are the subcommands of `custody ledger`.
 func ledgerCommands() map[string]command {
 	return map[string]command{
-		"append":     {"append an entry (for scripts) and print its receipt", (*Main).runLedgerAppend},
-		"export":     {"write the ledger and its checkpoints as JSONL", (*Main).runLedgerExport},
-		"show":       {"print entries, one line each", (*Main).runLedgerShow},
-		"verify":     {"verify the chain and signed checkpoints of a store or an export", (*Main).runLedgerVerify},
-		"seal":       {"sign a checkpoint over the entries after the last one", (*Main).runLedgerSeal},
-		"rotate-key": {"replace the checkpoint signing key, recording it on the ledger", (*Main).runLedgerRotateKey},
+		"append":        {"append an entry (for scripts) and print its receipt", (*Main).runLedgerAppend},
+		"check-receipt": {"verify a receipt's inclusion proof offline with the public key", (*Main).runLedgerCheckReceipt},
+		"export":        {"write the ledger and its checkpoints as JSONL", (*Main).runLedgerExport},
+		"note-key":      {"print the origin and note verifier key witnesses follow the ledger by", (*Main).runLedgerNoteKey},
+		"prove":         {"print an entry's inclusion proof, or two checkpoints' consistency proof", (*Main).runLedgerProve},
+		"rotate-key":    {"replace the checkpoint signing key, recording it on the ledger", (*Main).runLedgerRotateKey},
+		"seal":          {"sign a checkpoint over the entries after the last one", (*Main).runLedgerSeal},
+		"show":          {"print entries, one line each", (*Main).runLedgerShow},
+		"verify":        {"verify the chain and signed checkpoints of a store or an export", (*Main).runLedgerVerify},
 	}
 }
 
@@ -67,16 +73,21 @@ func (m *Main) ledgerUsage(cmds map[string]command) {
 // ledger is intact, 1 naming the first bad seq and the reason when it is
 // not, 2 on a usage error or an unreadable input.
 func (m *Main) runLedgerVerify(ctx context.Context, args []string) int {
-	fs := m.flags("ledger verify", "(--data DIR | --jsonl FILE) [--pubkey FILE] [--allow-unsealed-tail]")
+	fs := m.flags("ledger verify", "(--data DIR | --jsonl FILE) [--pubkey FILE] [--allow-unsealed-tail] [--witness-key KEY ... [--witness-quorum N]]")
 	data := m.dataFlag(fs)
 	jsonl := fs.String("jsonl", "", "verify this JSONL export `FILE` (- for stdin) instead of a store")
 	pubFile := fs.String("pubkey", "", "check checkpoint signatures against the PEM public keys in `FILE` (every key the ledger used, as export writes them)")
 	unsealed := fs.Bool("allow-unsealed-tail", false, "accept entries after the last signed checkpoint, saying how many")
+	wf := addWitnessFlags(fs)
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
 	if *jsonl != "" && isSet(fs, "data") {
 		return m.flagError(fs, "give --data or --jsonl, not both")
+	}
+	ws, quorum, err := wf.verifiers()
+	if err != nil {
+		return m.flagError(fs, err.Error())
 	}
 	var keys []ed25519.PublicKey
 	if *pubFile != "" {
@@ -86,31 +97,61 @@ func (m *Main) runLedgerVerify(ctx context.Context, args []string) int {
 			return exitUsage
 		}
 	}
-	v := verification{allowUnsealed: *unsealed}
+	v := verification{allowUnsealed: *unsealed, ws: ws, quorum: quorum}
 	if *jsonl != "" {
 		return m.verifyJSONL(*jsonl, keys, v)
 	}
 	return m.verifyStore(ctx, *data, keys, v)
 }
 
-// verification is how strict a verify is.
+// verification is what a verify requires: a signed checkpoint over the
+// last entry unless allowUnsealed, and witnesses' cosignatures on every
+// checkpoint note (quorum of ws) when ws are given.
 type verification struct {
 	allowUnsealed bool
+	ws            []note.Verifier
+	quorum        int
 }
 
+// verifyJSONL verifies an export: the chain and its checkpoints streamed,
+// then its checkpoint notes in a second pass (stdin is kept in memory for
+// it).
 func (m *Main) verifyJSONL(file string, keys []ed25519.PublicKey, v verification) int {
-	var r io.Reader = m.Stdin
-	if file != "-" {
-		f, err := os.Open(file)
-		if err != nil {
-			fmt.Fprintf(m.Stderr, "custody ledger verify: %v\n", err)
-			return exitUsage
-		}
-		defer f.Close()
-		r = f
+	what := "custody ledger verify: " + file
+	open, err := m.reopenable(file)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "custody ledger verify: %v\n", err)
+		return exitUsage
+	}
+	r, err := open()
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "custody ledger verify: %v\n", err)
+		return exitUsage
 	}
 	report, err := ledger.VerifyJSONLKeys(bufio.NewReaderSize(r, 1<<16), keys...)
-	return m.verified("custody ledger verify: "+file, report, err, v)
+	r.Close()
+	if code := m.verified(what, report, err, v); code != exitOK {
+		return code
+	}
+	if r, err = open(); err != nil {
+		fmt.Fprintf(m.Stderr, "custody ledger verify: %v\n", err)
+		return exitUsage
+	}
+	defer r.Close()
+	return m.verifyNotes(what, bufio.NewReaderSize(r, 1<<16), keys, v.ws, v.quorum)
+}
+
+// reopenable returns a function that opens file from its start each time
+// it is called; stdin ("-") is read into memory once.
+func (m *Main) reopenable(file string) (func() (io.ReadCloser, error), error) {
+	if file != "-" {
+		return func() (io.ReadCloser, error) { return os.Open(file) }, nil
+	}
+	raw, err := io.ReadAll(m.Stdin)
+	if err != nil {
+		return nil, err
+	}
+	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }, nil
 }
 
 func (m *Main) verifyStore(ctx context.Context, dir string, keys []ed25519.PublicKey, v verification) int {
@@ -122,8 +163,14 @@ func (m *Main) verifyStore(ctx context.Context, dir string, keys []ed25519.Publi
 	if keys == nil {
 		keys = db.PublicKeys()
 	}
+	what := "custody ledger verify: " + dir
 	report, err := db.VerifyKeys(ctx, keys...)
-	return m.verified("custody ledger verify: "+dir, report, err, v)
+	if code := m.verified(what, report, err, v); code != exitOK {
+		return code
+	}
+	r := storeExport(ctx, db)
+	defer r.Close()
+	return m.verifyNotes(what, r, keys, v.ws, v.quorum)
 }
 
 // verified prints the outcome of a verification and returns its exit code.

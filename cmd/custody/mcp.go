@@ -31,7 +31,7 @@ func (m *Main) runMCP(ctx context.Context, args []string) int {
 	}
 	defer st.Close()
 	logger := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Logger: logger})
+	srv, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Inclusion: st.inclusion, Logger: logger})
 	if err != nil {
 		return m.fail(err)
 	}

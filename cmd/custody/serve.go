@@ -16,10 +16,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/custody-dev/custody/config"
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/config"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/mcpserver"
+	"github.com/custody-dev/custody/tlog"
 	"github.com/custody-dev/custody/web"
 )
 
@@ -45,6 +46,8 @@ type serveSettings struct {
 	cfg *config.File
 	// hasFile says a configuration file was given.
 	hasFile bool
+	// witnesses cosign every checkpoint.
+	witnesses []witnessConfig
 }
 
 // systems is where the domain systems plug into serve: their tools join
@@ -89,6 +92,8 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	configPath := m.configFlag(fset)
 	systemsList := fset.String("systems", "", "seed systems to serve beside the configured tools: `LIST` of peas, mesh (default: the config file's \"systems\")")
 	simulate := fset.Bool("simulate", false, "run the seed systems' simulated feeds (a pile-up feed, a simulated wildfire mesh)")
+	var witnessFlag stringList
+	fset.Var(&witnessFlag, "witness", "have the witness at `URL=KEY` cosign every checkpoint (repeatable; env CUSTODY_WITNESSES, space separated)")
 	if ok, code := m.parse(fset, args); !ok {
 		return serveSettings{}, code, false
 	}
@@ -117,6 +122,21 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	set.room = m.setting(given["room"], *room, "CUSTODY_BRAIN_ROOM", "", "")
 	set.llm = m.setting(given["llm"], *llmURL, "CUSTODY_LLM", "", "template")
 	set.llmEdge = m.setting(given["llm-edge"], *edgeURL, "CUSTODY_LLM_EDGE", "", "")
+	set.witnesses = set.cfg.Witnesses
+	list := []string(witnessFlag)
+	if len(list) == 0 {
+		list = strings.Fields(m.env("CUSTODY_WITNESSES", ""))
+	}
+	if len(list) > 0 {
+		set.witnesses = nil
+	}
+	for _, s := range list {
+		w, err := parseWitness(s)
+		if err != nil {
+			return set, m.flagUsage(fset, err.Error()), false
+		}
+		set.witnesses = append(set.witnesses, w)
+	}
 	return set, 0, true
 }
 
@@ -178,12 +198,21 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return err
 	}
-	h, err := m.serveHandler(st, tokens, sys)
+	wit, err := newWitnessing(st.db, set.witnesses, slog.New(slog.NewTextHandler(m.Stderr, nil)))
 	if err != nil {
 		return err
 	}
+	h, err := m.serveHandler(st, tokens, sys, wit.status())
+	if err != nil {
+		return err
+	}
+	if wit != nil {
+		sys.Runners = append(sys.Runners, wit.runner)
+	}
 	m.announce(base, set.data, notes)
-	return m.run(ctx, ln, h, st, sys)
+	err = m.run(ctx, ln, h, st, sys)
+	wit.final()
+	return err
 }
 
 // withFileEnv returns a copy of m whose environment falls back to the
@@ -309,7 +338,7 @@ func keptToken(path string) (token string, created bool, err error) {
 }
 
 // serveHandler builds the root handler: MCP at /mcp, everything else web.
-func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems) (http.Handler, error) {
+func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems, witnesses func() []tlog.WitnessStatus) (http.Handler, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	metrics := web.NewMetrics()
 	var apps []web.App
@@ -321,12 +350,12 @@ func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems) (http.Han
 	}
 	ws, err := web.New(web.Config{
 		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify, Commits: st.db.Commits,
-		Health: st.db.Health, Checkpoint: st.db.LatestCheckpoint, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
+		Health: st.db.Health, Checkpoint: st.db.LatestCheckpoint, Proofs: st.db, Witnesses: witnesses, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	ms, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Observe: metrics.ObserveCall, Logger: logger})
+	ms, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Observe: metrics.ObserveCall, Inclusion: st.inclusion, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

@@ -23,9 +23,14 @@ import (
 // returns its exit code.
 func startServe(t *testing.T, env map[string]string, args ...string) (base string, out *lockedbuf.Buffer, stop func() int) {
 	t.Helper()
+	return startServeLogged(t, &lockedbuf.Buffer{}, env, args...)
+}
+
+// startServeLogged is startServe with serve's log written to stderr.
+func startServeLogged(t *testing.T, stderr *lockedbuf.Buffer, env map[string]string, args ...string) (base string, out *lockedbuf.Buffer, stop func() int) {
+	t.Helper()
 	pr, pw := io.Pipe()
 	out = &lockedbuf.Buffer{}
-	stderr := &lockedbuf.Buffer{}
 	m := &Main{Stdin: strings.NewReader(""), Stdout: pw, Stderr: stderr, Getenv: func(k string) string { return env[k] }}
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
