@@ -49,8 +49,3 @@ type Approval struct {
 	// aggregation), never used for the digest.
 	Context json.RawMessage `json:"context,omitempty"`
 }
-
-// Usable reports whether the approval may authorise a call at time now.
-func (a *Approval) Usable(now time.Time) bool {
-	return a.Status == ApprovalApproved && a.ConsumedSeq == 0 && now.Before(a.ExpiresAt)
-}

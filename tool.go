@@ -1,0 +1,74 @@
+package custody
+
+// Access says whether a tool only reads or also writes.
+type Access string
+
+// Access values, as spelled in a Clinical Action Envelope.
+const (
+	Read  Access = "READ"
+	Write Access = "WRITE"
+)
+
+// Effect says what a tool's side effect costs if it is wrong.
+type Effect string
+
+// Effect values, as spelled in a Clinical Action Envelope.
+const (
+	EffectNone          Effect = "NONE"
+	EffectReversible    Effect = "REVERSIBLE"
+	EffectConsequential Effect = "CONSEQUENTIAL"
+)
+
+// ApprovalPolicy says whether a human must confirm each call of a tool.
+type ApprovalPolicy string
+
+// ApprovalPolicy values, as spelled in a Clinical Action Envelope.
+const (
+	NotRequired       ApprovalPolicy = "NOT_REQUIRED"
+	HumanConfirmation ApprovalPolicy = "HUMAN_CONFIRMATION"
+)
+
+// ToolSpec declares one tool of an envelope: its contracts and its policy.
+// Input and Output are schema refs understood by the contract registry
+// (a full URI with JSON pointer, or a short name).
+type ToolSpec struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Input       string         `json:"input"`
+	Output      string         `json:"output"`
+	Access      Access         `json:"access"`
+	Effect      Effect         `json:"effect"`
+	Approval    ApprovalPolicy `json:"approval"`
+	// Scope names the resources the tool may touch. A tool whose scope is
+	// "trace" may only touch resources bound to the calling trace.
+	Scope string `json:"resource_scope"`
+	// MaxCallsPerTrace bounds how often one trace may call the tool; 0
+	// means unbounded.
+	MaxCallsPerTrace int `json:"maximum_calls_per_trace"`
+	// Links are custody links: arguments that must name something produced
+	// earlier in the same trace.
+	Links []Link `json:"links,omitempty"`
+	// ArgumentsPolicy, when set, names a schema the arguments must match
+	// as well as Input: a policy that narrows what the tool accepts (a
+	// path to a prefix, an amount to a ceiling).
+	ArgumentsPolicy string `json:"arguments_policy,omitempty"`
+	// OutputPolicy, when set, names a schema the output must match as
+	// well as Output.
+	OutputPolicy string `json:"output_policy,omitempty"`
+	// Refs names output fields whose values thread the chain of custody:
+	// each is copied into the ledger entry's refs under its key. The key is
+	// the ref name (e.g. "vms_update_id"), the value a JSON pointer into
+	// the tool's output (e.g. "/vms_update_id").
+	Refs map[string]string `json:"refs,omitempty"`
+}
+
+// Link is a custody link: the argument at Arg (a JSON pointer) must equal a
+// ref recorded earlier in the same trace. With Approval set, the argument
+// must name an approval that was approved; otherwise Ref names a ref key
+// that an earlier successful call of Tool in the same trace recorded.
+type Link struct {
+	Arg      string `json:"arg"`
+	Tool     string `json:"tool,omitempty"`
+	Ref      string `json:"ref,omitempty"`
+	Approval bool   `json:"approval,omitempty"`
+}
