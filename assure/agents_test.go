@@ -2,8 +2,10 @@ package assure
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"github.com/custody-dev/custody/internal/tempstore"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,6 +24,9 @@ func runPack(t testing.TB, cfg Config) *Result {
 	}
 	if cfg.Out == "" {
 		cfg.Out = filepath.Join(t.TempDir(), "pack")
+	}
+	if cfg.OpenStore == nil {
+		cfg.OpenStore = openTestStore
 	}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -191,4 +196,13 @@ func TestCrossSessionAccessIsRefused(t *testing.T) {
 	if identity != len(specs)-1 {
 		t.Fatalf("%d identity findings, want %d: %+v", identity, len(specs)-1, res.Findings)
 	}
+}
+
+// openTestStore opens a run's store on SQLite in a temporary directory.
+func openTestStore(context.Context) (Store, ed25519.PrivateKey, func() error, error) {
+	db, priv, release, err := tempstore.Open(nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return db, priv, release, nil
 }

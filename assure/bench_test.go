@@ -21,7 +21,7 @@ func BenchmarkRun(b *testing.B) {
 			var elapsed time.Duration
 			for i := range b.N {
 				start := time.Now()
-				res, err := Run(context.Background(), Config{Envelope: WardRoundEnvelope(), Target: target, Seed: uint64(i + 1),
+				res, err := Run(context.Background(), Config{OpenStore: openTestStore, Envelope: WardRoundEnvelope(), Target: target, Seed: uint64(i + 1),
 					Cases: 10, Repeat: 3, Out: filepath.Join(b.TempDir(), fmt.Sprint("pack", i))})
 				if err != nil {
 					b.Fatal(err)

@@ -20,7 +20,6 @@ import (
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/llm"
-	"github.com/custody-dev/custody/sqlite"
 )
 
 // Pack file names.
@@ -113,16 +112,14 @@ func run(ctx context.Context, cfg Config) (*Result, error) {
 
 // execute runs the traces on a fresh store and seals its ledger.
 func execute(ctx context.Context, cfg Config, reg *contract.Registry, env Envelope, backend llm.Backend) (RunInfo, evidence, error) {
-	dir, err := os.MkdirTemp("", "custody-assure-")
-	if err != nil {
-		return RunInfo{}, evidence{}, fmt.Errorf("data directory: %w", err)
+	if cfg.OpenStore == nil {
+		return RunInfo{}, evidence{}, errors.New("assure: no store to keep the run's evidence in (Config.OpenStore)")
 	}
-	defer os.RemoveAll(dir)
-	db, err := sqlite.Open(dir, sqlite.Options{Now: cfg.Now})
+	db, priv, release, err := cfg.OpenStore(ctx)
 	if err != nil {
 		return RunInfo{}, evidence{}, fmt.Errorf("open store: %w", err)
 	}
-	defer db.Close()
+	defer release()
 	r, err := newRunner(cfg, reg, env, db, backend)
 	if err != nil {
 		return RunInfo{}, evidence{}, err
@@ -143,7 +140,7 @@ func execute(ctx context.Context, cfg Config, reg *contract.Registry, env Envelo
 	if err := r.appendRun(ctx, KindRunFinished, map[string]any{"completed": info.Completed, "stopped": info.Stopped}); err != nil {
 		return RunInfo{}, evidence{}, err
 	}
-	ev, err := seal(ctx, db)
+	ev, err := seal(ctx, db, priv)
 	return info, ev, err
 }
 

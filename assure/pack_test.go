@@ -16,7 +16,7 @@ import (
 // verify must fail and name that file.
 func TestPackTamperDetected(t *testing.T) {
 	orig := runPack(t, Config{Target: TargetNaive, Cases: 1})
-	retest, err := Retest(context.Background(), orig.Dir, Config{Target: TargetCareful, Out: filepath.Join(t.TempDir(), "retest")})
+	retest, err := Retest(context.Background(), orig.Dir, Config{OpenStore: openTestStore, Target: TargetCareful, Out: filepath.Join(t.TempDir(), "retest")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestRetestLeavesOriginalIntact(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := Retest(context.Background(), orig.Dir, Config{Target: tt.target, Out: filepath.Join(t.TempDir(), "pack2")})
+			res, err := Retest(context.Background(), orig.Dir, Config{OpenStore: openTestStore, Target: tt.target, Out: filepath.Join(t.TempDir(), "pack2")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +136,7 @@ func TestRetestRefusesTamperedOriginal(t *testing.T) {
 	if err := os.WriteFile(path, []byte("[]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Retest(context.Background(), orig.Dir, Config{Target: TargetCareful, Out: filepath.Join(t.TempDir(), "pack2")})
+	_, err := Retest(context.Background(), orig.Dir, Config{OpenStore: openTestStore, Target: TargetCareful, Out: filepath.Join(t.TempDir(), "pack2")})
 	if err == nil || !strings.Contains(err.Error(), FileFindings) {
 		t.Fatalf("retest of a tampered pack: %v", err)
 	}

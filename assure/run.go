@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,9 +18,7 @@ import (
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/gate"
-	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/llm"
-	"github.com/custody-dev/custody/sqlite"
 )
 
 // Defaults for Config.
@@ -61,8 +57,23 @@ type Config struct {
 	Progress func(Progress)
 	// Logger receives the gateway's internal detail; discarded when nil.
 	Logger *slog.Logger
+	// OpenStore opens a new, empty store for one run and returns it with
+	// the key that signs its checkpoints (the pack's manifest is signed
+	// with it too) and the function that releases it. Required: the
+	// harness keeps its evidence wherever the caller says.
+	OpenStore func(ctx context.Context) (Store, ed25519.PrivateKey, func() error, error)
 	// retest is the pack a retest reruns; set by Retest.
 	retest *RetestRef
+}
+
+// Store is where a run keeps its evidence: the ledger, approvals and
+// state of the store contracts, and the two things a pack needs of it.
+type Store interface {
+	custody.Store
+	// Checkpoint signs a checkpoint over every entry.
+	Checkpoint(ctx context.Context) (custody.Checkpoint, error)
+	// ExportJSONL writes the ledger and its checkpoints as JSONL.
+	ExportJSONL(ctx context.Context, w io.Writer) error
 }
 
 // Progress reports one finished trace.
@@ -131,7 +142,7 @@ func LoadEnvelope(reg *contract.Registry, raw []byte) (Envelope, error) {
 
 // newRunner builds the gateway of a run on db: the envelope's policy over
 // the ward round tools.
-func newRunner(cfg Config, reg *contract.Registry, env Envelope, db *sqlite.DB, backend llm.Backend) (*runner, error) {
+func newRunner(cfg Config, reg *contract.Registry, env Envelope, db Store, backend llm.Backend) (*runner, error) {
 	svc, err := approval.New(approval.Config{Store: db, Ledger: db, Now: cfg.Now, TTL: cfg.ApprovalTTL})
 	if err != nil {
 		return nil, fmt.Errorf("approvals: %w", err)
@@ -286,8 +297,9 @@ type evidence struct {
 	entries int64
 }
 
-// seal writes a checkpoint covering every entry and exports the ledger.
-func seal(ctx context.Context, db *sqlite.DB) (evidence, error) {
+// seal writes a checkpoint covering every entry and exports the ledger;
+// priv is the key the store signs with.
+func seal(ctx context.Context, db Store, priv ed25519.PrivateKey) (evidence, error) {
 	if _, err := db.Checkpoint(ctx); err != nil {
 		return evidence{}, fmt.Errorf("final checkpoint: %w", err)
 	}
@@ -298,14 +310,6 @@ func seal(ctx context.Context, db *sqlite.DB) (evidence, error) {
 	head, err := db.Head(ctx)
 	if err != nil {
 		return evidence{}, fmt.Errorf("ledger head: %w", err)
-	}
-	text, err := os.ReadFile(filepath.Join(db.Dir(), "signing.key"))
-	if err != nil {
-		return evidence{}, fmt.Errorf("read the ledger signing key: %w", err)
-	}
-	priv, err := ledger.ParsePrivateKey(text)
-	if err != nil {
-		return evidence{}, fmt.Errorf("ledger signing key: %w", err)
 	}
 	if !priv.Public().(ed25519.PublicKey).Equal(db.PublicKey()) {
 		return evidence{}, errors.New("the signing key does not match the ledger's public key")

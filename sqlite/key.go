@@ -155,3 +155,26 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// WriteKey gives a new data directory dir the checkpoint signing key
+// priv, so that the caller holds the signer of the ledger Open then
+// creates there (mode 0700 for dir, 0600 for the key). It refuses a
+// directory that already has a key.
+func WriteKey(dir string, priv ed25519.PrivateKey) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	text, err := ledger.MarshalPrivateKey(priv)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, privateKeyFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("write the signing key: %w", err)
+	}
+	_, err = f.Write(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/custody-dev/custody/assure"
+	"github.com/custody-dev/custody/internal/tempstore"
 )
 
 // assureCommands are the subcommands of `custody assure`.
@@ -106,7 +108,8 @@ func (m *Main) runAssureRun(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "custody assure run: %v\n", err)
 		return exitUsage
 	}
-	cfg := assure.Config{Envelope: raw, Target: *target, Seed: *seed, Cases: *cases, Repeat: *repeat, Workers: *workers, Out: *out}
+	cfg := assure.Config{Envelope: raw, Target: *target, Seed: *seed, Cases: *cases, Repeat: *repeat, Workers: *workers, Out: *out,
+		OpenStore: assureStore}
 	res, err := m.assureExecute(func(p func(assure.Progress)) (*assure.Result, error) {
 		cfg.Progress = p
 		return assure.Run(ctx, cfg)
@@ -131,7 +134,7 @@ func (m *Main) runAssureRetest(ctx context.Context, args []string) int {
 		fmt.Fprintln(m.Stderr, "custody assure retest: --pack, --target and --out are required")
 		return exitUsage
 	}
-	cfg := assure.Config{Target: *target, Workers: *workers, Out: *out}
+	cfg := assure.Config{Target: *target, Workers: *workers, Out: *out, OpenStore: assureStore}
 	res, err := m.assureExecute(func(p func(assure.Progress)) (*assure.Result, error) {
 		cfg.Progress = p
 		return assure.Retest(ctx, *pack, cfg)
@@ -212,4 +215,15 @@ func (m *Main) runAssureVerify(_ context.Context, args []string) int {
 		fmt.Fprintf(m.Stdout, "retest of %s (ledger head %s): original %s\n", rep.RetestOf.Pack, rep.RetestOf.LedgerHead, state)
 	}
 	return exitOK
+}
+
+// assureStore opens the store of one assurance run: SQLite in a
+// temporary directory, with a key made here that the harness seals its
+// pack with.
+func assureStore(context.Context) (assure.Store, ed25519.PrivateKey, func() error, error) {
+	db, priv, release, err := tempstore.Open(nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return db, priv, release, nil
 }
