@@ -1,0 +1,247 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/postgres/pgtest"
+)
+
+func entry(kind, trace string) custody.Entry {
+	return custody.Entry{Kind: kind, Trace: trace, Actor: "agent-1", Body: json.RawMessage(`{"n":1}`)}
+}
+
+// TestInstancesShareOneChain appends from three instances on one database
+// at once: the chain is one, gap-free and verifies, with checkpoints
+// signed by whichever instance fell due.
+func TestInstancesShareOneChain(t *testing.T) {
+	url := pgtest.URL(t)
+	key := filepath.Join(t.TempDir(), "signing.key")
+	var dbs []*DB
+	for range 3 {
+		dbs = append(dbs, open(t, url, Options{KeyFile: key, CheckpointEvery: 50}))
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	acked := make(chan custody.Entry, 3*4*40)
+	for i, db := range dbs {
+		for g := range 4 {
+			wg.Go(func() {
+				for range 40 {
+					e, err := db.Append(ctx, entry("test.kind", fmt.Sprint("i", i, "g", g)))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					acked <- e
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(acked)
+	es, err := dbs[0].Entries(ctx, custody.Query{Limit: 10000})
+	if err != nil || len(es) != 480 {
+		t.Fatalf("Entries = %d, %v; want 480", len(es), err)
+	}
+	for e := range acked {
+		if got := es[e.Seq-1]; got.Hash != e.Hash || got.Trace != e.Trace {
+			t.Fatalf("acknowledged entry %d (%s) is not on the ledger: found %s", e.Seq, e.Hash, got.Hash)
+		}
+	}
+	rep, err := dbs[1].Verify(ctx)
+	if err != nil || rep.Entries != 480 || rep.Checkpoints < 480/50 {
+		t.Fatalf("Verify = %+v, %v; want 480 entries and at least %d checkpoints", rep, err, 480/50)
+	}
+	var commits int64
+	for _, db := range dbs {
+		commits += db.Commits()
+		if db.Commits() == 0 {
+			t.Fatal("an instance committed nothing")
+		}
+	}
+	if commits >= 480 {
+		t.Logf("%d commits for 480 appends: no group commit happened", commits)
+	}
+}
+
+// TestFailedGroupWritesNothing makes the insert of a group fail: neither
+// its entries nor their changes are written, the head does not move, and
+// the store goes on.
+func TestFailedGroupWritesNothing(t *testing.T) {
+	url := pgtest.URL(t)
+	db := open(t, url, Options{})
+	ctx := context.Background()
+	if _, err := db.Append(ctx, entry("test.kind", "t1")); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, url, `CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.kind = 'boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END; $$;
+		CREATE TRIGGER boom BEFORE INSERT ON entries FOR EACH ROW EXECUTE FUNCTION boom()`)
+	_, err := db.Commit(ctx, entry("boom", "t1"), custody.PutState("test", "x", json.RawMessage(`1`)), custody.IncrState("budget", "t1/x", 1, 3))
+	if custody.ErrorKind(err) != custody.EUNAVAILABLE {
+		t.Fatalf("Commit into a failing insert: %v, want EUNAVAILABLE", err)
+	}
+	if _, err := db.State(ctx, "test", "x"); custody.ErrorKind(err) != custody.ENOTFOUND {
+		t.Fatalf("state of the failed group: %v, want ENOTFOUND", err)
+	}
+	if _, err := db.State(ctx, "budget", "t1/x"); custody.ErrorKind(err) != custody.ENOTFOUND {
+		t.Fatalf("budget of the failed group: %v, want ENOTFOUND", err)
+	}
+	if h, err := db.Head(ctx); err != nil || h.Seq != 1 {
+		t.Fatalf("Head after the failed group = %+v, %v; want seq 1", h, err)
+	}
+	e, err := db.Append(ctx, entry("test.kind", "t1"))
+	if err != nil || e.Seq != 2 {
+		t.Fatalf("Append after the failed group = seq %d, %v; want 2", e.Seq, err)
+	}
+	if _, err := db.Verify(ctx); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+}
+
+// TestNewerSchemaRefused opens a database whose schema a newer custody
+// wrote: it is refused, and says what to do.
+func TestNewerSchemaRefused(t *testing.T) {
+	url := pgtest.URL(t)
+	open(t, url, Options{}).Close()
+	pgtest.Exec(t, url, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, '0099_future.sql', 'now')`)
+	_, err := Open(context.Background(), url, Options{KeyFile: filepath.Join(t.TempDir(), "signing.key")})
+	if custody.ErrorKind(err) != custody.EUNAVAILABLE || err == nil {
+		t.Fatalf("Open of a newer schema: %v, want EUNAVAILABLE", err)
+	}
+	t.Log(err)
+}
+
+// TestOtherKeyRefused starts a second instance with a key of its own: its
+// checkpoints would not verify, so it is refused.
+func TestOtherKeyRefused(t *testing.T) {
+	url := pgtest.URL(t)
+	open(t, url, Options{})
+	_, err := Open(context.Background(), url, Options{KeyFile: filepath.Join(t.TempDir(), "other.key")})
+	if custody.ErrorKind(err) != custody.EINVALID {
+		t.Fatalf("Open with another key: %v, want EINVALID", err)
+	}
+}
+
+// TestCheckpoints signs on request, when the interval has passed, and at
+// Close; every checkpoint verifies against the key file's public half.
+func TestCheckpoints(t *testing.T) {
+	url := pgtest.URL(t)
+	key := filepath.Join(t.TempDir(), "signing.key")
+	var mu sync.Mutex
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	db := open(t, url, Options{KeyFile: key, Now: clock, CheckpointInterval: time.Minute})
+	ctx := context.Background()
+	if _, err := db.Checkpoint(ctx); custody.ErrorKind(err) != custody.ENOTFOUND {
+		t.Fatalf("Checkpoint of an empty ledger: %v, want ENOTFOUND", err)
+	}
+	for range 3 {
+		if _, err := db.Append(ctx, entry("test.kind", "t1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp, err := db.Checkpoint(ctx)
+	if err != nil || cp.Size != 3 {
+		t.Fatalf("Checkpoint = %+v, %v; want size 3", cp, err)
+	}
+	if again, err := db.Checkpoint(ctx); err != nil || again != cp {
+		t.Fatalf("Checkpoint of a covered head = %+v, %v; want the same one", again, err)
+	}
+	if _, err := db.Append(ctx, entry("test.kind", "t1")); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	if _, err := db.Append(ctx, entry("test.kind", "t1")); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := db.LatestCheckpoint(ctx); err != nil || cp.Size != 5 {
+		t.Fatalf("LatestCheckpoint after the interval = %+v, %v; want size 5", cp, err)
+	}
+	if _, err := db.Append(ctx, entry("test.kind", "t1")); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	other := open(t, url, Options{KeyFile: key})
+	cps, err := other.Checkpoints(ctx)
+	if err != nil || len(cps) != 3 || cps[2].Size != 6 {
+		t.Fatalf("Checkpoints = %+v, %v; want 3, the last at Close covering 6", cps, err)
+	}
+	pub, err := readPub(db.PublicKeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := other.VerifyWith(ctx, pub); err != nil || rep.Checkpoints != 3 {
+		t.Fatalf("VerifyWith the exported key = %+v, %v", rep, err)
+	}
+}
+
+// TestTamperDetected rewrites a body behind custody's back: Verify names
+// the seq.
+func TestTamperDetected(t *testing.T) {
+	url := pgtest.URL(t)
+	db := open(t, url, Options{})
+	ctx := context.Background()
+	for range 3 {
+		if _, err := db.Append(ctx, entry("test.kind", "t1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgtest.Exec(t, url, `ALTER TABLE entries DISABLE TRIGGER entries_append_only;
+		UPDATE entries SET body = '{"n":2}' WHERE seq = 2`)
+	_, err := db.Verify(ctx)
+	var ve *ledger.VerifyError
+	if !asVerifyError(err, &ve) || ve.Seq != 2 {
+		t.Fatalf("Verify of a changed body: %v, want a VerifyError at seq 2", err)
+	}
+}
+
+// TestAppendOnly refuses an update of an entry at the database.
+func TestAppendOnly(t *testing.T) {
+	url := pgtest.URL(t)
+	db := open(t, url, Options{})
+	if _, err := db.Append(context.Background(), entry("test.kind", "t1")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := db.pool.Exec(ctx, `DELETE FROM entries`); err == nil {
+		t.Fatal("DELETE FROM entries succeeded")
+	}
+}
+
+// TestCounterNotAnInteger refuses an increment of a document that is not
+// an integer, or past the range, as EINVALID, and writes nothing.
+func TestCounterNotAnInteger(t *testing.T) {
+	db := open(t, pgtest.URL(t), Options{})
+	ctx := context.Background()
+	if err := db.PutState(ctx, "test", "s", json.RawMessage(`"x"`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutState(ctx, "test", "big", json.RawMessage(`9223372036854775807`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"s", "big"} {
+		if _, err := db.Commit(ctx, entry("test.kind", "t1"), custody.IncrState("test", key, 1, 0)); custody.ErrorKind(err) != custody.EINVALID {
+			t.Fatalf("increment of %s: %v, want EINVALID", key, err)
+		}
+		if _, err := db.IncrState(ctx, "test", key, 1); custody.ErrorKind(err) != custody.EINVALID {
+			t.Fatalf("IncrState of %s: %v, want EINVALID", key, err)
+		}
+	}
+	if h, err := db.Head(ctx); err != nil || h.Seq != 0 {
+		t.Fatalf("Head = %+v, %v; want an empty ledger", h, err)
+	}
+	if n, err := db.IncrState(ctx, "test", "n", 5); err != nil || n != 5 {
+		t.Fatalf("IncrState of an absent counter = %d, %v; want 5", n, err)
+	}
+}

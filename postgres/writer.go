@@ -1,0 +1,295 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/queue"
+	"github.com/custody-dev/custody/ledger"
+)
+
+const (
+	// queueSize bounds the writes waiting for the writer; a caller beyond
+	// it waits to enqueue.
+	queueSize = 4096
+	// maxBatch bounds how many requests share one transaction.
+	maxBatch = 1024
+	// commitTimeout bounds one group's transaction, so that a server that
+	// stops answering fails the waiting appends instead of holding them.
+	commitTimeout = 30 * time.Second
+)
+
+// Kinds of checkpoint request.
+const (
+	cpNone      = iota
+	cpRequested // sign one now unless the head is covered
+	cpTick      // sign one if it is due
+)
+
+// request is one write waiting for the writer: an append with its changes,
+// or a checkpoint.
+type request struct {
+	ctx  context.Context
+	what string
+	// entry is the append, prepared for sealing into prep, unless
+	// checkpoint is set.
+	entry      custody.Entry
+	z          ledger.Canonicalizer
+	prep       ledger.Prepared
+	changes    []custody.Change
+	checkpoint int
+
+	resp response
+	done chan struct{} // receives once resp is final
+}
+
+type response struct {
+	entry custody.Entry
+	cp    custody.Checkpoint
+	err   error
+}
+
+// writer commits the groups of one instance. Only the writer goroutine
+// touches it but for batches.
+type writer struct {
+	db     *DB
+	sealer ledger.Sealer
+	// appended says whether this instance appended anything: only then
+	// does Close sign a final checkpoint.
+	appended bool
+	// batches counts committed transactions.
+	batches atomic.Int64
+}
+
+// batch is what one transaction makes true if it commits.
+type batch struct {
+	head    headRow
+	entries []*custody.Entry
+	cp      *custody.Checkpoint
+}
+
+// run serves requests until reqs is closed, then writes the final
+// checkpoint.
+func (db *DB) run() {
+	defer close(db.stopped)
+	w := db.w
+	tick := time.NewTicker(max(db.opts.CheckpointInterval/2, time.Millisecond))
+	defer tick.Stop()
+	buf := make([]*request, 0, maxBatch)
+	for {
+		select {
+		case r, ok := <-db.reqs:
+			if !ok {
+				if w.appended {
+					w.commit([]*request{newCheckpointRequest(cpRequested)})
+				}
+				return
+			}
+			buf = queue.Gather(append(buf[:0], r), db.reqs, maxBatch)
+			w.commit(buf)
+			clear(buf)
+		case <-tick.C:
+			if w.checkpointDue() {
+				w.commit([]*request{newCheckpointRequest(cpTick)})
+			}
+		}
+	}
+}
+
+func newCheckpointRequest(kind int) *request {
+	return &request{ctx: context.Background(), what: "write checkpoint", checkpoint: kind, done: make(chan struct{}, 1)}
+}
+
+// checkpointDue reads, without a lock, whether entries have waited for a
+// checkpoint for CheckpointInterval, so that an idle instance does not
+// lock the head on every tick.
+func (w *writer) checkpointDue() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	var since *time.Time
+	if err := w.db.pool.QueryRow(ctx, `SELECT pending_since FROM ledger_head WHERE id = 1`).Scan(&since); err != nil {
+		return false // the next tick tries again
+	}
+	return since != nil && w.db.opts.Now().Sub(*since) >= w.db.opts.CheckpointInterval
+}
+
+// commit runs reqs in one transaction and answers them: each with its
+// own outcome if the transaction commits, all unavailable if it fails.
+func (w *writer) commit(reqs []*request) {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	for _, r := range reqs {
+		r.resp = response{}
+	}
+	b := &batch{}
+	err := pgx.BeginFunc(ctx, w.db.pool, func(tx pgx.Tx) error { return w.apply(ctx, tx, b, reqs) })
+	if err != nil {
+		w.db.opts.Logger.Warn("group commit failed", "appends", len(reqs), "err", err)
+		for _, r := range reqs {
+			r.resp.entry, r.resp.cp = custody.Entry{}, custody.Checkpoint{}
+			if r.resp.err == nil || custody.ErrorKind(r.resp.err) != custody.EINVALID {
+				r.resp.err = unavailable(r.what, err)
+			}
+			r.done <- struct{}{}
+		}
+		return
+	}
+	w.batches.Add(1)
+	w.appended = w.appended || len(b.entries) > 0
+	w.db.publish(b.head.receipt)
+	for _, r := range reqs {
+		r.done <- struct{}{}
+	}
+}
+
+// apply locks the head, seals the appends in order against it, writes
+// them with their changes, signs a checkpoint when one is due and moves
+// the head. An error fails the whole group; a refused entry or a failed
+// condition only its own request.
+func (w *writer) apply(ctx context.Context, tx pgx.Tx, b *batch, reqs []*request) error {
+	var err error
+	if b.head, err = lockHead(ctx, tx); err != nil {
+		return err
+	}
+	start := b.head.receipt.Seq
+	requested := false
+	for _, r := range reqs {
+		if err := r.ctx.Err(); err != nil {
+			r.resp.err = unavailable(r.what, err)
+			continue
+		}
+		switch r.checkpoint {
+		case cpRequested:
+			requested = true
+		case cpTick:
+		default:
+			if err := w.seal(ctx, tx, b, r); err != nil {
+				return err
+			}
+		}
+	}
+	if err := w.checkpoint(ctx, tx, b, requested); err != nil {
+		return err
+	}
+	if err := w.answerCheckpoints(ctx, tx, b, reqs); err != nil {
+		return err
+	}
+	if len(b.entries) == 0 && b.cp == nil && b.head.receipt.Seq == start {
+		return nil // nothing to write: the head stays as it is
+	}
+	return writeBatch(ctx, tx, b)
+}
+
+// seal puts r's entry on the chain after b's head and applies its
+// changes inside a savepoint: an entry that cannot be sealed, or whose
+// changes fail, is refused alone and the chain goes on without it. A
+// storage failure fails the group.
+func (w *writer) seal(ctx context.Context, tx pgx.Tx, b *batch, r *request) error {
+	e := &r.resp.entry
+	*e = r.entry
+	e.Seq = b.head.receipt.Seq + 1
+	if err := w.sealer.SealPrepared(b.head.receipt.Hash, e, &r.prep); err != nil {
+		*e = custody.Entry{}
+		r.resp.err = &custody.Error{Kind: custody.EINVALID, Message: "entry: " + err.Error(), Err: err}
+		return nil
+	}
+	if len(r.changes) > 0 {
+		refused, err := applyInSavepoint(ctx, tx, e.Seq, r.changes)
+		if err != nil {
+			return err
+		}
+		if refused != nil {
+			*e = custody.Entry{}
+			r.resp.err = refused
+			return nil
+		}
+	}
+	b.head.receipt = custody.Receipt{Seq: e.Seq, Hash: e.Hash}
+	b.entries = append(b.entries, e)
+	return nil
+}
+
+// applyInSavepoint applies changes for the entry at seq; a change whose
+// condition fails undoes the ones before it and is returned as refused.
+// Only a storage failure is returned as err.
+func applyInSavepoint(ctx context.Context, tx pgx.Tx, seq int64, changes []custody.Change) (refused, err error) {
+	if _, err := tx.Exec(ctx, `SAVEPOINT entry`); err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	refused, err = applyChanges(ctx, tx, seq, changes)
+	if err != nil {
+		return nil, err
+	}
+	end := `RELEASE SAVEPOINT entry`
+	if refused != nil {
+		end = `ROLLBACK TO SAVEPOINT entry; RELEASE SAVEPOINT entry`
+	}
+	if _, err := tx.Exec(ctx, end); err != nil {
+		return nil, fmt.Errorf("end savepoint: %w", err)
+	}
+	return refused, nil
+}
+
+// writeBatch inserts the sealed entries, the checkpoint, and moves the
+// head, in one round trip.
+func writeBatch(ctx context.Context, tx pgx.Tx, b *batch) error {
+	var q pgx.Batch
+	if len(b.entries) > 0 {
+		queueInsert(&q, b.entries)
+	}
+	if b.cp != nil {
+		q.Queue(`INSERT INTO checkpoints (size, head, at, sig) VALUES ($1, $2, $3, $4) ON CONFLICT (size) DO NOTHING`,
+			b.cp.Size, b.cp.Head, b.cp.At, b.cp.Sig)
+	}
+	h := b.head
+	q.Queue(`UPDATE ledger_head SET seq = $1, hash = $2, checkpoint_size = $3, pending_since = $4 WHERE id = 1`,
+		h.receipt.Seq, h.receipt.Hash, h.checkpointSize, h.pendingSince)
+	if err := tx.SendBatch(ctx, &q).Close(); err != nil {
+		return fmt.Errorf("write entries %d-%d: %w", h.receipt.Seq-int64(len(b.entries))+1, h.receipt.Seq, err)
+	}
+	return nil
+}
+
+// queueInsert queues one statement inserting every entry.
+func queueInsert(q *pgx.Batch, entries []*custody.Entry) {
+	n := len(entries)
+	seq := make([]int64, n)
+	at, kind, trace, actor, refs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	body := make([][]byte, n)
+	sum, prev, hash := make([]string, n), make([]string, n), make([]string, n)
+	for i, e := range entries {
+		seq[i], at[i], kind[i], trace[i], actor[i] = e.Seq, e.At, e.Kind, e.Trace, e.Actor
+		refs[i], body[i], sum[i], prev[i], hash[i] = refsColumn(e.Refs), e.Body, e.BodySHA256, e.Prev, e.Hash
+	}
+	q.Queue(`INSERT INTO entries (`+entryColumns+`)
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::text[], $9::text[], $10::text[])`,
+		seq, at, kind, trace, actor, refs, body, sum, prev, hash)
+}
+
+// headRow is the chain's head row as a transaction holds it.
+type headRow struct {
+	receipt        custody.Receipt
+	checkpointSize int64
+	pendingSince   *time.Time
+}
+
+// lockHead locks the head row for the rest of tx: every other instance's
+// group waits here until tx ends.
+func lockHead(ctx context.Context, tx pgx.Tx) (headRow, error) {
+	var h headRow
+	const q = `SELECT seq, hash, checkpoint_size, pending_since FROM ledger_head WHERE id = 1 FOR UPDATE`
+	err := tx.QueryRow(ctx, q).Scan(&h.receipt.Seq, &h.receipt.Hash, &h.checkpointSize, &h.pendingSince)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return h, errors.New("lock the head: the ledger_head row is missing")
+	}
+	if err != nil {
+		return h, fmt.Errorf("lock the head: %w", err)
+	}
+	return h, nil
+}
