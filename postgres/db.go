@@ -70,6 +70,10 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives what the store does on its own; nil discards it.
 	Logger *slog.Logger
+	// ReadOnly opens an existing ledger to read and verify it: no key
+	// file, no migration, every write refused. ENOTFOUND when the
+	// database holds no ledger.
+	ReadOnly bool
 }
 
 func (o Options) withDefaults() Options {
@@ -103,6 +107,8 @@ type DB struct {
 	closed  bool
 	reqs    chan *request
 	stopped chan struct{} // closed when the writer has exited
+	// poolOnce closes the pool once.
+	poolOnce sync.Once
 
 	// head is the last head this instance saw committed.
 	head atomic.Pointer[custody.Receipt]
@@ -114,13 +120,44 @@ var _ custody.Store = (*DB)(nil)
 
 // Open connects to the database at url (postgres://...), creates or
 // migrates the schema, checks the signing key against the one the ledger
-// was started with, and starts this instance's writer.
+// was started with, and starts this instance's writer. With
+// Options.ReadOnly it only reads an existing ledger.
 func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	opts = opts.withDefaults()
-	priv, err := loadKey(opts.KeyFile)
+	var priv ed25519.PrivateKey
+	if !opts.ReadOnly {
+		var err error
+		if priv, err = loadKey(opts.KeyFile); err != nil {
+			return nil, err
+		}
+	}
+	pool, err := connect(ctx, url)
 	if err != nil {
 		return nil, err
 	}
+	db := &DB{opts: opts, priv: priv, pool: pool, reqs: make(chan *request, queueSize), stopped: make(chan struct{})}
+	db.w = &writer{db: db}
+	db.head.Store(&custody.Receipt{})
+	if opts.ReadOnly {
+		err = db.openReadOnly(ctx)
+	} else {
+		err = db.open(ctx)
+	}
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if opts.ReadOnly {
+		db.closed = true // every write is refused
+		close(db.stopped)
+		return db, nil
+	}
+	go db.run()
+	return db, nil
+}
+
+// connect opens the connection pool.
+func connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, custody.Errorf(custody.EINVALID, "postgres: %v", err)
@@ -132,15 +169,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, unavailable("connect", err)
 	}
-	db := &DB{opts: opts, priv: priv, pub: priv.Public().(ed25519.PublicKey), pool: pool,
-		reqs: make(chan *request, queueSize), stopped: make(chan struct{})}
-	db.head.Store(&custody.Receipt{})
-	if err := db.open(ctx); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	go db.run()
-	return db, nil
+	return pool, nil
 }
 
 func (db *DB) open(ctx context.Context) error {
@@ -151,14 +180,44 @@ func (db *DB) open(ctx context.Context) error {
 	if err := migrate(ctx, db.pool, ms, db.opts.Now()); err != nil {
 		return unavailable("migrate the schema", err)
 	}
+	db.pub = db.priv.Public().(ed25519.PublicKey)
 	if err := checkKey(ctx, db.pool, db.pub); err != nil {
 		return err
 	}
-	if _, err := db.Head(ctx); err != nil {
+	_, err = db.Head(ctx)
+	return err
+}
+
+// openReadOnly checks that the database holds a ledger of the schema this
+// custody knows, and reads its public key.
+func (db *DB) openReadOnly(ctx context.Context) error {
+	ms, err := loadMigrations(migrationFiles)
+	if err != nil {
 		return err
 	}
-	db.w = &writer{db: db}
-	return nil
+	v, err := schemaVersion(ctx, db.pool)
+	switch {
+	case err != nil:
+		return unavailable("read the schema version", err)
+	case v == 0:
+		return custody.Errorf(custody.ENOTFOUND, "no custody ledger in this database (schema %s)", db.schema(ctx))
+	case v != len(ms):
+		return custody.Errorf(custody.EUNAVAILABLE, "the database has schema version %d, this custody reads %d: run the custody that serves it", v, len(ms))
+	}
+	if db.pub, err = storedKey(ctx, db.pool); err != nil {
+		return err
+	}
+	_, err = db.Head(ctx)
+	return err
+}
+
+// schema names the schema the tables are in, for messages.
+func (db *DB) schema(ctx context.Context) string {
+	var s *string
+	if err := db.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&s); err != nil || s == nil {
+		return "?"
+	}
+	return *s
 }
 
 // Close drains the appends already submitted, writes a final checkpoint
@@ -174,17 +233,21 @@ func (db *DB) Close() error {
 	}
 	db.mu.Unlock()
 	<-db.stopped
-	if !already {
-		db.pool.Close()
-	}
+	db.poolOnce.Do(db.pool.Close)
 	return nil
 }
 
 // PublicKey returns the key that verifies the checkpoints.
 func (db *DB) PublicKey() ed25519.PublicKey { return db.pub }
 
-// PublicKeyFile returns the path of the exported public key.
-func (db *DB) PublicKeyFile() string { return publicKeyFile(db.opts.KeyFile) }
+// PublicKeyFile returns the path of the exported public key; "" when
+// opened read-only.
+func (db *DB) PublicKeyFile() string {
+	if db.opts.ReadOnly {
+		return ""
+	}
+	return publicKeyFile(db.opts.KeyFile)
+}
 
 // Size returns the number of entries on the ledger as this instance last
 // saw it (its own commits, and Head).

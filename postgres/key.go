@@ -117,3 +117,16 @@ func checkKey(ctx context.Context, pool *pgxpool.Pool, pub ed25519.PublicKey) er
 	}
 	return nil
 }
+
+// storedKey returns the public key recorded for the ledger's checkpoints.
+func storedKey(ctx context.Context, pool *pgxpool.Pool) (ed25519.PublicKey, error) {
+	var text string
+	if err := pool.QueryRow(ctx, `SELECT public_key FROM signing_key WHERE id = 1`).Scan(&text); err != nil {
+		return nil, unavailable("read the signing key", err)
+	}
+	pub, err := ledger.ParsePublicKey([]byte(text))
+	if err != nil {
+		return nil, unavailable("read the signing key", err)
+	}
+	return pub, nil
+}

@@ -90,3 +90,15 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, ms []migration, now time.T
 		return nil
 	})
 }
+
+// schemaVersion returns the schema version of the database, 0 when
+// custody never migrated it.
+func schemaVersion(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return 0, err
+	}
+	var v int
+	err := pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}

@@ -245,3 +245,32 @@ func TestCounterNotAnInteger(t *testing.T) {
 		t.Fatalf("IncrState of an absent counter = %d, %v; want 5", n, err)
 	}
 }
+
+// TestReadOnly reads and verifies a ledger without its key file, refuses
+// writes, and finds no ledger where there is none.
+func TestReadOnly(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	if _, err := Open(ctx, url, Options{ReadOnly: true}); custody.ErrorKind(err) != custody.ENOTFOUND {
+		t.Fatalf("read-only Open of an empty schema: %v, want ENOTFOUND", err)
+	}
+	w := open(t, url, Options{})
+	if _, err := w.Append(ctx, entry("test.kind", "t1")); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r, err := Open(ctx, url, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !r.PublicKey().Equal(w.PublicKey()) {
+		t.Fatal("read-only store has another public key")
+	}
+	if rep, err := r.Verify(ctx); err != nil || rep.Entries != 1 || rep.Checkpoints != 1 {
+		t.Fatalf("Verify = %+v, %v; want 1 entry and the checkpoint of Close", rep, err)
+	}
+	if _, err := r.Append(ctx, entry("test.kind", "t1")); custody.ErrorKind(err) != custody.EUNAVAILABLE {
+		t.Fatalf("Append to a read-only store: %v, want EUNAVAILABLE", err)
+	}
+}

@@ -61,15 +61,16 @@ func (m *Main) ledgerUsage(cmds map[string]command) {
 // one-line summary when the ledger is intact, 1 naming the first bad seq
 // and the reason when it is not, 2 on a usage error or an unreadable input.
 func (m *Main) runLedgerVerify(ctx context.Context, args []string) int {
-	fs := m.flags("ledger verify", "(--data DIR | --jsonl FILE) [--pubkey FILE]")
+	fs := m.flags("ledger verify", "(--data DIR | --store postgres://... | --jsonl FILE) [--pubkey FILE]")
 	data := m.dataFlag(fs)
+	store := m.storeFlag(fs)
 	jsonl := fs.String("jsonl", "", "verify this JSONL export `FILE` (- for stdin) instead of a store")
 	pubFile := fs.String("pubkey", "", "check checkpoint signatures against this PEM public key `FILE`")
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
-	if *jsonl != "" && isSet(fs, "data") {
-		return m.flagError(fs, "give --data or --jsonl, not both")
+	if *jsonl != "" && (isSet(fs, "data") || isSet(fs, "store")) {
+		return m.flagError(fs, "give --data or --store, or --jsonl, not both")
 	}
 	var pub ed25519.PublicKey
 	if *pubFile != "" {
@@ -82,7 +83,7 @@ func (m *Main) runLedgerVerify(ctx context.Context, args []string) int {
 	if *jsonl != "" {
 		return m.verifyJSONL(*jsonl, pub)
 	}
-	return m.verifyStore(ctx, *data, pub, *pubFile != "")
+	return m.withStore(*store).verifyStore(ctx, *data, pub, *pubFile != "")
 }
 
 func (m *Main) verifyJSONL(file string, pub ed25519.PublicKey) int {
@@ -110,7 +111,7 @@ func (m *Main) verifyStore(ctx context.Context, dir string, pub ed25519.PublicKe
 		pub = db.PublicKey()
 	}
 	report, err := db.VerifyWith(ctx, pub)
-	return m.verified("custody ledger verify: "+dir, report, err)
+	return m.verified("custody ledger verify: "+m.storeName(dir), report, err)
 }
 
 // verified prints the outcome of a verification and returns its exit code.
@@ -140,14 +141,15 @@ func (m *Main) verified(what string, report ledger.Report, err error) int {
 // runLedgerExport writes the store's ledger as JSONL to --out (stdout by
 // default) and says where the public key that verifies it is.
 func (m *Main) runLedgerExport(ctx context.Context, args []string) int {
-	fs := m.flags("ledger export", "[--data DIR] [--out FILE] [--pubkey-out FILE]")
+	fs := m.flags("ledger export", "[--data DIR | --store postgres://...] [--out FILE] [--pubkey-out FILE]")
 	data := m.dataFlag(fs)
+	store := m.storeFlag(fs)
 	out := fs.String("out", "-", "write the JSONL export to `FILE` (- for stdout)")
 	pubOut := fs.String("pubkey-out", "", "also copy the PEM public key to `FILE`")
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
-	db, code := m.openExisting(*data)
+	db, code := m.withStore(*store).openExisting(*data)
 	if db == nil {
 		return code
 	}
@@ -163,12 +165,15 @@ func (m *Main) runLedgerExport(ctx context.Context, args []string) int {
 		}
 		pubPath = *pubOut
 	}
+	if pubPath == "" {
+		pubPath = "KEY (get it with --pubkey-out KEY)"
+	}
 	fmt.Fprintf(m.Stderr, "exported %d entries; verify with: custody ledger verify --jsonl %s --pubkey %s\n",
 		db.Size(), *out, pubPath)
 	return exitOK
 }
 
-func (m *Main) export(ctx context.Context, db *sqlite.DB, out string) error {
+func (m *Main) export(ctx context.Context, db dataStore, out string) error {
 	if out == "-" {
 		return db.ExportJSONL(ctx, m.Stdout)
 	}
@@ -186,8 +191,9 @@ func (m *Main) export(ctx context.Context, db *sqlite.DB, out string) error {
 // runLedgerShow prints the entries selected by the flags, one line each,
 // or as JSONL with --json.
 func (m *Main) runLedgerShow(ctx context.Context, args []string) int {
-	fs := m.flags("ledger show", "[--data DIR] [--trace ID] [--kind K] [--ref KEY=VALUE] [--after N] [--limit N] [--json]")
+	fs := m.flags("ledger show", "[--data DIR | --store postgres://...] [--trace ID] [--kind K] [--ref KEY=VALUE] [--after N] [--limit N] [--json]")
 	data := m.dataFlag(fs)
+	store := m.storeFlag(fs)
 	var q custody.Query
 	fs.StringVar(&q.Trace, "trace", "", "only entries of trace `ID`")
 	fs.StringVar(&q.Kind, "kind", "", "only entries of kind `K`")
@@ -199,7 +205,7 @@ func (m *Main) runLedgerShow(ctx context.Context, args []string) int {
 		return code
 	}
 	q.Refs = *refs
-	db, code := m.openExisting(*data)
+	db, code := m.withStore(*store).openExisting(*data)
 	if db == nil {
 		return code
 	}
@@ -294,10 +300,18 @@ func (m *Main) readBody(file string) ([]byte, error) {
 	return os.ReadFile(file)
 }
 
-// openExisting opens the store in dir for reading, refusing to create one
-// where there is none: a typo in --data must not verify an empty ledger.
-// On failure it returns a nil store and the exit code.
-func (m *Main) openExisting(dir string) (*sqlite.DB, int) {
+// openExisting opens the store in dir, or the one $CUSTODY_STORE names
+// (read-only, without its signing key), for reading, refusing to create
+// one where there is none: a typo in --data must not verify an empty
+// ledger. On failure it returns a nil store and the exit code.
+func (m *Main) openExisting(dir string) (dataStore, int) {
+	if m.env("CUSTODY_STORE", "") != "" {
+		db, err := m.openStoreReadOnly()
+		if err != nil {
+			return nil, m.fail(err)
+		}
+		return db, exitOK
+	}
 	if _, err := os.Stat(filepath.Join(dir, sqlite.DatabaseFile)); err != nil {
 		fmt.Fprintf(m.Stderr, "custody ledger: no store in %s (set --data or CUSTODY_DATA)\n", dir)
 		return nil, exitUsage
@@ -307,6 +321,15 @@ func (m *Main) openExisting(dir string) (*sqlite.DB, int) {
 		return nil, m.fail(err)
 	}
 	return db, exitOK
+}
+
+// storeName names the store a command reads: $CUSTODY_STORE without its
+// password, else dir.
+func (m *Main) storeName(dir string) string {
+	if url := m.env("CUSTODY_STORE", ""); url != "" {
+		return redact(url)
+	}
+	return dir
 }
 
 func readPublicKey(file string) (ed25519.PublicKey, error) {

@@ -64,6 +64,7 @@ type serveConfig struct {
 // serveSettings are serve's settings after flags, environment and file.
 type serveSettings struct {
 	addr, data, contracts, nats string
+	store                       string
 	llm, llmEdge, room          string
 	cfg                         serveConfig
 }
@@ -95,9 +96,10 @@ func (m *Main) runServe(ctx context.Context, args []string) int {
 
 // serveFlags parses the flags and the config file.
 func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
-	fset := m.flags("serve", "[--addr HOST:PORT] [--data DIR] [--contracts DIR] [--config FILE] [--llm URL] [--nats URL]")
+	fset := m.flags("serve", "[--addr HOST:PORT] [--data DIR] [--store postgres://...] [--contracts DIR] [--config FILE] [--llm URL] [--nats URL]")
 	addr := fset.String("addr", "", "`HOST:PORT` to listen on (env CUSTODY_ADDR, default 127.0.0.1:8080)")
 	data := m.dataFlag(fset)
+	store := m.storeFlag(fset)
 	contracts := m.contractsFlag(fset)
 	llmURL := fset.String("llm", "", "LLM `URL` for the agent and composer hops: template, ollama://HOST:PORT/MODEL, openai://HOST:PORT/v1/MODEL (env CUSTODY_LLM)")
 	edgeURL := fset.String("llm-edge", "", "edge text backend `URL` for language hops (env CUSTODY_LLM_EDGE; default: the main backend)")
@@ -123,6 +125,7 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	set.addr = m.setting(given["addr"], *addr, "CUSTODY_ADDR", set.cfg.Addr, "127.0.0.1:8080")
 	set.data = m.setting(given["data"], *data, "CUSTODY_DATA", set.cfg.Data, *data)
 	set.contracts = m.setting(given["contracts"], *contracts, "CUSTODY_CONTRACTS", set.cfg.Contracts, "")
+	set.store = m.setting(given["store"], *store, "CUSTODY_STORE", "", "")
 	set.nats = m.setting(given["nats"], *natsURL, "CUSTODY_NATS", "", "")
 	set.room = m.setting(given["room"], *room, "CUSTODY_BRAIN_ROOM", "", "")
 	set.llm = m.setting(given["llm"], *llmURL, "CUSTODY_LLM", "", "template")
@@ -180,7 +183,7 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return fmt.Errorf("domain systems: %w", err)
 	}
-	st, err := m.withFileEnv(set.cfg, base).openStack(ctx, set.data, set.contracts, sys.Tools...)
+	st, err := m.withFileEnv(set.cfg, base).withStore(set.store).openStack(ctx, set.data, set.contracts, sys.Tools...)
 	if err != nil {
 		return err
 	}

@@ -13,14 +13,13 @@ import (
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
-	"github.com/custody-dev/custody/sqlite"
 )
 
 // stack is the running core: the store, the contracts, the approval
 // service and the gateway offering the example envelope plus any tools a
 // command adds.
 type stack struct {
-	db        *sqlite.DB
+	db        dataStore
 	reg       *contract.Registry
 	approvals *approval.Service
 	gw        *gate.Gateway
@@ -33,7 +32,8 @@ func (m *Main) contractsFlag(fs *flag.FlagSet) *string {
 		"directory of user contracts: every *.json in it (default $CUSTODY_CONTRACTS)")
 }
 
-// openStack opens the store in dataDir, loads the contracts (embedded,
+// openStack opens the store (SQLite in dataDir, or the one
+// $CUSTODY_STORE names: see openStore), loads the contracts (embedded,
 // example, and contractsDir when set), builds the approval service and a
 // gateway on the example envelope plus tools.
 //
@@ -52,7 +52,7 @@ func (m *Main) openStack(ctx context.Context, dataDir, contractsDir string, tool
 	if err != nil {
 		return nil, err
 	}
-	db, err := m.openData(dataDir)
+	db, err := m.openStore(dataDir)
 	if err != nil {
 		return nil, err
 	}
