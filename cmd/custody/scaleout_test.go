@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/example"
+	"github.com/custody-dev/custody/postgres"
+	"github.com/custody-dev/custody/postgres/pgtest"
+)
+
+// postStatus posts body and returns the status and the answer, for use
+// from several goroutines.
+func postStatus(url, token, body string) (int, string, error) {
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), err
+}
+
+// receipts collects the receipts the instances acknowledged.
+type receipts struct {
+	mu   sync.Mutex
+	list []custody.Receipt
+}
+
+func (r *receipts) add(body string) error {
+	var res custody.Result
+	if err := json.Unmarshal([]byte(body), &res); err != nil || res.Receipt.Seq == 0 {
+		return fmt.Errorf("a call answered 200 without a receipt: %s", body)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, res.Receipt)
+	return nil
+}
+
+// TestServeInstancesShareOneStore runs three serve instances on one
+// database, driven together: calls on every instance while approvals are
+// raced from all three, 100 times. Each approval is used exactly once,
+// the chain verifies and a checkpoint covers its head, and every
+// acknowledged receipt is on it.
+func TestServeInstancesShareOneStore(t *testing.T) {
+	url, dir := pgtest.URL(t), t.TempDir()
+	env := scaledEnv(url, dir)
+	var bases []string
+	var stops []func() int
+	for i := range 3 {
+		base, _, stop := startServe(t, env, "--data", filepath.Join(dir, fmt.Sprint("data", i)))
+		bases, stops = append(bases, base), append(stops, stop)
+	}
+	var acked receipts
+	ctx, cancel := context.WithCancel(context.Background())
+	var load sync.WaitGroup
+	for i := range 3 {
+		load.Go(func() {
+			for n := 0; ctx.Err() == nil; n++ {
+				call := fmt.Sprintf(`{"trace_id":"load-%d","tool":"get_time","arguments":{"zone":"UTC"}}`, i)
+				code, body, err := postStatus(bases[(i+n)%3]+"/v1/calls", pgAgentToken, call)
+				if err == nil && code != 200 {
+					err = fmt.Errorf("load call: %d %s", code, body)
+				}
+				if err == nil {
+					err = acked.add(body)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	const races, racers = 100, 4
+	var raced sync.WaitGroup
+	for r := range racers {
+		raced.Go(func() {
+			for i := r; i < races; i += racers {
+				if err := raceApproval(bases, i, &acked); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	raced.Wait()
+	cancel()
+	load.Wait()
+	for i, stop := range stops {
+		if code := stop(); code != exitOK {
+			t.Fatalf("instance %d exited %d", i, code)
+		}
+	}
+	checkScaledLedger(t, url, races, acked.list)
+}
+
+// raceApproval asks for an announcement on one instance, approves it on
+// another, and sends the approved call to all three at once: exactly one
+// runs it, the others are refused with a conflict.
+func raceApproval(bases []string, i int, acked *receipts) error {
+	call := fmt.Sprintf(`{"trace_id":"race-%d","tool":"post_announcement","arguments":{"channel":"ops","message":"RACE %d"}}`, i, i)
+	code, body, err := postStatus(bases[i%3]+"/v1/calls", pgAgentToken, call)
+	if err != nil || code != 202 {
+		return fmt.Errorf("race %d: ask: %d %s %v", i, code, body, err)
+	}
+	var pending struct {
+		Error custody.ErrorDetail `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &pending); err != nil || pending.Error.ApprovalRequestID == "" {
+		return fmt.Errorf("race %d: no approval id in %s", i, body)
+	}
+	decision := bases[(i+1)%3] + "/v1/approvals/" + pending.Error.ApprovalRequestID + "/decision"
+	if code, body, err := postStatus(decision, pgOperatorToken, `{"decision":"approved"}`); err != nil || code != 200 {
+		return fmt.Errorf("race %d: approve: %d %s %v", i, code, body, err)
+	}
+	codes, bodies, errs := make([]int, 3), make([]string, 3), make([]error, 3)
+	var wg sync.WaitGroup
+	for j := range 3 {
+		wg.Go(func() { codes[j], bodies[j], errs[j] = postStatus(bases[j]+"/v1/calls", pgAgentToken, call) })
+	}
+	wg.Wait()
+	won := 0
+	for j, code := range codes {
+		switch {
+		case errs[j] != nil:
+			return errs[j]
+		case code == 200:
+			won++
+			if err := acked.add(bodies[j]); err != nil {
+				return err
+			}
+		case code != 409:
+			return fmt.Errorf("race %d: instance %d answered %d: %s", i, j, code, bodies[j])
+		}
+	}
+	if won != 1 {
+		return fmt.Errorf("race %d: %d instances ran the approved call (%v), want exactly 1", i, won, codes)
+	}
+	return nil
+}
+
+// checkScaledLedger opens the shared ledger and checks it.
+func checkScaledLedger(t *testing.T, url string, races int, acked []custody.Receipt) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := postgres.Open(ctx, url, postgres.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rep, err := db.Verify(ctx)
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	cp, err := db.LatestCheckpoint(ctx)
+	if err != nil || cp.Size != rep.Entries {
+		t.Fatalf("latest checkpoint %+v, %v; want one covering all %d entries", cp, err, rep.Entries)
+	}
+	entries, err := db.Entries(ctx, custody.Query{Limit: int(rep.Entries)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range acked {
+		if r.Seq > int64(len(entries)) || entries[r.Seq-1].Hash != r.Hash {
+			t.Fatalf("acknowledged receipt %+v is not on the ledger", r)
+		}
+	}
+	for i := range races {
+		trace := fmt.Sprint("race-", i)
+		es, err := db.Entries(ctx, custody.Query{Trace: trace, Kind: custody.KindCallSucceeded})
+		if err != nil || len(es) != 1 {
+			t.Fatalf("%s: %d call.succeeded entries, %v; want 1", trace, len(es), err)
+		}
+	}
+	t.Logf("%d entries, %d acknowledged calls, %d checkpoints", rep.Entries, len(acked), rep.Checkpoints)
+}
+
+// TestStacksShareBudget runs a per-trace budget on three gateways over
+// one database: of calls raced from all three, exactly the budget runs.
+func TestStacksShareBudget(t *testing.T) {
+	url, dir := pgtest.URL(t), t.TempDir()
+	env := scaledEnv(url, dir)
+	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return env[k] }}
+	tool := example.BenchTools("budgeted", "unused")[0]
+	tool.Spec.MaxCallsPerTrace = 5
+	var stacks []*stack
+	for i := range 3 {
+		st, err := m.openStack(context.Background(), filepath.Join(dir, fmt.Sprint("data", i)), "", tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		stacks = append(stacks, st)
+	}
+	const calls = 30
+	errs := make([]error, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			_, errs[i] = stacks[i%3].gw.Call(context.Background(), custody.Call{
+				Trace: "budget-1", Tool: "budgeted", Args: json.RawMessage(`{"zone":"UTC"}`), Actor: "bot", Via: "test"})
+		})
+	}
+	wg.Wait()
+	ran := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ran++
+		case custody.ErrorKind(err) != custody.EDENIED:
+			t.Fatalf("call: %v, want EDENIED past the budget", err)
+		}
+	}
+	if ran != 5 {
+		t.Fatalf("%d calls ran, want the budget of 5", ran)
+	}
+	if _, err := stacks[0].db.Verify(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
