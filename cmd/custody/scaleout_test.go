@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/postgres"
 	"github.com/custody-dev/custody/postgres/pgtest"
@@ -231,5 +235,80 @@ func TestStacksShareBudget(t *testing.T) {
 	}
 	if _, err := stacks[0].db.Verify(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStacksExpireOnce sweeps the same overdue approvals from three
+// instances at once, twice: each approval expires once, escalates once
+// and its next channel is notified once. The sweep's change is
+// conditional on the status it read, so the instances need no lease: the
+// one whose commit comes first wins and the others' are refused.
+func TestStacksExpireOnce(t *testing.T) {
+	url, dir := pgtest.URL(t), t.TempDir()
+	var hits sync.Map // approval id -> *atomic.Int64
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p approval.WebhookPayload
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			t.Error(err)
+		}
+		n, _ := hits.LoadOrStore(p.ID, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+	}))
+	defer hook.Close()
+	env := scaledEnv(url, dir)
+	env["CUSTODY_NOTIFY"] = "sms=" + hook.URL
+	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return env[k] }}
+	var stacks []*stack
+	for i := range 3 {
+		st, err := m.openStack(context.Background(), filepath.Join(dir, fmt.Sprint("data", i)), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		stacks = append(stacks, st)
+	}
+	ctx := context.Background()
+	const n = 20
+	past := time.Now().Add(-time.Hour)
+	for i := range n {
+		a := custody.Approval{ID: fmt.Sprint("ap-", i), Status: custody.ApprovalPending, Tool: "post_announcement",
+			Arguments: json.RawMessage(`{"channel":"ops","message":"X"}`), Digest: "d", Trace: "t1", Requester: "bot",
+			Channel: approval.ConsoleChannel, CreatedAt: past, ExpiresAt: past.Add(time.Minute)}
+		e := custody.Entry{Kind: custody.KindApprovalRequest, Trace: "t1", Actor: "bot", Body: json.RawMessage(`{}`)}
+		if _, err := stacks[i%3].db.Commit(ctx, e, custody.CreateApproval(a)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	var expired atomic.Int64
+	for range 2 {
+		for _, st := range stacks {
+			wg.Go(func() {
+				k, err := st.approvals.ExpireDue(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				expired.Add(int64(k))
+			})
+		}
+	}
+	wg.Wait()
+	if expired.Load() != n {
+		t.Fatalf("the sweeps expired %d approvals, want %d", expired.Load(), n)
+	}
+	for _, kind := range []string{custody.KindApprovalExpired, custody.KindApprovalEscalate} {
+		if es, err := stacks[1].db.Entries(ctx, custody.Query{Kind: kind}); err != nil || len(es) != n {
+			t.Fatalf("%s entries: %d, %v; want %d", kind, len(es), err, n)
+		}
+	}
+	for i := range n {
+		id := fmt.Sprint("ap-", i)
+		a, err := stacks[2].db.Approval(ctx, id)
+		if err != nil || a.Status != custody.ApprovalExpired || a.Escalations != 1 || a.Channel != "sms" {
+			t.Fatalf("approval %s = %+v, %v; want expired, escalated once to sms", id, a, err)
+		}
+		if c, ok := hits.Load(id); !ok || c.(*atomic.Int64).Load() != 1 {
+			t.Fatalf("approval %s: the sms webhook was not called exactly once", id)
+		}
 	}
 }
