@@ -274,3 +274,39 @@ func TestReadOnly(t *testing.T) {
 		t.Fatalf("Append to a read-only store: %v, want EUNAVAILABLE", err)
 	}
 }
+
+// TestLoadRefusals: a ledger loads only into an empty store, and a load
+// that fails half-way leaves it empty.
+func TestLoadRefusals(t *testing.T) {
+	url := pgtest.URL(t)
+	db := open(t, url, Options{})
+	ctx := context.Background()
+	e1 := entry("test.kind", "t1")
+	e1.Seq, e1.At, e1.Prev, e1.Hash = 1, "2026-03-01T12:00:00.000000Z", ledger.GenesisPrev(), "h1"
+	e3 := e1
+	e3.Seq = 3
+	err := db.Load(ctx, func(l *Loader) error {
+		if err := l.State("test", "k", json.RawMessage(`1`)); err != nil {
+			return err
+		}
+		if err := l.Entry(e1); err != nil {
+			return err
+		}
+		return l.Entry(e3)
+	})
+	if custody.ErrorKind(err) != custody.EINVALID {
+		t.Fatalf("Load with a gap: %v, want EINVALID", err)
+	}
+	if h, err := db.Head(ctx); err != nil || h.Seq != 0 {
+		t.Fatalf("Head after a failed load = %+v, %v; want empty", h, err)
+	}
+	if _, err := db.State(ctx, "test", "k"); custody.ErrorKind(err) != custody.ENOTFOUND {
+		t.Fatalf("state after a failed load: %v, want ENOTFOUND", err)
+	}
+	if _, err := db.Append(ctx, entry("test.kind", "t1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Load(ctx, func(*Loader) error { return nil }); custody.ErrorKind(err) != custody.ECONFLICT {
+		t.Fatalf("Load into a used store: %v, want ECONFLICT", err)
+	}
+}

@@ -68,6 +68,19 @@ func (m *Main) withStore(store string) *Main {
 	return &c
 }
 
+// sqliteOnly returns a copy of m that ignores $CUSTODY_STORE: its stores
+// are SQLite in their data directory.
+func (m *Main) sqliteOnly() *Main {
+	c := *m
+	c.Getenv = func(k string) string {
+		if k == "CUSTODY_STORE" {
+			return ""
+		}
+		return m.Getenv(k)
+	}
+	return &c
+}
+
 // openStore opens the store $CUSTODY_STORE names, or SQLite in dir when
 // it names none. PostgreSQL signs checkpoints with the key file
 // $CUSTODY_SIGNING_KEY, dir/signing.key by default: every instance on one

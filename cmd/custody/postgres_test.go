@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/postgres"
 	"github.com/custody-dev/custody/postgres/pgtest"
+	"github.com/custody-dev/custody/sqlite"
 )
 
 // Tokens every instance of a scaled-out test is given.
@@ -74,5 +78,83 @@ func TestLedgerStoreRefusals(t *testing.T) {
 	}
 	if code, _, errOut := cli(t, "", "ledger", "verify", "--store", url, "--jsonl", "x"); code != exitUsage || !strings.Contains(errOut, "not both") {
 		t.Fatalf("--store with --jsonl: exit %d: %s", code, errOut)
+	}
+}
+
+// TestStoreCopy moves a SQLite store with a consumed, edited approval
+// into PostgreSQL: the copy verifies with the source's key, and a server
+// on it knows the approval as the source did.
+func TestStoreCopy(t *testing.T) {
+	url, dir := pgtest.URL(t), t.TempDir()
+	data := filepath.Join(dir, "data")
+	postTo := post
+	post := `{"channel":"ops","message":"HELLO"}`
+	edited := `{"channel":"ops","message":"HELLO WORLD"}`
+	_, out, _ := runMain(t, nil, post, "call", "--tool", "post_announcement", "--args", "-", "--trace", "t1", "--data", data)
+	id := decodeCall(t, out).Error.Approval
+	if code, out, errOut := runMain(t, nil, "", "approvals", "approve", id, "--operator", "op-1", "--set", "message=HELLO WORLD", "--data", data); code != exitOK {
+		t.Fatalf("approve: exit %d: %s%s", code, out, errOut)
+	}
+	if code, out, _ := runMain(t, nil, edited, "call", "--tool", "post_announcement", "--args", "-", "--trace", "t1", "--data", data); code != exitOK {
+		t.Fatalf("edited call: exit %d: %s", code, out)
+	}
+
+	env := map[string]string{"CUSTODY_STORE": "postgres://ignored/for/the/source"}
+	code, out, errOut := runMain(t, env, "", "store", "copy", "--from", data, "--to", url)
+	if code != exitOK || !strings.Contains(out, "copied") {
+		t.Fatalf("store copy: exit %d: %s%s", code, out, errOut)
+	}
+	code, out, errOut = runMain(t, nil, "", "ledger", "verify", "--store", url, "--pubkey", filepath.Join(data, "signing.pub"))
+	if code != exitOK || !strings.Contains(out, "signed") {
+		t.Fatalf("verify the copy with the source's key: exit %d: %s%s", code, out, errOut)
+	}
+	sameState(t, data, url)
+	if code, _, errOut := runMain(t, nil, "", "store", "copy", "--from", data, "--to", url); code != exitFailed || !strings.Contains(errOut, "not empty") {
+		t.Fatalf("a second copy into the same store: exit %d: %s", code, errOut)
+	}
+
+	// A server on the copy refuses the original arguments (the operator
+	// edited them) and a replay of the edited ones (the approval is used).
+	senv := scaledEnv(url, dir)
+	senv["CUSTODY_SIGNING_KEY"] = filepath.Join(data, "signing.key")
+	senv["CUSTODY_AGENT_TOKENS"] = "cli:" + pgAgentToken // the agent custody call names
+	base, _, stop := startServe(t, senv, "--data", filepath.Join(dir, "serve"))
+	defer stop()
+	call := func(args string) string {
+		return `{"trace_id":"t1","tool":"post_announcement","arguments":` + args + `}`
+	}
+	if body := postTo(t, base+"/v1/calls", pgAgentToken, call(post), 403); !strings.Contains(body, id) || strings.Contains(body, "another agent") {
+		t.Fatalf("original arguments on the copy: %s; want denied for the approval's edit", body)
+	}
+	if body := postTo(t, base+"/v1/calls", pgAgentToken, call(edited), 409); !strings.Contains(body, id) {
+		t.Fatalf("edited arguments on the copy: %s; want the used approval named", body)
+	}
+}
+
+// sameState checks that the SQLite store in data and the PostgreSQL one at
+// url hold the same state documents.
+func sameState(t *testing.T, data, url string) {
+	t.Helper()
+	ctx := context.Background()
+	src, err := sqlite.Open(data, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := postgres.Open(ctx, url, postgres.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	nss, err := src.Namespaces(ctx)
+	if err != nil || len(nss) == 0 {
+		t.Fatalf("source namespaces %v, %v; want some", nss, err)
+	}
+	for _, ns := range nss {
+		want, err1 := src.States(ctx, ns)
+		got, err2 := dst.States(ctx, ns)
+		if err1 != nil || err2 != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("state %s: copy %v (%v), source %v (%v)", ns, got, err2, want, err1)
+		}
 	}
 }
