@@ -58,10 +58,16 @@ func (m *Main) withStore(store string) *Main {
 	if store == "" {
 		return m
 	}
+	return m.withSetting("CUSTODY_STORE", store)
+}
+
+// withSetting returns a copy of m whose environment variable name is
+// value.
+func (m *Main) withSetting(name, value string) *Main {
 	c := *m
 	c.Getenv = func(k string) string {
-		if k == "CUSTODY_STORE" {
-			return store
+		if k == name {
+			return value
 		}
 		return m.Getenv(k)
 	}
@@ -70,16 +76,7 @@ func (m *Main) withStore(store string) *Main {
 
 // sqliteOnly returns a copy of m that ignores $CUSTODY_STORE: its stores
 // are SQLite in their data directory.
-func (m *Main) sqliteOnly() *Main {
-	c := *m
-	c.Getenv = func(k string) string {
-		if k == "CUSTODY_STORE" {
-			return ""
-		}
-		return m.Getenv(k)
-	}
-	return &c
-}
+func (m *Main) sqliteOnly() *Main { return m.withSetting("CUSTODY_STORE", "") }
 
 // openStore opens the store $CUSTODY_STORE names, or SQLite in dir when
 // it names none. PostgreSQL signs checkpoints with the key file

@@ -57,3 +57,20 @@ func exec(t testing.TB, dsn, sql string, args ...any) {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
+
+// QueryInt runs sql, which returns one integer, on the database at dsn,
+// failing t on error.
+func QueryInt(t testing.TB, dsn, sql string, args ...any) int64 {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", EnvURL, err)
+	}
+	defer conn.Close(ctx)
+	var n int64
+	if err := conn.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
