@@ -70,74 +70,79 @@ func scanApproval(row pgx.CollectableRow) (custody.Approval, error) {
 	return a, nil
 }
 
-// createApproval inserts a new request; ECONFLICT if its id exists. Its
-// digest is also kept as the digest it was requested for, never changed.
-func createApproval(ctx context.Context, x execer, a custody.Approval) error {
+// createApproval is the statement inserting a new request; ECONFLICT if
+// its id exists. Its digest is also kept as the digest it was requested
+// for, never changed.
+func createApproval(a custody.Approval) (statement, error) {
 	doc, err := json.Marshal(a)
 	if err != nil {
-		return custody.Errorf(custody.EINVALID, "approval %s: %v", a.ID, err)
+		return statement{}, custody.Errorf(custody.EINVALID, "approval %s: %v", a.ID, err)
 	}
 	const q = `INSERT INTO approvals (id, status, consumed_seq, created_at, trace, digest, requested_digest, doc)
-		VALUES ($1, $2, $3, $4, $5, $6, $6, $7) ON CONFLICT (id) DO NOTHING`
-	tag, err := x.Exec(ctx, q, a.ID, string(a.Status), a.ConsumedSeq, a.CreatedAt, a.Trace, a.Digest, doc)
-	if err != nil {
-		return dataError("write approval "+a.ID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return custody.Errorf(custody.ECONFLICT, "approval %s already exists", a.ID)
-	}
-	return nil
+		VALUES ($1, $2, $3, $4, $5, $6, $6, $7) ON CONFLICT (id) DO NOTHING RETURNING 1`
+	return statement{sql: q, args: []any{a.ID, string(a.Status), a.ConsumedSeq, a.CreatedAt, a.Trace, a.Digest, doc},
+		read: func(row pgx.Row) error {
+			var one int
+			err := row.Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return custody.Errorf(custody.ECONFLICT, "approval %s already exists", a.ID)
+			}
+			return dataError("write approval "+a.ID, err)
+		}}, nil
 }
 
-// updateApproval replaces the request a.ID with a if its status is from:
-// one conditional update.
-func updateApproval(ctx context.Context, x execer, a custody.Approval, from custody.ApprovalStatus) error {
+// conditional is a conditional update of the approval $1 that also says
+// why it changed nothing: the row's status (NULL when there is no such
+// request) and whether it was updated, in one statement.
+func conditional(update string) string {
+	return `WITH cur AS (SELECT status FROM approvals WHERE id = $1),
+		upd AS (` + update + ` RETURNING 1)
+		SELECT (SELECT status FROM cur), EXISTS (SELECT 1 FROM upd)`
+}
+
+// readConditional reads the row of a conditional statement: ENOTFOUND
+// when there is no request id, conflict(its status) when it was not
+// updated.
+func readConditional(id string, conflict func(status string) error) func(pgx.Row) error {
+	return func(row pgx.Row) error {
+		var status *string
+		var updated bool
+		if err := row.Scan(&status, &updated); err != nil {
+			return dataError("write approval "+id, err)
+		}
+		switch {
+		case status == nil:
+			return custody.Errorf(custody.ENOTFOUND, "approval %s not found", id)
+		case !updated:
+			return conflict(*status)
+		}
+		return nil
+	}
+}
+
+// updateApproval is the statement replacing the request a.ID with a if
+// its status is from: one conditional update.
+func updateApproval(a custody.Approval, from custody.ApprovalStatus) (statement, error) {
 	doc, err := json.Marshal(a)
 	if err != nil {
-		return custody.Errorf(custody.EINVALID, "approval %s: %v", a.ID, err)
+		return statement{}, custody.Errorf(custody.EINVALID, "approval %s: %v", a.ID, err)
 	}
-	const q = `UPDATE approvals SET status = $2, consumed_seq = $3, created_at = $4, trace = $5, digest = $6, doc = $7
-		WHERE id = $1 AND status = $8`
-	tag, err := x.Exec(ctx, q, a.ID, string(a.Status), a.ConsumedSeq, a.CreatedAt, a.Trace, a.Digest, doc, string(from))
-	if err != nil {
-		return dataError("write approval "+a.ID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return notUpdated(ctx, x, a.ID, func(status string) error {
+	q := conditional(`UPDATE approvals SET status = $2, consumed_seq = $3, created_at = $4, trace = $5, digest = $6, doc = $7
+		WHERE id = $1 AND status = $8`)
+	return statement{sql: q, args: []any{a.ID, string(a.Status), a.ConsumedSeq, a.CreatedAt, a.Trace, a.Digest, doc, string(from)},
+		read: readConditional(a.ID, func(status string) error {
 			return custody.Errorf(custody.ECONFLICT, "approval %s is %s, not %s", a.ID, status, from)
-		})
-	}
-	return nil
+		})}, nil
 }
 
-// consumeApproval marks the approved, unused request id consumed by the
-// entry at seq: one conditional update, so that of several instances
-// racing to use it exactly one succeeds.
-func consumeApproval(ctx context.Context, x execer, id string, seq int64) error {
-	const q = `UPDATE approvals SET status = 'consumed', consumed_seq = $2
-		WHERE id = $1 AND status = 'approved' AND consumed_seq = 0`
-	tag, err := x.Exec(ctx, q, id, seq)
-	if err != nil {
-		return fmt.Errorf("use approval %s: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return notUpdated(ctx, x, id, func(status string) error {
+// consumeApproval is the statement marking the approved, unused request
+// id consumed by the entry at seq: one conditional update, so that of
+// several instances racing to use it exactly one succeeds.
+func consumeApproval(id string, seq int64) statement {
+	q := conditional(`UPDATE approvals SET status = 'consumed', consumed_seq = $2
+		WHERE id = $1 AND status = 'approved' AND consumed_seq = 0`)
+	return statement{sql: q, args: []any{id, seq},
+		read: readConditional(id, func(status string) error {
 			return custody.Errorf(custody.ECONFLICT, "approval %s is %s: only an approved, unused approval can be used", id, status)
-		})
-	}
-	return nil
-}
-
-// notUpdated tells why a conditional update of id changed nothing:
-// ENOTFOUND if there is no such request, else conflict(its status).
-func notUpdated(ctx context.Context, x execer, id string, conflict func(status string) error) error {
-	var status string
-	err := x.QueryRow(ctx, `SELECT status FROM approvals WHERE id = $1`, id).Scan(&status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return custody.Errorf(custody.ENOTFOUND, "approval %s not found", id)
-	}
-	if err != nil {
-		return fmt.Errorf("read approval %s: %w", id, err)
-	}
-	return conflict(status)
+		})}
 }

@@ -60,56 +60,57 @@ func checkChange(c custody.Change) error {
 	return nil
 }
 
-// applyChanges applies changes in tx for the entry at seq, in order. The
-// first change whose condition fails (or whose document the database
-// refuses) is returned as refused: its Refusal when set, else a
-// *custody.Error; the caller rolls back what the changes before it wrote.
-// A storage failure is err.
-func applyChanges(ctx context.Context, tx pgx.Tx, seq int64, changes []custody.Change) (refused, err error) {
-	for _, c := range changes {
-		err := applyChange(ctx, tx, seq, c)
-		if err == nil {
-			continue
-		}
-		var ce *custody.Error
-		if !errors.As(err, &ce) {
-			return nil, err
-		}
-		if c.Refusal != nil && ce.Kind != custody.EINVALID && ce.Kind != custody.EUNAVAILABLE {
-			return c.Refusal, nil
-		}
-		return err, nil
-	}
-	return nil, nil
+// statement is one change as one SQL statement that returns one row (or
+// none), and how to read it: nil when the change is made, a
+// *custody.Error when its condition fails or the database refuses its
+// value, another error when the storage fails. The writer pipelines the
+// statements of an entry's changes in one round trip.
+type statement struct {
+	sql  string
+	args []any
+	read func(pgx.Row) error
 }
 
-func applyChange(ctx context.Context, tx pgx.Tx, seq int64, c custody.Change) error {
+// run runs s on its own.
+func (s statement) run(ctx context.Context, q querier) error {
+	return s.read(q.QueryRow(ctx, s.sql, s.args...))
+}
+
+// changeStatement returns the statement making c for the entry at seq.
+func changeStatement(seq int64, c custody.Change) (statement, error) {
 	switch c.Op {
 	case custody.OpPutState:
-		return putState(ctx, tx, c.NS, c.Key, c.Doc)
+		return putState(c.NS, c.Key, c.Doc), nil
 	case custody.OpIncrState:
-		_, err := incr(ctx, tx, c.NS, c.Key, c.Delta, c.Limit)
-		return err
+		var n int64
+		return incr(c.NS, c.Key, c.Delta, c.Limit, &n), nil
 	case custody.OpCreateApproval:
-		return createApproval(ctx, tx, c.Approval)
+		return createApproval(c.Approval)
 	case custody.OpUpdateApproval:
-		return updateApproval(ctx, tx, c.Approval, c.From)
+		return updateApproval(c.Approval, c.From)
 	case custody.OpConsumeApproval:
-		return consumeApproval(ctx, tx, c.ID, seq)
+		return consumeApproval(c.ID, seq), nil
 	}
-	return custody.Errorf(custody.EINVALID, "unknown change operation %d", c.Op)
+	return statement{}, custody.Errorf(custody.EINVALID, "unknown change operation %d", c.Op)
 }
 
-// execer is what a pool and a transaction offer to write.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+// refusal returns what Commit answers when c fails with err, a
+// *custody.Error: c's Refusal when set, unless err is EINVALID or
+// EUNAVAILABLE.
+func refusal(c custody.Change, err *custody.Error) error {
+	if c.Refusal != nil && err.Kind != custody.EINVALID && err.Kind != custody.EUNAVAILABLE {
+		return c.Refusal
+	}
+	return err
 }
 
 // dataError turns the database's refusal of a value (class 22: a counter
 // that is not an integer, a sum out of range) into EINVALID; other errors
 // are returned as they are.
 func dataError(what string, err error) error {
+	if err == nil {
+		return nil
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22") {
 		return &custody.Error{Kind: custody.EINVALID, Message: what + ": " + pe.Message, Err: err}

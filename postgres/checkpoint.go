@@ -17,7 +17,7 @@ import (
 // of them has waited CheckpointInterval. Whichever instance holds the head
 // when it falls due signs it, with the key every instance shares. It
 // keeps the head row's record of what waits up to date.
-func (w *writer) checkpoint(ctx context.Context, tx pgx.Tx, b *batch, requested bool) error {
+func (w *writer) checkpoint(b *batch, requested bool) error {
 	h := &b.head
 	now := w.db.opts.Now()
 	fresh := h.receipt.Seq - h.checkpointSize
@@ -43,7 +43,7 @@ func sign(db *DB, head custody.Receipt, now time.Time) custody.Checkpoint {
 
 // answerCheckpoints gives every checkpoint request of the group the
 // checkpoint that covers the head: the one just signed or the latest.
-func (w *writer) answerCheckpoints(ctx context.Context, tx pgx.Tx, b *batch, reqs []*request) error {
+func (w *writer) answerCheckpoints(ctx context.Context, tx querier, b *batch, reqs []*request) error {
 	var cp *custody.Checkpoint
 	for _, r := range reqs {
 		if r.checkpoint != cpRequested || r.resp.err != nil {
@@ -65,7 +65,7 @@ func (w *writer) answerCheckpoints(ctx context.Context, tx pgx.Tx, b *batch, req
 	return nil
 }
 
-func (w *writer) coveringCheckpoint(ctx context.Context, tx pgx.Tx, b *batch) (custody.Checkpoint, error) {
+func (w *writer) coveringCheckpoint(ctx context.Context, tx querier, b *batch) (custody.Checkpoint, error) {
 	if b.cp != nil {
 		return *b.cp, nil
 	}

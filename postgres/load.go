@@ -116,7 +116,7 @@ func (l *Loader) Approval(a custody.Approval, requestedDigest string) error {
 
 // State adds a state document.
 func (l *Loader) State(ns, key string, doc json.RawMessage) error {
-	return unavailable("load state", putState(l.ctx, l.tx, ns, key, doc))
+	return unavailable("load state", putState(ns, key, doc).run(l.ctx, l.tx))
 }
 
 // finish writes the last entries and moves the head to the last one.

@@ -31,7 +31,7 @@ func (db *DB) PutState(ctx context.Context, ns, key string, doc json.RawMessage)
 	if !json.Valid(doc) {
 		return custody.Errorf(custody.EINVALID, "state %s/%s: the document is not valid JSON", ns, key)
 	}
-	return unavailable("put state", putState(ctx, db.pool, ns, key, bytes.Clone(doc)))
+	return unavailable("put state", putState(ns, key, bytes.Clone(doc)).run(ctx, db.pool))
 }
 
 // States returns the documents of namespace ns by key.
@@ -60,20 +60,21 @@ func (db *DB) States(ctx context.Context, ns string) (map[string]json.RawMessage
 // counts as 0) and returns its new value, in one statement. EINVALID if
 // the document is not an integer or the sum overflows.
 func (db *DB) IncrState(ctx context.Context, ns, key string, delta int64) (int64, error) {
-	n, err := incr(ctx, db.pool, ns, key, delta, 0)
-	if err != nil {
+	var n int64
+	if err := incr(ns, key, delta, 0, &n).run(ctx, db.pool); err != nil {
 		return 0, unavailable("increment state", err)
 	}
 	return n, nil
 }
 
-func putState(ctx context.Context, x execer, ns, key string, doc []byte) error {
+// putState is the statement storing doc under ns and key.
+func putState(ns, key string, doc []byte) statement {
 	const q = `INSERT INTO state (ns, key, doc) VALUES ($1, $2, $3)
-		ON CONFLICT (ns, key) DO UPDATE SET doc = excluded.doc`
-	if _, err := x.Exec(ctx, q, ns, key, doc); err != nil {
-		return dataError("write state "+ns+"/"+key, err)
-	}
-	return nil
+		ON CONFLICT (ns, key) DO UPDATE SET doc = excluded.doc RETURNING 1`
+	return statement{sql: q, args: []any{ns, key, doc}, read: func(row pgx.Row) error {
+		var one int
+		return dataError("write state "+ns+"/"+key, row.Scan(&one))
+	}}
 }
 
 // incrSQL adds $3 to the counter under $1/$2 in one conditional upsert:
@@ -87,16 +88,15 @@ const incrSQL = `INSERT INTO state AS s (ns, key, doc)
 	WHERE $4::bigint = 0 OR convert_from(s.doc, 'UTF8')::bigint + $3::bigint <= $4::bigint
 	RETURNING convert_from(s.doc, 'UTF8')::bigint`
 
-// incr adds delta to the counter under ns and key and returns the sum;
-// with limit > 0 a sum above limit is EDENIED and nothing is written.
-func incr(ctx context.Context, x execer, ns, key string, delta, limit int64) (int64, error) {
-	var n int64
-	err := x.QueryRow(ctx, incrSQL, ns, key, delta, limit).Scan(&n)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, custody.Errorf(custody.EDENIED, "state %s/%s: adding %d would pass the limit %d", ns, key, delta, limit)
-	}
-	if err != nil {
-		return 0, dataError("state "+ns+"/"+key, err)
-	}
-	return n, nil
+// incr is the statement adding delta to the counter under ns and key and
+// reading the sum into n; with limit > 0 a sum above limit is EDENIED and
+// nothing is written.
+func incr(ns, key string, delta, limit int64, n *int64) statement {
+	return statement{sql: incrSQL, args: []any{ns, key, delta, limit}, read: func(row pgx.Row) error {
+		err := row.Scan(n)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return custody.Errorf(custody.EDENIED, "state %s/%s: adding %d would pass the limit %d", ns, key, delta, limit)
+		}
+		return dataError("state "+ns+"/"+key, err)
+	}}
 }

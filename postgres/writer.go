@@ -72,6 +72,9 @@ type batch struct {
 	head    headRow
 	entries []*custody.Entry
 	cp      *custody.Checkpoint
+	// savepoint says whether an entry's savepoint is open: the next
+	// entry with changes releases it (COMMIT releases the last).
+	savepoint bool
 }
 
 // run serves requests until reqs is closed, then writes the final
@@ -128,8 +131,7 @@ func (w *writer) commit(reqs []*request) {
 		r.resp = response{}
 	}
 	b := &batch{}
-	err := pgx.BeginFunc(ctx, w.db.pool, func(tx pgx.Tx) error { return w.apply(ctx, tx, b, reqs) })
-	if err != nil {
+	if err := w.inTx(ctx, b, reqs); err != nil {
 		w.db.opts.Logger.Warn("group commit failed", "appends", len(reqs), "err", err)
 		for _, r := range reqs {
 			r.resp.entry, r.resp.cp = custody.Entry{}, custody.Checkpoint{}
@@ -148,15 +150,54 @@ func (w *writer) commit(reqs []*request) {
 	}
 }
 
-// apply locks the head, seals the appends in order against it, writes
-// them with their changes, signs a checkpoint when one is due and moves
-// the head. An error fails the whole group; a refused entry or a failed
-// condition only its own request.
-func (w *writer) apply(ctx context.Context, tx pgx.Tx, b *batch, reqs []*request) error {
-	var err error
-	if b.head, err = lockHead(ctx, tx); err != nil {
-		return err
+// inTx runs the group in one transaction on a connection of the pool.
+// It costs two round trips when no entry has changes: BEGIN with the
+// head's lock, then the inserts with the head's move and COMMIT. A
+// failure rolls back; a connection left in a transaction is closed by
+// the pool rather than reused.
+func (w *writer) inTx(ctx context.Context, b *batch, reqs []*request) error {
+	pc, err := w.db.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
 	}
+	defer pc.Release()
+	conn := pc.Conn()
+	err = beginLocked(ctx, conn, &b.head)
+	if err == nil {
+		err = w.apply(ctx, conn, b, reqs)
+	}
+	if err != nil {
+		rollback(conn)
+	}
+	return err
+}
+
+// beginLocked begins a transaction on conn and locks the chain's head in
+// it, in one round trip: every other instance's group waits for the lock
+// until this transaction ends.
+func beginLocked(ctx context.Context, conn *pgx.Conn, h *headRow) error {
+	var q pgx.Batch
+	q.Queue(`BEGIN`)
+	q.Queue(lockHeadSQL).QueryRow(func(row pgx.Row) error { return scanHead(row, h) })
+	if err := conn.SendBatch(ctx, &q).Close(); err != nil {
+		return fmt.Errorf("lock the head: %w", err)
+	}
+	return nil
+}
+
+// rollback ends a failed transaction; should that fail too, the
+// connection is left in the transaction and the pool drops it.
+func rollback(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = conn.Exec(ctx, `ROLLBACK`)
+}
+
+// apply seals the appends in order against the locked head, writes them
+// with their changes, signs a checkpoint when one is due, moves the head
+// and commits. An error fails the whole group; a refused entry or a
+// failed condition only its own request.
+func (w *writer) apply(ctx context.Context, conn *pgx.Conn, b *batch, reqs []*request) error {
 	start := b.head.receipt.Seq
 	requested := false
 	for _, r := range reqs {
@@ -169,28 +210,29 @@ func (w *writer) apply(ctx context.Context, tx pgx.Tx, b *batch, reqs []*request
 			requested = true
 		case cpTick:
 		default:
-			if err := w.seal(ctx, tx, b, r); err != nil {
+			if err := w.seal(ctx, conn, b, r); err != nil {
 				return err
 			}
 		}
 	}
-	if err := w.checkpoint(ctx, tx, b, requested); err != nil {
+	if err := w.checkpoint(b, requested); err != nil {
 		return err
 	}
-	if err := w.answerCheckpoints(ctx, tx, b, reqs); err != nil {
+	if err := w.answerCheckpoints(ctx, conn, b, reqs); err != nil {
 		return err
 	}
 	if len(b.entries) == 0 && b.cp == nil && b.head.receipt.Seq == start {
-		return nil // nothing to write: the head stays as it is
+		_, err := conn.Exec(ctx, `COMMIT`) // nothing to write: the head stays
+		return err
 	}
-	return writeBatch(ctx, tx, b)
+	return writeBatch(ctx, conn, b)
 }
 
 // seal puts r's entry on the chain after b's head and applies its
 // changes inside a savepoint: an entry that cannot be sealed, or whose
 // changes fail, is refused alone and the chain goes on without it. A
 // storage failure fails the group.
-func (w *writer) seal(ctx context.Context, tx pgx.Tx, b *batch, r *request) error {
+func (w *writer) seal(ctx context.Context, conn *pgx.Conn, b *batch, r *request) error {
 	e := &r.resp.entry
 	*e = r.entry
 	e.Seq = b.head.receipt.Seq + 1
@@ -200,7 +242,7 @@ func (w *writer) seal(ctx context.Context, tx pgx.Tx, b *batch, r *request) erro
 		return nil
 	}
 	if len(r.changes) > 0 {
-		refused, err := applyInSavepoint(ctx, tx, e.Seq, r.changes)
+		refused, err := applyInSavepoint(ctx, conn, b, e.Seq, r.changes)
 		if err != nil {
 			return err
 		}
@@ -215,30 +257,74 @@ func (w *writer) seal(ctx context.Context, tx pgx.Tx, b *batch, r *request) erro
 	return nil
 }
 
-// applyInSavepoint applies changes for the entry at seq; a change whose
-// condition fails undoes the ones before it and is returned as refused.
-// Only a storage failure is returned as err.
-func applyInSavepoint(ctx context.Context, tx pgx.Tx, seq int64, changes []custody.Change) (refused, err error) {
-	if _, err := tx.Exec(ctx, `SAVEPOINT entry`); err != nil {
-		return nil, fmt.Errorf("savepoint: %w", err)
+// applyInSavepoint applies changes for the entry at seq in one round
+// trip: it releases the savepoint of the entry before, takes one for this
+// entry and runs every change's statement. A change that fails undoes the
+// ones before it (a rollback to the savepoint) and is returned as
+// refused; only a storage failure is returned as err.
+func applyInSavepoint(ctx context.Context, conn *pgx.Conn, b *batch, seq int64, changes []custody.Change) (refused, err error) {
+	stmts := make([]statement, len(changes))
+	for i, c := range changes {
+		st, err := changeStatement(seq, c)
+		var ce *custody.Error
+		if errors.As(err, &ce) {
+			return refusal(c, ce), nil // refused before anything is sent
+		}
+		stmts[i] = st
 	}
-	refused, err = applyChanges(ctx, tx, seq, changes)
-	if err != nil {
+	var q pgx.Batch
+	if b.savepoint {
+		q.Queue(`RELEASE SAVEPOINT entry`)
+	}
+	q.Queue(`SAVEPOINT entry`)
+	for _, st := range stmts {
+		q.Queue(st.sql, st.args...)
+	}
+	br := conn.SendBatch(ctx, &q)
+	refused, err = readChanges(br, b.savepoint, changes, stmts)
+	cerr := br.Close()
+	b.savepoint = true
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	end := `RELEASE SAVEPOINT entry`
-	if refused != nil {
-		end = `ROLLBACK TO SAVEPOINT entry; RELEASE SAVEPOINT entry`
-	}
-	if _, err := tx.Exec(ctx, end); err != nil {
-		return nil, fmt.Errorf("end savepoint: %w", err)
+	case refused == nil && cerr != nil:
+		return nil, fmt.Errorf("apply changes: %w", cerr)
+	case refused != nil:
+		if _, err := conn.Exec(ctx, `ROLLBACK TO SAVEPOINT entry`); err != nil {
+			return nil, fmt.Errorf("roll back changes: %w", err)
+		}
 	}
 	return refused, nil
 }
 
-// writeBatch inserts the sealed entries, the checkpoint, and moves the
-// head, in one round trip.
-func writeBatch(ctx context.Context, tx pgx.Tx, b *batch) error {
+// readChanges reads the results of applyInSavepoint's batch up to the
+// first change that fails.
+func readChanges(br pgx.BatchResults, release bool, changes []custody.Change, stmts []statement) (refused, err error) {
+	if release {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("release savepoint: %w", err)
+		}
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	for i, st := range stmts {
+		err := st.read(br.QueryRow())
+		var ce *custody.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &ce):
+			return refusal(changes[i], ce), nil
+		default:
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// writeBatch inserts the sealed entries and the checkpoint, moves the
+// head and commits, in one round trip.
+func writeBatch(ctx context.Context, conn *pgx.Conn, b *batch) error {
 	var q pgx.Batch
 	if len(b.entries) > 0 {
 		queueInsert(&q, b.entries)
@@ -250,7 +336,8 @@ func writeBatch(ctx context.Context, tx pgx.Tx, b *batch) error {
 	h := b.head
 	q.Queue(`UPDATE ledger_head SET seq = $1, hash = $2, checkpoint_size = $3, pending_since = $4 WHERE id = 1`,
 		h.receipt.Seq, h.receipt.Hash, h.checkpointSize, h.pendingSince)
-	if err := tx.SendBatch(ctx, &q).Close(); err != nil {
+	q.Queue(`COMMIT`)
+	if err := conn.SendBatch(ctx, &q).Close(); err != nil {
 		return fmt.Errorf("write entries %d-%d: %w", h.receipt.Seq-int64(len(b.entries))+1, h.receipt.Seq, err)
 	}
 	return nil
@@ -279,16 +366,20 @@ type headRow struct {
 	pendingSince   *time.Time
 }
 
-// lockHead locks the head row for the rest of tx: every other instance's
-// group waits here until tx ends.
+const lockHeadSQL = `SELECT seq, hash, checkpoint_size, pending_since FROM ledger_head WHERE id = 1 FOR UPDATE`
+
+func scanHead(row pgx.Row, h *headRow) error {
+	err := row.Scan(&h.receipt.Seq, &h.receipt.Hash, &h.checkpointSize, &h.pendingSince)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errors.New("the ledger_head row is missing")
+	}
+	return err
+}
+
+// lockHead locks the head row for the rest of tx.
 func lockHead(ctx context.Context, tx pgx.Tx) (headRow, error) {
 	var h headRow
-	const q = `SELECT seq, hash, checkpoint_size, pending_since FROM ledger_head WHERE id = 1 FOR UPDATE`
-	err := tx.QueryRow(ctx, q).Scan(&h.receipt.Seq, &h.receipt.Hash, &h.checkpointSize, &h.pendingSince)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return h, errors.New("lock the head: the ledger_head row is missing")
-	}
-	if err != nil {
+	if err := scanHead(tx.QueryRow(ctx, lockHeadSQL), &h); err != nil {
 		return h, fmt.Errorf("lock the head: %w", err)
 	}
 	return h, nil
