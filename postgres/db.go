@@ -10,10 +10,13 @@
 // state changes they justify, and moves the head. Instances take turns on
 // that row lock, so the chain never forks, and a transaction that fails
 // leaves nothing behind: neither entries nor changes nor a moved head.
+// Appends that queue while an instance waits for the lock join its group.
 // Conditional changes (a decision, a use of an approval, a budget) are
 // conditional updates inside that transaction; an entry whose condition
 // fails is rolled back to a savepoint of its own and refused alone, and the
-// rest of its group commits. Commits run with synchronous_commit on: an
+// rest of its group commits. A group's transaction gives up the lock as
+// soon as its commit is logged, and its appends are answered once a
+// synchronous commit after it has flushed the log (see sync.go): an
 // acknowledged append is durable on the server.
 //
 // Checkpoints are signed by whichever instance commits the group that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -65,6 +66,8 @@ type writer struct {
 	appended bool
 	// batches counts committed transactions.
 	batches atomic.Int64
+	// syncq takes committed groups to their barrier.
+	syncq chan<- synced
 }
 
 // batch is what one transaction makes true if it commits.
@@ -81,7 +84,14 @@ type batch struct {
 // checkpoint.
 func (db *DB) run() {
 	defer close(db.stopped)
+	syncq, synced := make(chan synced, queueSize), make(chan struct{})
+	go db.syncLoop(syncq, synced)
+	defer func() {
+		close(syncq)
+		<-synced
+	}()
 	w := db.w
+	w.syncq = syncq
 	tick := time.NewTicker(max(db.opts.CheckpointInterval/2, time.Millisecond))
 	defer tick.Stop()
 	buf := make([]*request, 0, maxBatch)
@@ -95,7 +105,7 @@ func (db *DB) run() {
 				return
 			}
 			buf = queue.Gather(append(buf[:0], r), db.reqs, maxBatch)
-			w.commit(buf)
+			buf = w.commit(buf)
 			clear(buf)
 		case <-tick.C:
 			if w.checkpointDue() {
@@ -122,16 +132,19 @@ func (w *writer) checkpointDue() bool {
 	return since != nil && w.db.opts.Now().Sub(*since) >= w.db.opts.CheckpointInterval
 }
 
-// commit runs reqs in one transaction and answers them: each with its
-// own outcome if the transaction commits, all unavailable if it fails.
-func (w *writer) commit(reqs []*request) {
+// commit runs reqs in one transaction and hands them to the barrier
+// (see sync.go), which answers them each with its own outcome once the
+// transaction is durable; if it fails they are answered unavailable at
+// once.
+func (w *writer) commit(reqs []*request) []*request {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
 	for _, r := range reqs {
 		r.resp = response{}
 	}
 	b := &batch{}
-	if err := w.inTx(ctx, b, reqs); err != nil {
+	reqs, err := w.inTx(ctx, b, reqs)
+	if err != nil {
 		w.db.opts.Logger.Warn("group commit failed", "appends", len(reqs), "err", err)
 		for _, r := range reqs {
 			r.resp.entry, r.resp.cp = custody.Entry{}, custody.Checkpoint{}
@@ -140,14 +153,12 @@ func (w *writer) commit(reqs []*request) {
 			}
 			r.done <- struct{}{}
 		}
-		return
+		return reqs
 	}
 	w.batches.Add(1)
 	w.appended = w.appended || len(b.entries) > 0
-	w.db.publish(b.head.receipt)
-	for _, r := range reqs {
-		r.done <- struct{}{}
-	}
+	w.syncq <- synced{head: b.head.receipt, reqs: slices.Clone(reqs)}
+	return reqs
 }
 
 // inTx runs the group in one transaction on a connection of the pool.
@@ -155,21 +166,39 @@ func (w *writer) commit(reqs []*request) {
 // head's lock, then the inserts with the head's move and COMMIT. A
 // failure rolls back; a connection left in a transaction is closed by
 // the pool rather than reused.
-func (w *writer) inTx(ctx context.Context, b *batch, reqs []*request) error {
+//
+// The appends that queued while it waited for the lock (held by another
+// instance, say) join the group: it returns the group as it committed it.
+func (w *writer) inTx(ctx context.Context, b *batch, reqs []*request) ([]*request, error) {
 	pc, err := w.db.pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+		return reqs, fmt.Errorf("connect: %w", err)
 	}
 	defer pc.Release()
 	conn := pc.Conn()
 	err = beginLocked(ctx, conn, &b.head)
 	if err == nil {
+		reqs = w.join(reqs)
 		err = w.apply(ctx, conn, b, reqs)
 	}
 	if err != nil {
 		rollback(conn)
 	}
-	return err
+	return reqs, err
+}
+
+// join adds to reqs the appends waiting now, up to maxBatch, unless reqs
+// is a checkpoint of its own.
+func (w *writer) join(reqs []*request) []*request {
+	if len(reqs) == 1 && reqs[0].checkpoint != cpNone {
+		return reqs
+	}
+	n := len(reqs)
+	reqs = queue.Drain(reqs, w.db.reqs, maxBatch)
+	for _, r := range reqs[n:] {
+		r.resp = response{}
+	}
+	return reqs
 }
 
 // beginLocked begins a transaction on conn and locks the chain's head in
@@ -178,6 +207,7 @@ func (w *writer) inTx(ctx context.Context, b *batch, reqs []*request) error {
 func beginLocked(ctx context.Context, conn *pgx.Conn, h *headRow) error {
 	var q pgx.Batch
 	q.Queue(`BEGIN`)
+	q.Queue(`SET LOCAL synchronous_commit = off`) // the barrier makes it durable
 	q.Queue(lockHeadSQL).QueryRow(func(row pgx.Row) error { return scanHead(row, h) })
 	if err := conn.SendBatch(ctx, &q).Close(); err != nil {
 		return fmt.Errorf("lock the head: %w", err)
