@@ -3,8 +3,9 @@ package postgres
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,9 +55,11 @@ func execOnce(ctx context.Context, dsn, sql string) error {
 // groups, each group one INSERT in a transaction of its own (a single
 // round trip, with synchronous_commit on), and the RawGroup's Insert
 // returns once its row is durable. No validation, sealing, hashing, head
-// lock or state: the bar the store's append path is measured against. The
-// schema is dropped afterwards.
-func RawGroupCommit(ctx context.Context, dsn string, load func(g *RawGroup) error) error {
+// lock or state: the bar the store's append path is measured against. With
+// pipelined, each group commits asynchronously and is acknowledged after
+// a barrier, as the store's groups are (see sync.go), so that the two can
+// be told apart. The schema is dropped afterwards.
+func RawGroupCommit(ctx context.Context, dsn string, pipelined bool, load func(g *RawGroup) error) error {
 	scratch, drop, err := ScratchSchema(ctx, dsn, "custody_raw")
 	if err != nil {
 		return err
@@ -76,10 +79,35 @@ func RawGroupCommit(ctx context.Context, dsn string, load func(g *RawGroup) erro
 	reqs := make(chan *rawInsert, queueSize)
 	g := &RawGroup{ctx: ctx, reqs: reqs}
 	var loop sync.WaitGroup
+	if pipelined {
+		acks := make(chan []*rawInsert, queueSize)
+		g.acks = acks
+		loop.Go(func() { g.barriers(pool, acks) })
+	}
 	loop.Go(func() { g.write(pool, reqs) })
 	defer loop.Wait()
 	defer close(reqs)
 	return load(g)
+}
+
+// barriers acknowledges the committed groups once a synchronous commit
+// after them has flushed the log, until acks is closed.
+func (g *RawGroup) barriers(pool *pgxpool.Pool, acks <-chan []*rawInsert) {
+	buf := make([][]*rawInsert, 0, 64)
+	for a := range acks {
+		buf = queue.Drain(append(buf[:0], a), acks, cap(buf))
+		var xid string
+		err := pool.QueryRow(g.ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid)
+		for _, group := range buf {
+			for _, r := range group {
+				if r.err == nil {
+					r.err = err
+				}
+				close(r.done)
+			}
+		}
+		clear(buf)
+	}
 }
 
 // RawGroup is the raw group commit that RawGroupCommit hands its load.
@@ -88,6 +116,9 @@ type RawGroup struct {
 	ctx           context.Context
 	reqs          chan<- *rawInsert
 	rows, commits atomic.Int64
+	// acks takes committed groups to their barrier when pipelined; nil
+	// when each commit flushes.
+	acks chan<- []*rawInsert
 }
 
 type rawInsert struct {
@@ -126,11 +157,18 @@ func (g *RawGroup) write(pool *pgxpool.Pool, reqs <-chan *rawInsert) {
 		entries = entries[:0]
 		for _, r := range buf {
 			seq++
-			r.e.Seq, r.e.Prev, r.e.Hash, r.e.BodySHA256 = seq, "", fmt.Sprint(seq), ""
+			r.e.Seq, r.e.Prev, r.e.Hash, r.e.BodySHA256 = seq, "", strconv.FormatInt(seq, 10), ""
 			entries = append(entries, &r.e)
 		}
 		var q pgx.Batch
+		if g.acks != nil {
+			q.Queue(`BEGIN`)
+			q.Queue(`SET LOCAL synchronous_commit = off`)
+		}
 		queueInsert(&q, entries)
+		if g.acks != nil {
+			q.Queue(`COMMIT`)
+		}
 		err := pool.SendBatch(g.ctx, &q).Close()
 		if err == nil {
 			g.rows.Add(int64(len(buf)))
@@ -138,8 +176,17 @@ func (g *RawGroup) write(pool *pgxpool.Pool, reqs <-chan *rawInsert) {
 		}
 		for _, r := range buf {
 			r.err = err
-			close(r.done)
+		}
+		if err == nil && g.acks != nil {
+			g.acks <- slices.Clone(buf)
+		} else {
+			for _, r := range buf {
+				close(r.done)
+			}
 		}
 		clear(buf)
+	}
+	if g.acks != nil {
+		close(g.acks)
 	}
 }

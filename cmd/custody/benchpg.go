@@ -14,7 +14,9 @@ import (
 // instances gateways on one store, in a scratch schema of the database at
 // store, calls spread over them in turn; the baseline is PostgreSQL's raw
 // group-commit insert (postgres.RawGroupCommit) in another scratch
-// schema. Both schemas are dropped afterwards.
+// schema, each commit flushed (--baseline-sync full) or flushed by a
+// barrier after it as the store's are (pipelined). Both schemas are
+// dropped afterwards.
 func (m *Main) benchPostgres(ctx context.Context, dir, store string, instances int, p benchPlan) (benchResult, error) {
 	scratch, drop, err := postgres.ScratchSchema(ctx, store, "custody_bench")
 	if err != nil {
@@ -41,7 +43,7 @@ func (m *Main) benchPostgres(ctx context.Context, dir, store string, instances i
 		return m.benchSummary(gw, nil), nil
 	}
 	var raw *benchSide
-	err = postgres.RawGroupCommit(ctx, store, func(g *postgres.RawGroup) error {
+	err = postgres.RawGroupCommit(ctx, store, p.sync == sqlite.RawSyncPipelined, func(g *postgres.RawGroup) error {
 		raw = &benchSide{name: "baseline", unit: "inserts", committed: g.Committed,
 			do: func(_ context.Context, n int64) error {
 				return g.Insert(sqlite.SampleEntry(int(n%int64(p.load.callers)), int(n)))
@@ -52,7 +54,7 @@ func (m *Main) benchPostgres(ctx context.Context, dir, store string, instances i
 		return benchResult{}, err
 	}
 	res := m.benchSummary(gw, raw)
-	res.BaselineSync = "postgres"
+	res.BaselineSync = p.sync.String()
 	return res, nil
 }
 

@@ -160,20 +160,24 @@ func sameState(t *testing.T, data, url string) {
 }
 
 // TestBenchGatewayPostgres runs the bench on two instances on PostgreSQL
-// with the raw baseline beside, and leaves no scratch schema behind.
+// with the raw baseline beside, flushed at each commit or pipelined, and
+// leaves no scratch schema behind.
 func TestBenchGatewayPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("benchmark run skipped in -short mode")
 	}
 	url := pgtest.URL(t)
-	code, out, errOut := runMain(t, nil, "", "bench", "gateway", "--store", url, "--instances", "2", "--callers", "4", "--seconds", "0.4", "--rounds", "2")
-	if code != exitOK {
-		t.Fatalf("exit %d: %s %s", code, out, errOut)
-	}
-	res := lastBenchResult(t, out)
-	if res.CallsPerS <= 0 || res.BaselinePerS <= 0 || res.Ratio <= 0 || res.EntriesPerCommit < 1 || res.BaselineSync != "postgres" ||
-		!strings.Contains(out, "2 instances") {
-		t.Fatalf("result = %+v\n%s", res, out)
+	for _, mode := range []string{"full", "pipelined"} {
+		code, out, errOut := runMain(t, nil, "", "bench", "gateway", "--store", url, "--instances", "2", "--callers", "4",
+			"--seconds", "0.3", "--rounds", "1", "--baseline-sync", mode)
+		if code != exitOK {
+			t.Fatalf("exit %d: %s %s", code, out, errOut)
+		}
+		res := lastBenchResult(t, out)
+		if res.CallsPerS <= 0 || res.BaselinePerS <= 0 || res.Ratio <= 0 || res.EntriesPerCommit < 1 || res.BaselineSync != mode ||
+			!strings.Contains(out, "2 instances") {
+			t.Fatalf("result = %+v\n%s", res, out)
+		}
 	}
 	const q = `SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'custody_bench_%' OR nspname LIKE 'custody_raw_%'`
 	if left := pgtest.QueryInt(t, url, q); left != 0 {
