@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,10 @@ import (
 
 	"github.com/custody-dev/custody"
 )
+
+// defaultMaxConns is the size of an instance's connection pool unless
+// the URL sets pool_max_conns.
+const defaultMaxConns = 16
 
 // Defaults for Options.
 const (
@@ -166,8 +171,13 @@ func connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		return nil, custody.Errorf(custody.EINVALID, "postgres: %v", err)
 	}
 	// An acknowledged append must be durable whatever the server's
-	// default says.
+	// default says (a group's own transaction turns it off: see sync.go).
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	if !strings.Contains(url, "pool_max_conns") {
+		// The writer and its barrier hold two connections; the
+		// gateway's keyed reads, one or two a call, share the rest.
+		cfg.MaxConns = max(cfg.MaxConns, defaultMaxConns)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, unavailable("connect", err)
