@@ -310,3 +310,61 @@ func TestLoadRefusals(t *testing.T) {
 		t.Fatalf("Load into a used store: %v, want ECONFLICT", err)
 	}
 }
+
+// TestConnectionsLost cuts every connection of an instance under load:
+// appends fail closed as EUNAVAILABLE, the instance reconnects, and
+// every acknowledged entry is on a chain that verifies.
+func TestConnectionsLost(t *testing.T) {
+	url := pgtest.URL(t) + "&application_name=custody_cut_test"
+	db := open(t, url, Options{})
+	ctx := context.Background()
+	var mu sync.Mutex
+	var acked []custody.Entry
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e, err := db.Append(ctx, entry("test.kind", fmt.Sprint("g", g)))
+				switch {
+				case err == nil:
+					mu.Lock()
+					acked = append(acked, e)
+					mu.Unlock()
+				case custody.ErrorKind(err) != custody.EUNAVAILABLE:
+					t.Errorf("Append with the connections cut: %v, want EUNAVAILABLE", err)
+					return
+				}
+			}
+		})
+	}
+	for range 3 {
+		time.Sleep(50 * time.Millisecond)
+		pgtest.Exec(t, url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE application_name = 'custody_cut_test' AND pid <> pg_backend_pid()`)
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if _, err := db.Append(ctx, entry("test.kind", "after")); err != nil {
+		t.Fatalf("Append once the server is back: %v", err)
+	}
+	es, err := db.Entries(ctx, custody.Query{Limit: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range acked {
+		if e.Seq > int64(len(es)) || es[e.Seq-1].Hash != e.Hash {
+			t.Fatalf("acknowledged entry %d is not on the ledger", e.Seq)
+		}
+	}
+	if _, err := db.Verify(ctx); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	t.Logf("%d appends acknowledged, %d entries", len(acked), len(es))
+}
