@@ -122,6 +122,8 @@ type DB struct {
 	head atomic.Pointer[custody.Receipt]
 	// appends holds *request for Commit.
 	appends sync.Pool
+	// channel is where changes of approvals are notified (notify.go).
+	channel string
 }
 
 var _ custody.Store = (*DB)(nil)
@@ -197,6 +199,7 @@ func (db *DB) open(ctx context.Context) error {
 	if err := checkKey(ctx, db.pool, db.pub); err != nil {
 		return err
 	}
+	db.channel = approvalChannel(db.schema(ctx))
 	_, err = db.Head(ctx)
 	return err
 }
@@ -220,6 +223,7 @@ func (db *DB) openReadOnly(ctx context.Context) error {
 	if db.pub, err = storedKey(ctx, db.pool); err != nil {
 		return err
 	}
+	db.channel = approvalChannel(db.schema(ctx))
 	_, err = db.Head(ctx)
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -367,4 +368,50 @@ func TestConnectionsLost(t *testing.T) {
 		t.Fatalf("Verify: %v", err)
 	}
 	t.Logf("%d appends acknowledged, %d entries", len(acked), len(es))
+}
+
+// TestApprovalChanges: an instance hears of the approvals another
+// instance creates and decides, as they commit.
+func TestApprovalChanges(t *testing.T) {
+	url := pgtest.URL(t)
+	key := filepath.Join(t.TempDir(), "signing.key")
+	a, b := open(t, url, Options{KeyFile: key}), open(t, url, Options{KeyFile: key})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ids, err := b.ApprovalChanges(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap := custody.Approval{ID: "ap-1", Status: custody.ApprovalPending, Tool: "t", Trace: "t1", Digest: "d",
+		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	if _, err := a.Commit(ctx, entry(custody.KindApprovalRequest, "t1"), custody.CreateApproval(ap)); err != nil {
+		t.Fatal(err)
+	}
+	decided := ap
+	decided.Status = custody.ApprovalApproved
+	if _, err := a.Commit(ctx, entry(custody.KindApprovalDecided, "t1"), custody.UpdateApproval(decided, custody.ApprovalPending)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		select {
+		case id := <-ids:
+			if id != "ap-1" {
+				t.Fatalf("notification %d names %q, want ap-1", i, id)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("notification %d did not come", i)
+		}
+	}
+	cancel()
+	for range ids { // the channel closes once ctx ends
+	}
+}
+
+func TestApprovalChannelFits(t *testing.T) {
+	if c := approvalChannel(strings.Repeat("s", 63)); len(c) > 63 {
+		t.Fatalf("channel %q is longer than PostgreSQL's 63 bytes", c)
+	}
+	if approvalChannel("a") == approvalChannel("b") {
+		t.Fatal("two schemas share a channel")
+	}
 }

@@ -78,6 +78,8 @@ type batch struct {
 	// savepoint says whether an entry's savepoint is open: the next
 	// entry with changes releases it (COMMIT releases the last).
 	savepoint bool
+	// approvals are the ids of the approvals the group changes.
+	approvals map[string]bool
 }
 
 // run serves requests until reqs is closed, then writes the final
@@ -255,7 +257,7 @@ func (w *writer) apply(ctx context.Context, conn *pgx.Conn, b *batch, reqs []*re
 		_, err := conn.Exec(ctx, `COMMIT`) // nothing to write: the head stays
 		return err
 	}
-	return writeBatch(ctx, conn, b)
+	return w.db.writeBatch(ctx, conn, b)
 }
 
 // seal puts r's entry on the chain after b's head and applies its
@@ -280,6 +282,12 @@ func (w *writer) seal(ctx context.Context, conn *pgx.Conn, b *batch, r *request)
 			*e = custody.Entry{}
 			r.resp.err = refused
 			return nil
+		}
+		for _, id := range approvalIDs(r.changes) {
+			if b.approvals == nil {
+				b.approvals = map[string]bool{}
+			}
+			b.approvals[id] = true
 		}
 	}
 	b.head.receipt = custody.Receipt{Seq: e.Seq, Hash: e.Hash}
@@ -354,7 +362,7 @@ func readChanges(br pgx.BatchResults, release bool, changes []custody.Change, st
 
 // writeBatch inserts the sealed entries and the checkpoint, moves the
 // head and commits, in one round trip.
-func writeBatch(ctx context.Context, conn *pgx.Conn, b *batch) error {
+func (db *DB) writeBatch(ctx context.Context, conn *pgx.Conn, b *batch) error {
 	var q pgx.Batch
 	if len(b.entries) > 0 {
 		queueInsert(&q, b.entries)
@@ -366,6 +374,7 @@ func writeBatch(ctx context.Context, conn *pgx.Conn, b *batch) error {
 	h := b.head
 	q.Queue(`UPDATE ledger_head SET seq = $1, hash = $2, checkpoint_size = $3, pending_since = $4 WHERE id = 1`,
 		h.receipt.Seq, h.receipt.Hash, h.checkpointSize, h.pendingSince)
+	db.queueNotify(&q, b.approvals)
 	q.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, &q).Close(); err != nil {
 		return fmt.Errorf("write entries %d-%d: %w", h.receipt.Seq-int64(len(b.entries))+1, h.receipt.Seq, err)
