@@ -157,3 +157,26 @@ func (m *Main) openData(dir string) (*sqlite.DB, error) {
 	}
 	return db, err
 }
+
+// approvalChanges returns, for a store shared by several instances, the
+// function the console's live updates listen with: its streams end with
+// their request or once done ends, so that they do not hold up a
+// shutdown. nil for a store of one process.
+func approvalChanges(done context.Context, db dataStore) func(context.Context) (<-chan string, error) {
+	l, ok := db.(interface {
+		ApprovalChanges(context.Context) (<-chan string, error)
+	})
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context) (<-chan string, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(done, cancel)
+		context.AfterFunc(ctx, func() { stop() })
+		ids, err := l.ApprovalChanges(ctx)
+		if err != nil {
+			cancel()
+		}
+		return ids, err
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -310,5 +311,60 @@ func TestStacksExpireOnce(t *testing.T) {
 		if c, ok := hits.Load(id); !ok || c.(*atomic.Int64).Load() != 1 {
 			t.Fatalf("approval %s: the sms webhook was not called exactly once", id)
 		}
+	}
+}
+
+// TestServeLiveApprovalsAcrossInstances: a console on one instance hears
+// at once of an approval asked and decided on another, and its stream
+// does not hold up the instance's shutdown.
+func TestServeLiveApprovalsAcrossInstances(t *testing.T) {
+	url, dir := pgtest.URL(t), t.TempDir()
+	env := scaledEnv(url, dir)
+	a, _, stopA := startServe(t, env, "--data", filepath.Join(dir, "a"))
+	defer stopA()
+	b, _, stopB := startServe(t, env, "--data", filepath.Join(dir, "b"))
+	req, _ := http.NewRequest("GET", b+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+pgOperatorToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("GET /v1/events: %d", res.StatusCode)
+	}
+	events := make(chan string, 16)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if id, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				events <- id
+			}
+		}
+	}()
+	call := `{"trace_id":"live","tool":"post_announcement","arguments":{"channel":"ops","message":"LIVE"}}`
+	var pending struct {
+		Error custody.ErrorDetail `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(post(t, a+"/v1/calls", pgAgentToken, call, 202)), &pending); err != nil {
+		t.Fatal(err)
+	}
+	id := pending.Error.ApprovalRequestID
+	post(t, a+"/v1/approvals/"+id+"/decision", pgOperatorToken, `{"decision":"declined"}`, 200)
+	for i := range 2 {
+		select {
+		case got := <-events:
+			if got != id {
+				t.Fatalf("event %d names %q, want %s", i, got, id)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("event %d of %s did not reach the other instance", i, id)
+		}
+	}
+	if code := stopB(); code != exitOK {
+		t.Fatalf("instance with a live console exited %d", code)
+	}
+	for range events { // the stream ended with the instance
 	}
 }

@@ -192,7 +192,7 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return err
 	}
-	h, err := m.serveHandler(st, tokens, sys)
+	h, err := m.serveHandler(ctx, st, tokens, sys)
 	if err != nil {
 		return err
 	}
@@ -323,7 +323,7 @@ func keptToken(path string) (token string, created bool, err error) {
 }
 
 // serveHandler builds the root handler: MCP at /mcp, everything else web.
-func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems) (http.Handler, error) {
+func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys systems) (http.Handler, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	metrics := web.NewMetrics()
 	var apps []web.App
@@ -336,6 +336,7 @@ func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems) (http.Han
 	ws, err := web.New(web.Config{
 		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify, Commits: st.db.Commits,
 		Checkpoint: st.db.LatestCheckpoint, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
+		ApprovalChanges: approvalChanges(ctx, st.db),
 	})
 	if err != nil {
 		return nil, err
