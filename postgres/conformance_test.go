@@ -25,6 +25,7 @@ func open(t *testing.T, url string, opts Options) *DB {
 }
 
 func TestConformance(t *testing.T) {
+	pgtest.Require(t)
 	storetest.Run(t, func(t *testing.T) custody.Store {
 		return open(t, pgtest.URL(t), Options{})
 	})

@@ -74,3 +74,12 @@ func QueryInt(t testing.TB, dsn, sql string, args ...any) int64 {
 	}
 	return n
 }
+
+// Require skips t, once for all its subtests, when
+// $CUSTODY_TEST_POSTGRES_URL is unset.
+func Require(t testing.TB) {
+	t.Helper()
+	if os.Getenv(EnvURL) == "" {
+		t.Skip(EnvURL + " is unset: no PostgreSQL to test against")
+	}
+}
