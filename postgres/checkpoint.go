@@ -17,7 +17,7 @@ import (
 // of them has waited CheckpointInterval. Whichever instance holds the head
 // when it falls due signs it, with the key every instance shares. It
 // keeps the head row's record of what waits up to date.
-func (w *writer) checkpoint(b *batch, requested bool) error {
+func (w *writer) checkpoint(b *batch, requested bool) {
 	h := &b.head
 	now := w.db.opts.Now()
 	fresh := h.receipt.Seq - h.checkpointSize
@@ -27,12 +27,11 @@ func (w *writer) checkpoint(b *batch, requested bool) error {
 	due := requested || fresh >= int64(w.db.opts.CheckpointEvery) ||
 		(h.pendingSince != nil && now.Sub(*h.pendingSince) >= w.db.opts.CheckpointInterval)
 	if !due || fresh <= 0 {
-		return nil
+		return
 	}
 	cp := sign(w.db, h.receipt, now)
 	b.cp = &cp
 	h.checkpointSize, h.pendingSince = h.receipt.Seq, nil
-	return nil
 }
 
 // sign signs a checkpoint of head. When ledgers get ids, this is where

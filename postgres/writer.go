@@ -247,9 +247,7 @@ func (w *writer) apply(ctx context.Context, conn *pgx.Conn, b *batch, reqs []*re
 			}
 		}
 	}
-	if err := w.checkpoint(b, requested); err != nil {
-		return err
-	}
+	w.checkpoint(b, requested)
 	if err := w.answerCheckpoints(ctx, conn, b, reqs); err != nil {
 		return err
 	}
