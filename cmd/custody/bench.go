@@ -164,7 +164,7 @@ func parseRawSync(s string) (sqlite.RawSync, bool) {
 // group-commit side for rounds turns of load each, alternating which goes
 // first, and returns both sides' figures and their ratio.
 func (m *Main) benchCompare(ctx context.Context, dir string, p benchPlan) (benchResult, error) {
-	s, err := m.openStack(ctx, filepath.Join(dir, "data"), "", example.BenchTools("bench_read", "bench_write")...)
+	s, err := m.sqliteOnly().openStack(ctx, filepath.Join(dir, "data"), "", example.BenchTools("bench_read", "bench_write")...)
 	if err != nil {
 		return benchResult{}, err
 	}

@@ -184,3 +184,17 @@ func TestBenchGatewayPostgres(t *testing.T) {
 		t.Fatalf("%d scratch schemas left", left)
 	}
 }
+
+// TestScratchRunsIgnoreStore: the bench on SQLite and the demos run in
+// scratch directories even where CUSTODY_STORE names a shared store,
+// which they must never write to.
+func TestScratchRunsIgnoreStore(t *testing.T) {
+	env := map[string]string{"CUSTODY_STORE": "postgres://nobody@127.0.0.1:1/none?connect_timeout=1"}
+	code, out, errOut := runMain(t, env, "", "bench", "gateway", "--callers", "2", "--seconds", "0.1", "--rounds", "1", "--baseline=false")
+	if code != exitOK {
+		t.Fatalf("bench with CUSTODY_STORE set: exit %d: %s%s", code, out, errOut)
+	}
+	if code, _, errOut := runMain(t, env, "", "ledger", "verify", "--data", t.TempDir()); code == exitOK || !strings.Contains(errOut, "unavailable") {
+		t.Fatalf("ledger verify with an unreachable store: exit %d: %s; want it refused as unavailable", code, errOut)
+	}
+}
