@@ -258,8 +258,9 @@ func orDash(s string) string {
 // prints its receipt as JSON. Meant for scripts; the gateway appends its
 // own evidence.
 func (m *Main) runLedgerAppend(ctx context.Context, args []string) int {
-	fs := m.flags("ledger append", "--kind K --body FILE [--trace T] [--actor A] [--ref KEY=VALUE ...] [--data DIR]")
+	fs := m.flags("ledger append", "--kind K --body FILE [--trace T] [--actor A] [--ref KEY=VALUE ...] [--data DIR | --store postgres://...]")
 	data := m.dataFlag(fs)
+	store := m.storeFlag(fs)
 	var e custody.Entry
 	fs.StringVar(&e.Kind, "kind", "", "entry kind (required)")
 	body := fs.String("body", "", "read the JSON body from `FILE` (- for stdin; required)")
@@ -279,7 +280,7 @@ func (m *Main) runLedgerAppend(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	e.Body = raw
-	db, err := m.openData(*data)
+	db, err := m.withStore(*store).openStore(*data)
 	if err != nil {
 		return m.fail(err)
 	}

@@ -64,6 +64,14 @@ func TestServePostgres(t *testing.T) {
 	if code, out, _ := cli(t, "", "ledger", "show", "--store", url, "--trace", "t1"); code != exitOK || !strings.Contains(out, "call.succeeded") {
 		t.Fatalf("show --store: exit %d: %s", code, out)
 	}
+	body = writeFile(t, dir, "body.json", `{"n":1}`)
+	keyEnv := map[string]string{"CUSTODY_SIGNING_KEY": env["CUSTODY_SIGNING_KEY"]}
+	if code, out, errOut := runMain(t, keyEnv, "", "ledger", "append", "--store", url, "--kind", "note", "--body", body, "--trace", "t9"); code != exitOK || !strings.Contains(out, `"seq"`) {
+		t.Fatalf("append --store: exit %d: %s%s", code, out, errOut)
+	}
+	if code, out, _ := cli(t, "", "ledger", "show", "--store", url, "--trace", "t9"); code != exitOK || !strings.Contains(out, "note") {
+		t.Fatalf("show --store of the appended entry: exit %d: %s", code, out)
+	}
 }
 
 // TestLedgerStoreRefusals: no ledger at the URL, or a URL that is not
