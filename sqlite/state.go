@@ -100,3 +100,25 @@ func putState(ctx context.Context, tx *sql.Tx, ns, key string, doc []byte) error
 	}
 	return nil
 }
+
+// Namespaces lists the namespaces that hold state documents, sorted: what
+// a copy of the whole store reads.
+func (db *DB) Namespaces(ctx context.Context) ([]string, error) {
+	rows, err := db.rdb.QueryContext(ctx, `SELECT DISTINCT ns FROM state ORDER BY ns`)
+	if err != nil {
+		return nil, unavailable("list state", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var ns string
+		if err := rows.Scan(&ns); err != nil {
+			return nil, unavailable("list state", err)
+		}
+		out = append(out, ns)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, unavailable("list state", err)
+	}
+	return out, nil
+}

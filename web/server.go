@@ -57,6 +57,9 @@ type Config struct {
 	Metrics *Metrics
 	Logger  *slog.Logger
 	Now     func() time.Time
+	// ApprovalChanges, when set, sends the id of every approval that
+	// changes until ctx ends; GET /v1/events streams them to the console.
+	ApprovalChanges func(ctx context.Context) (<-chan string, error)
 }
 
 // App is a domain system's console page and JSON API, mounted at
@@ -134,6 +137,7 @@ func (s *Server) routes() (*http.ServeMux, error) {
 	mux.HandleFunc("GET /v1/ledger/proof", s.require(s.handleProof, allRoles()...))
 	mux.HandleFunc("GET /v1/ledger/consistency", s.require(s.handleConsistency, allRoles()...))
 	mux.HandleFunc("GET /v1/console", s.require(s.handleConsole, allRoles()...))
+	mux.HandleFunc("GET /v1/events", s.require(s.handleEvents, readers()...))
 	mux.HandleFunc("/v1/", s.handleNotFound)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)

@@ -73,7 +73,7 @@ type benchResult struct {
 // --baseline-sync pipelined it syncs the way the store does, so that the
 // two can be told apart. The last line is one JSON object.
 func (m *Main) runBench(ctx context.Context, args []string) int {
-	const usage = "[--callers N] [--seconds S] [--rate R] [--writes F] [--rounds N] [--baseline-sync full|pipelined]"
+	const usage = "[--callers N] [--seconds S] [--rate R] [--writes F] [--rounds N] [--baseline-sync full|pipelined] [--store postgres://... [--instances N]]"
 	switch {
 	case len(args) > 0 && args[0] == "upstream":
 		return m.runBenchUpstream(ctx, args[1:])
@@ -92,11 +92,13 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 	rounds := fs.Int("rounds", 5, "split each side's time into `N` turns, alternating with the other side's")
 	baseline := fs.Bool("baseline", true, "also measure the raw group-commit baseline and, paced, the disk floor")
 	baselineSync := fs.String("baseline-sync", "full", "how the baseline makes rows durable: `full` (SQLite fsyncs each commit) or pipelined (as the store does)")
+	store := fs.String("store", "", "measure gateways on PostgreSQL at this `URL`, in a scratch schema dropped afterwards, against PostgreSQL's raw group-commit insert")
+	instances := fs.Int("instances", 1, "with --store, `N` gateway instances on the one store, calls spread over them")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof reads it); with --baseline=false it holds the gateway alone")
 	if ok, code := m.parse(fs, args[1:]); !ok {
 		return code
 	}
-	if *callers < 1 || *seconds <= 0 || *rate < 0 || *writes < 0 || *writes > 1 || *rounds < 1 {
+	if *callers < 1 || *seconds <= 0 || *rate < 0 || *writes < 0 || *writes > 1 || *rounds < 1 || *instances < 1 {
 		return m.flagUsage(fs, "--callers, --seconds, --rounds must be positive, --rate not negative, --writes within [0,1]")
 	}
 	mode, ok := parseRawSync(*baselineSync)
@@ -130,7 +132,12 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 		return m.fail(err)
 	}
 	plan := benchPlan{load: load, writes: *writes, rounds: *rounds, baseline: *baseline, sync: mode}
-	res, err := m.benchCompare(ctx, dir, plan)
+	var res benchResult
+	if *store != "" {
+		res, err = m.benchPostgres(ctx, dir, *store, *instances, plan)
+	} else {
+		res, err = m.benchCompare(ctx, dir, plan)
+	}
 	if perr := stopProfile(); err == nil {
 		err = perr
 	}
@@ -163,7 +170,7 @@ func parseRawSync(s string) (sqlite.RawSync, bool) {
 // group-commit side for rounds turns of load each, alternating which goes
 // first, and returns both sides' figures and their ratio.
 func (m *Main) benchCompare(ctx context.Context, dir string, p benchPlan) (benchResult, error) {
-	s, err := m.openStack(ctx, filepath.Join(dir, "data"), "", example.BenchTools("bench_read", "bench_write")...)
+	s, err := m.sqliteOnly().openStack(ctx, filepath.Join(dir, "data"), "", example.BenchTools("bench_read", "bench_write")...)
 	if err != nil {
 		return benchResult{}, err
 	}

@@ -97,7 +97,7 @@ func (m *Main) flushSpans(shutdown func(context.Context) error) {
 func (m *Main) openPeasStack(ctx context.Context, dir, contracts string, router llm.Router, tracer peas.Tracer) (*stack, *peas.System, error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sys := peas.New(peas.Deps{LLM: router, Logger: quiet, Tracer: tracer})
-	st, err := m.openStack(ctx, dir, contracts, sys.Tools()...)
+	st, err := m.sqliteOnly().openStack(ctx, dir, contracts, sys.Tools()...) // a scratch run, never a shared store
 	if err != nil {
 		return nil, nil, err
 	}

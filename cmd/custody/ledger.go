@@ -73,8 +73,9 @@ func (m *Main) ledgerUsage(cmds map[string]command) {
 // ledger is intact, 1 naming the first bad seq and the reason when it is
 // not, 2 on a usage error or an unreadable input.
 func (m *Main) runLedgerVerify(ctx context.Context, args []string) int {
-	fs := m.flags("ledger verify", "(--data DIR | --jsonl FILE) [--pubkey FILE] [--allow-unsealed-tail] [--witness-key KEY ... [--witness-quorum N]]")
+	fs := m.flags("ledger verify", "(--data DIR | --store postgres://... | --jsonl FILE) [--pubkey FILE] [--allow-unsealed-tail] [--witness-key KEY ... [--witness-quorum N]]")
 	data := m.dataFlag(fs)
+	store := m.storeFlag(fs)
 	jsonl := fs.String("jsonl", "", "verify this JSONL export `FILE` (- for stdin) instead of a store")
 	pubFile := fs.String("pubkey", "", "check checkpoint signatures against the PEM public keys in `FILE` (every key the ledger used, as export writes them)")
 	unsealed := fs.Bool("allow-unsealed-tail", false, "accept entries after the last signed checkpoint, saying how many")
@@ -82,8 +83,8 @@ func (m *Main) runLedgerVerify(ctx context.Context, args []string) int {
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
-	if *jsonl != "" && isSet(fs, "data") {
-		return m.flagError(fs, "give --data or --jsonl, not both")
+	if *jsonl != "" && (isSet(fs, "data") || isSet(fs, "store")) {
+		return m.flagError(fs, "give --data or --store, or --jsonl, not both")
 	}
 	ws, quorum, err := wf.verifiers()
 	if err != nil {
@@ -101,7 +102,7 @@ func (m *Main) runLedgerVerify(ctx context.Context, args []string) int {
 	if *jsonl != "" {
 		return m.verifyJSONL(*jsonl, keys, v)
 	}
-	return m.verifyStore(ctx, *data, keys, v)
+	return m.withStore(*store).verifyStore(ctx, *data, keys, v)
 }
 
 // verification is what a verify requires: a signed checkpoint over the
@@ -163,12 +164,22 @@ func (m *Main) verifyStore(ctx context.Context, dir string, keys []ed25519.Publi
 	if keys == nil {
 		keys = db.PublicKeys()
 	}
-	what := "custody ledger verify: " + dir
-	report, err := db.VerifyKeys(ctx, keys...)
+	what := "custody ledger verify: " + m.storeName(dir)
+	sq, isSQLite := db.(*sqlite.DB)
+	if !isSQLite {
+		// A PostgreSQL store keeps one key; its notes are SQLite's alone.
+		var pub ed25519.PublicKey
+		if len(keys) > 0 {
+			pub = keys[len(keys)-1]
+		}
+		report, err := db.VerifyWith(ctx, pub)
+		return m.verified(what, report, err, v)
+	}
+	report, err := sq.VerifyKeys(ctx, keys...)
 	if code := m.verified(what, report, err, v); code != exitOK {
 		return code
 	}
-	r := storeExport(ctx, db)
+	r := storeExport(ctx, sq)
 	defer r.Close()
 	return m.verifyNotes(what, r, keys, v.ws, v.quorum)
 }
@@ -210,14 +221,15 @@ func (m *Main) verified(what string, report ledger.Report, err error, v verifica
 // runLedgerExport writes the store's ledger as JSONL to --out (stdout by
 // default) and says where the public key that verifies it is.
 func (m *Main) runLedgerExport(ctx context.Context, args []string) int {
-	fs := m.flags("ledger export", "[--data DIR] [--out FILE] [--pubkey-out FILE]")
+	fs := m.flags("ledger export", "[--data DIR | --store postgres://...] [--out FILE] [--pubkey-out FILE]")
 	data := m.dataFlag(fs)
+	store := m.storeFlag(fs)
 	out := fs.String("out", "-", "write the JSONL export to `FILE` (- for stdout)")
 	pubOut := fs.String("pubkey-out", "", "also copy the PEM public key to `FILE`")
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
-	db, code := m.openExisting(*data)
+	db, code := m.withStore(*store).openExisting(*data)
 	if db == nil {
 		return code
 	}
@@ -237,6 +249,9 @@ func (m *Main) runLedgerExport(ctx context.Context, args []string) int {
 		}
 		pubPath = *pubOut
 	}
+	if pubPath == "" {
+		pubPath = "KEY (get it with --pubkey-out KEY)"
+	}
 	fmt.Fprintf(m.Stderr, "exported %d entries; verify with: custody ledger verify --jsonl %s --pubkey %s\n",
 		db.Size(), *out, pubPath)
 	return exitOK
@@ -244,7 +259,7 @@ func (m *Main) runLedgerExport(ctx context.Context, args []string) int {
 
 // export writes the JSONL export to out through a buffer: one write a
 // 64 KiB, not one an entry.
-func (m *Main) export(ctx context.Context, db *sqlite.DB, out string) error {
+func (m *Main) export(ctx context.Context, db dataStore, out string) error {
 	if out == "-" {
 		bw := bufio.NewWriterSize(m.Stdout, 1<<16)
 		if err := db.ExportJSONL(ctx, bw); err != nil {
@@ -275,8 +290,9 @@ func (m *Main) export(ctx context.Context, db *sqlite.DB, out string) error {
 // runLedgerShow prints the entries selected by the flags, one line each,
 // or as JSONL with --json.
 func (m *Main) runLedgerShow(ctx context.Context, args []string) int {
-	fs := m.flags("ledger show", "[--data DIR] [--trace ID] [--kind K] [--ref KEY=VALUE] [--after N] [--limit N] [--json]")
+	fs := m.flags("ledger show", "[--data DIR | --store postgres://...] [--trace ID] [--kind K] [--ref KEY=VALUE] [--after N] [--limit N] [--json]")
 	data := m.dataFlag(fs)
+	store := m.storeFlag(fs)
 	var q custody.Query
 	fs.StringVar(&q.Trace, "trace", "", "only entries of trace `ID`")
 	fs.StringVar(&q.Kind, "kind", "", "only entries of kind `K`")
@@ -288,7 +304,7 @@ func (m *Main) runLedgerShow(ctx context.Context, args []string) int {
 		return code
 	}
 	q.Refs = *refs
-	db, code := m.openExisting(*data)
+	db, code := m.withStore(*store).openExisting(*data)
 	if db == nil {
 		return code
 	}
@@ -341,8 +357,9 @@ func orDash(s string) string {
 // prints its receipt as JSON. Meant for scripts; the gateway appends its
 // own evidence.
 func (m *Main) runLedgerAppend(ctx context.Context, args []string) int {
-	fs := m.flags("ledger append", "--kind K --body FILE [--trace T] [--actor A] [--ref KEY=VALUE ...] [--data DIR]")
+	fs := m.flags("ledger append", "--kind K --body FILE [--trace T] [--actor A] [--ref KEY=VALUE ...] [--data DIR | --store postgres://...]")
 	data := m.dataFlag(fs)
+	store := m.storeFlag(fs)
 	var e custody.Entry
 	fs.StringVar(&e.Kind, "kind", "", "entry kind (required)")
 	body := fs.String("body", "", "read the JSON body from `FILE` (- for stdin; required)")
@@ -362,7 +379,7 @@ func (m *Main) runLedgerAppend(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	e.Body = raw
-	db, err := m.openData(*data)
+	db, err := m.withStore(*store).openStore(*data)
 	if err != nil {
 		return m.fail(err)
 	}
@@ -383,10 +400,18 @@ func (m *Main) readBody(file string) ([]byte, error) {
 	return os.ReadFile(file)
 }
 
-// openExisting opens the store in dir read-only, refusing to create one
-// where there is none: a typo in --data must not verify an empty ledger.
-// On failure it returns a nil store and the exit code.
-func (m *Main) openExisting(dir string) (*sqlite.DB, int) {
+// openExisting opens the store in dir, or the one $CUSTODY_STORE names
+// (read-only, without its signing key), for reading, refusing to create
+// one where there is none: a typo in --data must not verify an empty
+// ledger. On failure it returns a nil store and the exit code.
+func (m *Main) openExisting(dir string) (dataStore, int) {
+	if m.env("CUSTODY_STORE", "") != "" {
+		db, err := m.openStoreReadOnly()
+		if err != nil {
+			return nil, m.fail(err)
+		}
+		return db, exitOK
+	}
 	if _, err := os.Stat(filepath.Join(dir, sqlite.DatabaseFile)); err != nil {
 		fmt.Fprintf(m.Stderr, "custody ledger: no store in %s (set --data or CUSTODY_DATA)\n", dir)
 		return nil, exitUsage
@@ -396,6 +421,15 @@ func (m *Main) openExisting(dir string) (*sqlite.DB, int) {
 		return nil, m.fail(err)
 	}
 	return db, exitOK
+}
+
+// storeName names the store a command reads: $CUSTODY_STORE without its
+// password, else dir.
+func (m *Main) storeName(dir string) string {
+	if url := m.env("CUSTODY_STORE", ""); url != "" {
+		return redact(url)
+	}
+	return dir
 }
 
 // readPublicKeys reads every PEM public key in file.

@@ -177,7 +177,7 @@ func (m *Main) runMeshSimulate(ctx context.Context, args []string) int {
 		return m.fail(err)
 	}
 	defer cleanup()
-	st, err := m.openStack(ctx, dir, *contracts)
+	st, err := m.sqliteOnly().openStack(ctx, dir, *contracts) // a scratch run, never a shared store
 	if err != nil {
 		return m.fail(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/custody-dev/custody/config"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/mcpserver"
+	"github.com/custody-dev/custody/sqlite"
 	"github.com/custody-dev/custody/tlog"
 	"github.com/custody-dev/custody/web"
 )
@@ -37,6 +38,7 @@ const expireEvery = 5 * time.Second
 // serveSettings are serve's settings after flags, environment and file.
 type serveSettings struct {
 	addr, data, contracts, nats string
+	store                       string
 	llm, llmEdge, room          string
 	// systems are the seed systems to serve; simulate runs their
 	// simulated feeds.
@@ -81,9 +83,10 @@ func (m *Main) runServe(ctx context.Context, args []string) int {
 
 // serveFlags parses the flags and the config file.
 func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
-	fset := m.flags("serve", "[--config FILE] [--addr HOST:PORT] [--data DIR] [--contracts DIR] [--systems peas,mesh] [--simulate] [--llm URL] [--nats URL]")
+	fset := m.flags("serve", "[--config FILE] [--addr HOST:PORT] [--data DIR] [--store postgres://...] [--contracts DIR] [--systems peas,mesh] [--simulate] [--llm URL] [--nats URL]")
 	addr := fset.String("addr", "", "`HOST:PORT` to listen on (env CUSTODY_ADDR, default 127.0.0.1:8080)")
 	data := m.dataFlag(fset)
+	store := m.storeFlag(fset)
 	contracts := m.contractsFlag(fset)
 	llmURL := fset.String("llm", "", "LLM `URL` for the agent and composer hops: template, ollama://HOST:PORT/MODEL, openai://HOST:PORT/v1/MODEL (env CUSTODY_LLM)")
 	edgeURL := fset.String("llm-edge", "", "edge text backend `URL` for language hops (env CUSTODY_LLM_EDGE; default: the main backend)")
@@ -118,6 +121,7 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	set.addr = m.setting(given["addr"], *addr, "CUSTODY_ADDR", set.cfg.Addr, "127.0.0.1:8080")
 	set.data = m.setting(given["data"], *data, "CUSTODY_DATA", set.cfg.Data, *data)
 	set.contracts = m.setting(given["contracts"], *contracts, "CUSTODY_CONTRACTS", set.cfg.Contracts, "")
+	set.store = m.setting(given["store"], *store, "CUSTODY_STORE", "", "")
 	set.nats = m.setting(given["nats"], *natsURL, "CUSTODY_NATS", "", "")
 	set.room = m.setting(given["room"], *room, "CUSTODY_BRAIN_ROOM", "", "")
 	set.llm = m.setting(given["llm"], *llmURL, "CUSTODY_LLM", "", "template")
@@ -188,7 +192,7 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return fmt.Errorf("domain systems: %w", err)
 	}
-	st, err := m.withFileEnv(set.cfg, base).openStackWith(ctx, stackConfig{
+	st, err := m.withFileEnv(set.cfg, base).withStore(set.store).openStackWith(ctx, stackConfig{
 		data: set.data, contracts: set.contracts, file: set.cfg, tools: sys.Tools})
 	if err != nil {
 		return err
@@ -198,11 +202,11 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return err
 	}
-	wit, err := newWitnessing(st.db, set.witnesses, slog.New(slog.NewTextHandler(m.Stderr, nil)))
+	wit, err := m.serveWitnesses(st, set.witnesses)
 	if err != nil {
 		return err
 	}
-	h, err := m.serveHandler(st, tokens, sys, wit.status())
+	h, err := m.serveHandler(ctx, st, tokens, sys, wit.status())
 	if err != nil {
 		return err
 	}
@@ -213,6 +217,20 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	err = m.run(ctx, ln, h, st, sys)
 	wit.final()
 	return err
+}
+
+// serveWitnesses starts the witnessing of the store's checkpoints, when
+// witnesses are configured: nil without any. Checkpoint notes are the
+// SQLite store's; witnesses with another store are refused.
+func (m *Main) serveWitnesses(st *stack, list []witnessConfig) (*witnessing, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	sq, ok := st.db.(*sqlite.DB)
+	if !ok {
+		return nil, custody.Errorf(custody.EINVALID, "witnesses cosign the SQLite store's checkpoint notes: this store has none")
+	}
+	return newWitnessing(sq, list, slog.New(slog.NewTextHandler(m.Stderr, nil)))
 }
 
 // withFileEnv returns a copy of m whose environment falls back to the
@@ -338,7 +356,7 @@ func keptToken(path string) (token string, created bool, err error) {
 }
 
 // serveHandler builds the root handler: MCP at /mcp, everything else web.
-func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems, witnesses func() []tlog.WitnessStatus) (http.Handler, error) {
+func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys systems, witnesses func() []tlog.WitnessStatus) (http.Handler, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	metrics := web.NewMetrics()
 	var apps []web.App
@@ -348,10 +366,16 @@ func (m *Main) serveHandler(st *stack, tokens web.Tokens, sys systems, witnesses
 			return nil, fmt.Errorf("domain apps: %w", err)
 		}
 	}
-	ws, err := web.New(web.Config{
+	wcfg := web.Config{
 		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify, Commits: st.db.Commits,
-		Health: st.db.Health, Checkpoint: st.db.LatestCheckpoint, Proofs: st.db, Witnesses: witnesses, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
-	})
+		Checkpoint: st.db.LatestCheckpoint, Witnesses: witnesses, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
+		ApprovalChanges: approvalChanges(ctx, st.db),
+	}
+	if sq, ok := st.db.(*sqlite.DB); ok {
+		// Write health and Merkle proofs are the SQLite store's.
+		wcfg.Health, wcfg.Proofs = sq.Health, sq
+	}
+	ws, err := web.New(wcfg)
 	if err != nil {
 		return nil, err
 	}

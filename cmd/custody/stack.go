@@ -15,7 +15,6 @@ import (
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
-	"github.com/custody-dev/custody/sqlite"
 	"github.com/custody-dev/custody/upstream"
 )
 
@@ -23,7 +22,7 @@ import (
 // service and the gateway offering the example envelope, the upstream
 // tools a configuration governs, and any tools a command adds.
 type stack struct {
-	db        *sqlite.DB
+	db        dataStore
 	reg       *contract.Registry
 	approvals *approval.Service
 	gw        *gate.Gateway
@@ -66,7 +65,8 @@ func (m *Main) contractsFlag(fs *flag.FlagSet) *string {
 		"directory of user contracts: every *.json in it (default $CUSTODY_CONTRACTS)")
 }
 
-// openStack opens the store in dataDir, loads the contracts (embedded,
+// openStack opens the store (SQLite in dataDir, or the one
+// $CUSTODY_STORE names: see openStore), loads the contracts (embedded,
 // example, and contractsDir when set), builds the approval service and a
 // gateway on the example envelope plus tools.
 //
@@ -104,7 +104,7 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 	if s.reg, err = contract.Load(contract.Options{Dir: sc.contracts, Extra: extra}); err != nil {
 		return nil, err
 	}
-	if s.db, err = m.openData(sc.data); err != nil {
+	if s.db, err = m.openStore(sc.data); err != nil {
 		return nil, err
 	}
 	if s.approvals, err = approval.New(approval.Config{Store: s.db, Ledger: s.db, Notifiers: notifiers}); err != nil {

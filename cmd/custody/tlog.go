@@ -124,7 +124,7 @@ func (m *Main) runLedgerProve(ctx context.Context, args []string) int {
 	if (*seq == 0) == (*to == 0) {
 		return m.flagError(fs, "give --seq, or --from and --to")
 	}
-	db, code := m.openExisting(*data)
+	db, code := m.openExistingSQLite(*data)
 	if db == nil {
 		return code
 	}
@@ -246,7 +246,7 @@ func (m *Main) runLedgerNoteKey(_ context.Context, args []string) int {
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
-	db, code := m.openExisting(*data)
+	db, code := m.openExistingSQLite(*data)
 	if db == nil {
 		return code
 	}
@@ -257,4 +257,18 @@ func (m *Main) runLedgerNoteKey(_ context.Context, args []string) int {
 	}
 	fmt.Fprintf(m.Stdout, "origin %s\nvkey %s\n", db.Origin(), vkey)
 	return exitOK
+}
+
+// openExistingSQLite opens an existing SQLite store to read it: the
+// Merkle tree and its notes are that store's.
+func (m *Main) openExistingSQLite(dir string) (*sqlite.DB, int) {
+	if m.env("CUSTODY_STORE", "") != "" {
+		fmt.Fprintln(m.Stderr, "custody ledger: inclusion proofs and checkpoint notes are kept by the SQLite store; unset CUSTODY_STORE and name its --data")
+		return nil, exitUsage
+	}
+	db, code := m.openExisting(dir)
+	if db == nil {
+		return nil, code
+	}
+	return db.(*sqlite.DB), exitOK
 }

@@ -216,7 +216,7 @@ func TestUpstreamGoverned(t *testing.T) {
 		}
 		deadline := time.Now().Add(15 * time.Second)
 		for {
-			code, _ := postStatus(t, base+"/v1/calls", upAgent, `{"tool":"t__echo","arguments":{"message":"back"}}`)
+			code, _, _ := postStatus(base+"/v1/calls", upAgent, `{"tool":"t__echo","arguments":{"message":"back"}}`)
 			if code == 200 {
 				break
 			}
@@ -306,24 +306,6 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-// postStatus posts body and returns the status and the answer.
-func postStatus(t *testing.T, url, token, body string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var b strings.Builder
-	_, _ = io.Copy(&b, res.Body)
-	return res.StatusCode, b.String()
 }
 
 // TestConfigCommands runs config schema, check and scan.
@@ -460,7 +442,7 @@ func TestUpstreamRugPull(t *testing.T) {
 	quarantined := func() map[string]any {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			code, body := postStatus(t, base+"/v1/calls", upAgent, echo)
+			code, body, _ := postStatus(base+"/v1/calls", upAgent, echo)
 			if code == 403 {
 				var ans map[string]any
 				json.Unmarshal([]byte(body), &ans)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/config"
 	"log/slog"
 	"strings"
@@ -89,5 +90,9 @@ func (w *witnessing) status() func() []tlog.WitnessStatus {
 // inclusion is mcpserver.Options.Inclusion: the proof of entry seq in the
 // latest checkpoint.
 func (st *stack) inclusion(ctx context.Context, seq uint64) (tlog.Receipt, error) {
-	return st.db.Receipt(ctx, seq, 0)
+	sq, ok := st.db.(*sqlite.DB)
+	if !ok {
+		return tlog.Receipt{}, custody.Errorf(custody.EUNAVAILABLE, "inclusion proofs are kept by the SQLite store")
+	}
+	return sq.Receipt(ctx, seq, 0)
 }

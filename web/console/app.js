@@ -9,6 +9,7 @@ const state = {
   approvals: new Map(),  // id -> approval shown as pending
   ledger: { after: null, stack: [], trace: "", kind: "" },
   timers: [],
+  events: null,          // the EventSource of live approval changes
 };
 
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -48,6 +49,8 @@ function showLogin() {
   $("#logout").hidden = true;
   state.timers.forEach(clearInterval);
   state.timers = [];
+  if (state.events) state.events.close();
+  state.events = null;
 }
 
 // el builds an element with text and attributes.
@@ -131,6 +134,12 @@ async function start() {
   window.addEventListener("hashchange", route);
   route();
   state.timers.push(setInterval(loadInbox, 5000));
+  // Where the store is shared, a decision taken on another instance shows
+  // at once; elsewhere the stream is not found and the poll above serves.
+  if (window.EventSource) {
+    state.events = new EventSource("/v1/events");
+    state.events.addEventListener("approval", () => loadInbox());
+  }
   state.timers.push(setInterval(tickCountdowns, 1000));
   state.timers.push(setInterval(verify, 15000));
   verify();

@@ -1,0 +1,44 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/custody-dev/custody"
+)
+
+// handleEvents streams, as server-sent events named "approval", the id of
+// every approval that changes, on this instance or any other sharing its
+// store, so that the console refreshes its inbox at once instead of at
+// its next poll. Without Config.ApprovalChanges it is not found, and the
+// console polls.
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.ApprovalChanges == nil {
+		s.writeError(w, r, custody.Errorf(custody.ENOTFOUND, "live updates need a shared store: the console polls"))
+		return
+	}
+	ids, err := s.cfg.ApprovalChanges(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	if err := sendEvent(w, rc, ": live\n\n"); err != nil {
+		return
+	}
+	for id := range ids {
+		if err := sendEvent(w, rc, fmt.Sprintf("event: approval\ndata: %s\n\n", id)); err != nil {
+			return
+		}
+	}
+}
+
+func sendEvent(w http.ResponseWriter, rc *http.ResponseController, text string) error {
+	if _, err := fmt.Fprint(w, text); err != nil {
+		return err
+	}
+	return rc.Flush()
+}

@@ -1,0 +1,70 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/custody-dev/custody/web"
+)
+
+// TestEventsNotFoundWithoutSharedStore: without live changes the stream is
+// not found and the console polls.
+func TestEventsNotFoundWithoutSharedStore(t *testing.T) {
+	e := newEnv(t)
+	if r := e.do("GET", "/v1/events", operatorToken, nil); r.Status != http.StatusNotFound {
+		t.Fatalf("GET /v1/events: %d, want 404", r.Status)
+	}
+}
+
+// TestEventsStreamApprovalChanges streams each changed approval's id as a
+// server-sent event to operators and auditors, never to agents, and ends
+// when the changes do.
+func TestEventsStreamApprovalChanges(t *testing.T) {
+	e := newEnv(t)
+	ids := make(chan string, 2)
+	tokens, err := web.ParseTokens("agent-1:"+agentToken, "op-1:"+operatorToken, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := web.New(web.Config{Gateway: e.gw, Approvals: e.approvals, Ledger: e.db, Tokens: tokens,
+		ApprovalChanges: func(context.Context) (<-chan string, error) { return ids, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	get := func(token string) *http.Response {
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/events", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := get(agentToken); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("an agent's GET /v1/events: %d, want 403", res.StatusCode)
+	}
+	res := get(operatorToken)
+	defer res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET /v1/events: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	ids <- "ap-1"
+	ids <- "ap-2"
+	close(ids)
+	var got []string
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			got = append(got, id)
+		}
+	}
+	if strings.Join(got, " ") != "ap-1 ap-2" {
+		t.Fatalf("events = %v, want ap-1 ap-2 then the end", got)
+	}
+}
