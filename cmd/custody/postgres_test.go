@@ -206,3 +206,27 @@ func TestScratchRunsIgnoreStore(t *testing.T) {
 		t.Fatalf("ledger verify with an unreachable store: exit %d: %s; want it refused as unavailable", code, errOut)
 	}
 }
+
+// TestServePostgresFromConfig names the store in the config file, with the
+// URL read from the environment.
+func TestServePostgresFromConfig(t *testing.T) {
+	url, dir := pgtest.URL(t), t.TempDir()
+	env := scaledEnv(url, dir)
+	delete(env, "CUSTODY_STORE")
+	env["CUSTODY_TEST_PG"] = url
+	cfg := filepath.Join(dir, "custody.json")
+	if err := os.WriteFile(cfg, []byte(`{"store":"${env:CUSTODY_TEST_PG}"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, _, stop := startServe(t, env, "--data", filepath.Join(dir, "data"), "--config", cfg)
+	post(t, base+"/v1/calls", pgAgentToken, `{"trace_id":"t1","tool":"get_time","arguments":{"zone":"UTC"}}`, 200)
+	if code := stop(); code != exitOK {
+		t.Fatalf("serve exit code %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "custody.db")); err == nil {
+		t.Fatal("a config naming a PostgreSQL store made a SQLite database")
+	}
+	if code, out, errOut := cli(t, "", "ledger", "verify", "--store", url); code != exitOK || strings.Contains(out, "ok: 0 entries") {
+		t.Fatalf("verify --store: exit %d: %s%s", code, out, errOut)
+	}
+}

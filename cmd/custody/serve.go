@@ -121,7 +121,7 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	set.addr = m.setting(given["addr"], *addr, "CUSTODY_ADDR", set.cfg.Addr, "127.0.0.1:8080")
 	set.data = m.setting(given["data"], *data, "CUSTODY_DATA", set.cfg.Data, *data)
 	set.contracts = m.setting(given["contracts"], *contracts, "CUSTODY_CONTRACTS", set.cfg.Contracts, "")
-	set.store = m.setting(given["store"], *store, "CUSTODY_STORE", "", "")
+	set.store = m.setting(given["store"], *store, "CUSTODY_STORE", set.cfg.Store, "")
 	set.nats = m.setting(given["nats"], *natsURL, "CUSTODY_NATS", "", "")
 	set.room = m.setting(given["room"], *room, "CUSTODY_BRAIN_ROOM", "", "")
 	set.llm = m.setting(given["llm"], *llmURL, "CUSTODY_LLM", "", "template")
