@@ -6,12 +6,10 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"path"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/schema"
 )
 
 // migrationFiles holds the schema, one numbered file per version.
@@ -20,36 +18,10 @@ import (
 var migrationFiles embed.FS
 
 // migration is one versioned schema change.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+type migration = schema.Migration
 
-// loadMigrations reads NNNN_name.sql files from fsys and checks that their
-// versions run 1, 2, 3, ... without a gap, so that a version number always
-// means the same schema.
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "migrations/*.sql")
-	if err != nil {
-		return nil, fmt.Errorf("list migrations: %w", err)
-	}
-	ms := make([]migration, 0, len(names))
-	for i, name := range names { // fs.Glob returns names sorted
-		base := path.Base(name)
-		prefix, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(prefix)
-		if !ok || err != nil || v != i+1 {
-			return nil, fmt.Errorf("migration %s: want a name starting %04d_", base, i+1)
-		}
-		text, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, fmt.Errorf("read migration %s: %w", base, err)
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(text)})
-	}
-	return ms, nil
-}
+// loadMigrations reads the numbered migrations of fsys (package schema).
+func loadMigrations(fsys fs.FS) ([]migration, error) { return schema.Load(fsys) }
 
 // migrate applies the migrations the database has not seen, in order and in
 // one transaction, and records each in schema_migrations. A database written
@@ -88,12 +60,12 @@ func migrate(ctx context.Context, db *sql.DB, ms []migration, now time.Time) err
 }
 
 func apply(ctx context.Context, tx *sql.Tx, m migration, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return fmt.Errorf("migration %s: %w", m.Name, err)
 	}
 	const record = `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`
-	if _, err := tx.ExecContext(ctx, record, m.version, m.name, custody.FormatTime(now)); err != nil {
-		return fmt.Errorf("record migration %s: %w", m.name, err)
+	if _, err := tx.ExecContext(ctx, record, m.Version, m.Name, custody.FormatTime(now)); err != nil {
+		return fmt.Errorf("record migration %s: %w", m.Name, err)
 	}
 	return nil
 }

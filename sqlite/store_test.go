@@ -193,7 +193,7 @@ func TestMigrations(t *testing.T) {
 		next := fmt.Sprintf("migrations/%04d_extra.sql", len(files)+1)
 		fsys := fstest.MapFS{next: {Data: []byte(`CREATE TABLE extra (x INTEGER)`)}}
 		for _, m := range files {
-			fsys["migrations/"+m.name] = &fstest.MapFile{Data: []byte(m.sql)}
+			fsys["migrations/"+m.Name] = &fstest.MapFile{Data: []byte(m.SQL)}
 		}
 		ms, err := loadMigrations(fsys)
 		if err != nil {
