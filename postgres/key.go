@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/keyfile"
 	"github.com/custody-dev/custody/ledger"
 )
 
@@ -48,24 +49,7 @@ func publicKeyFile(file string) string {
 	return strings.TrimSuffix(file, filepath.Ext(file)) + ".pub"
 }
 
-func readKey(file string) (ed25519.PrivateKey, error) {
-	fi, err := os.Stat(file)
-	if err != nil {
-		return nil, err
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("signing key %s is readable by others (mode %#o): chmod 600 it", file, fi.Mode().Perm())
-	}
-	text, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("read signing key: %w", err)
-	}
-	priv, err := ledger.ParsePrivateKey(text)
-	if err != nil {
-		return nil, fmt.Errorf("signing key %s: %w", file, err)
-	}
-	return priv, nil
-}
+func readKey(file string) (ed25519.PrivateKey, error) { return keyfile.Read(file) }
 
 // createKey writes a new key to file, unless another process created it
 // first, in which case that one is read.

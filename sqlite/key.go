@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/custody-dev/custody/internal/keyfile"
 	"github.com/custody-dev/custody/ledger"
 )
 
@@ -28,24 +29,7 @@ func readKeyIfAny(dir string) (ed25519.PrivateKey, error) {
 	return priv, err
 }
 
-func readPrivateKey(name string) (ed25519.PrivateKey, error) {
-	fi, err := os.Stat(name)
-	if err != nil {
-		return nil, err
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("signing key %s is readable by others (mode %#o): chmod 600 it", name, fi.Mode().Perm())
-	}
-	text, err := os.ReadFile(name)
-	if err != nil {
-		return nil, fmt.Errorf("read signing key: %w", err)
-	}
-	priv, err := ledger.ParsePrivateKey(text)
-	if err != nil {
-		return nil, fmt.Errorf("signing key %s: %w", name, err)
-	}
-	return priv, nil
-}
+func readPrivateKey(name string) (ed25519.PrivateKey, error) { return keyfile.Read(name) }
 
 // createPrivateKey writes a new key to a temporary file and links it into
 // place, so that two processes opening the same new directory agree on one
