@@ -96,8 +96,8 @@ func (g *RawGroup) barriers(pool *pgxpool.Pool, acks <-chan []*rawInsert) {
 	buf := make([][]*rawInsert, 0, 64)
 	for a := range acks {
 		buf = queue.Drain(append(buf[:0], a), acks, cap(buf))
-		var xid string
-		err := pool.QueryRow(g.ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid)
+		var lsn string
+		err := pool.QueryRow(g.ctx, barrierSQL).Scan(&lsn)
 		for _, group := range buf {
 			for _, r := range group {
 				if r.err == nil {

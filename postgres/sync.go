@@ -55,16 +55,24 @@ func (db *DB) syncLoop(q <-chan synced, done chan<- struct{}) {
 	}
 }
 
+// barrierSQL is a transaction that writes to the log, the least it can:
+// a transactional logical message, which takes a transaction id and logs
+// one record. Committed synchronously, it flushes the log up to its commit
+// record. A transaction that only takes an id would not do: the server
+// commits a transaction that wrote nothing to the log asynchronously,
+// whatever synchronous_commit says, and its return would flush nothing.
+const barrierSQL = `SELECT pg_logical_emit_message(true, 'custody', 'barrier')::text`
+
 // barrier returns once everything committed before it is durable: it
-// commits, synchronously, a transaction that only takes a transaction id,
-// which makes the server write a commit record and flush the log up to it.
-// A failure leaves the groups before it of unknown fate: their appends
-// are answered unavailable, though some may survive.
+// commits, synchronously, a transaction that writes to the log (see
+// barrierSQL), which makes the server flush the log up to its commit
+// record. A failure leaves the groups before it of unknown fate: their
+// appends are answered unavailable, though some may survive.
 func (db *DB) barrier() error {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
-	var xid string
-	if err := db.pool.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid); err != nil {
+	var lsn string
+	if err := db.pool.QueryRow(ctx, barrierSQL).Scan(&lsn); err != nil {
 		db.opts.Logger.Warn("durability barrier failed", "err", err)
 		return fmt.Errorf("flush the log: %w", err)
 	}

@@ -368,3 +368,9 @@ func TestServeLiveApprovalsAcrossInstances(t *testing.T) {
 	for range events { // the stream ended with the instance
 	}
 }
+
+func (r *receipts) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.list)
+}

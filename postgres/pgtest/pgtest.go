@@ -27,8 +27,8 @@ func URL(t testing.TB) string {
 		t.Skip(EnvURL + " is unset: no PostgreSQL to test against")
 	}
 	schema := "custody_test_" + strings.ToLower(rand.Text()[:16])
-	exec(t, base, `CREATE SCHEMA `+schema)
-	t.Cleanup(func() { exec(t, base, `DROP SCHEMA `+schema+` CASCADE`) })
+	execSQL(t, base, `CREATE SCHEMA `+schema)
+	t.Cleanup(func() { execSQL(t, base, `DROP SCHEMA `+schema+` CASCADE`) })
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatalf("%s: %v", EnvURL, err)
@@ -42,10 +42,10 @@ func URL(t testing.TB) string {
 // Exec runs sql on the database at dsn, failing t on error.
 func Exec(t testing.TB, dsn, sql string, args ...any) {
 	t.Helper()
-	exec(t, dsn, sql, args...)
+	execSQL(t, dsn, sql, args...)
 }
 
-func exec(t testing.TB, dsn, sql string, args ...any) {
+func execSQL(t testing.TB, dsn, sql string, args ...any) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
