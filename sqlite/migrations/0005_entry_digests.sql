@@ -6,9 +6,13 @@
 --
 -- A digest that is not 64 lowercase hex digits (changed outside custody)
 -- is kept as the text it is, so that verification still reports it. A
--- stored prev that was not the hash before it is not kept: the entry's
--- hash covers the prev it was sealed with, so verification reports that
--- entry as changed instead.
+-- stored prev that was not the hash before it is not kept: an entry's
+-- hash covers the prev it was sealed with, so an entry sealed over
+-- another prev fails verification as changed; a prev changed alone,
+-- under a hash sealed over the true one, was a bad copy and is dropped.
+--
+-- The old table's pages are left free in the file, and new entries fill
+-- them before it grows; VACUUM, with custody stopped, gives them back.
 CREATE TABLE entries_bytes (
 	seq         INTEGER PRIMARY KEY,
 	at          TEXT    NOT NULL,
