@@ -176,6 +176,16 @@ func TestEntriesPrev(t *testing.T) {
 	}
 }
 
+// TestOpenRefusesMissingBeforeCheckpoint: the tail check takes the prev
+// of the entry the last checkpoint covers from the entry before it, and
+// refuses a store where that entry was removed.
+func TestOpenRefusesMissingBeforeCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	fill(t, dir, 6) // checkpoints at 4 and 6
+	rawExec(t, dir, dropGuards, `DELETE FROM entries WHERE seq = 5`)
+	wantRefused(t, dir, Options{}, "since the last checkpoint", "seq 5", "missing")
+}
+
 func TestAppendDigest(t *testing.T) {
 	good := strings.Repeat("0f", 32)
 	tests := []struct {

@@ -145,11 +145,11 @@ func (db *DB) checkTail(ctx context.Context) error {
 			return refuse(db.dir, "seq %d: the last checkpoint covers %d entries, but the ledger holds %d: the tail was cut off",
 				w.head.Seq+1, last.Size, w.head.Seq)
 		}
-		if err == nil {
-			err = prevOf(&e, prev)
-		}
 		if err != nil {
 			return refuse(db.dir, "seq %d: cannot read the entry the last checkpoint covers: %v", last.Size, err)
+		}
+		if err := prevOf(&e, prev); err != nil {
+			return refuse(db.dir, "the ledger fails its check since the last checkpoint: %v", err)
 		}
 		if err := v.Resume(last.Size-1, e.Prev); err != nil {
 			return refuse(db.dir, "seq %d: its prev %q is not a hash", last.Size, e.Prev)
