@@ -146,7 +146,7 @@ func (t *tailSeal) headVouched(ctx context.Context, q querier) (custody.Receipt,
 		coalesce((SELECT value FROM meta WHERE key = 'tail'), '')`
 	var head custody.Receipt
 	var stored string
-	if err := q.QueryRowContext(ctx, sel).Scan(&head.Seq, &head.Hash, &stored); err != nil {
+	if err := q.QueryRowContext(ctx, sel).Scan(&head.Seq, (*digest)(&head.Hash), &stored); err != nil {
 		return head, false, fmt.Errorf("read head: %w", err)
 	}
 	return head, stored != "" && hmac.Equal([]byte(stored), t.value(head)), nil
@@ -305,11 +305,11 @@ func checkRecord(ctx context.Context, q querier, dir, id string, head custody.Re
 	case last.Size < rec.Size:
 		return refuse(dir, "the store's last checkpoint is at size %d, but %s: checkpoints were removed", last.Size, at)
 	}
-	var hash string
+	var hash digest
 	if err := q.QueryRowContext(ctx, `SELECT hash FROM entries WHERE seq = ?`, rec.Size).Scan(&hash); err != nil {
 		return fmt.Errorf("read the entry at seq %d: %w", rec.Size, err)
 	}
-	if hash != rec.Head {
+	if string(hash) != rec.Head {
 		return refuse(dir, "the entry at seq %d has hash %s, but %s with head %s: the ledger was rewritten", rec.Size, hash, at, rec.Head)
 	}
 	return nil

@@ -140,7 +140,7 @@ func TestOpenRefusesStoreGoneBackwards(t *testing.T) {
 		}, []string{"last checkpoint is at size 4", "checkpoints were removed"}},
 		{"Rewritten", func(t *testing.T, dir, _ string) {
 			rawExec(t, dir, `UPDATE checkpoints SET head = '`+strings.Repeat("ab", 32)+`' WHERE size = 8`)
-			rawExec(t, dir, dropGuards, `UPDATE entries SET hash = '`+strings.Repeat("ab", 32)+`' WHERE seq = 8`)
+			rawExec(t, dir, dropGuards, `UPDATE entries SET hash = X'`+strings.Repeat("ab", 32)+`' WHERE seq = 8`)
 		}, []string{"the entry at seq 8 has hash abab", "the ledger was rewritten"}},
 	}
 	for _, tt := range tests {
@@ -166,7 +166,7 @@ func forge(t *testing.T, dir string) custody.Entry {
 	t.Helper()
 	raw := openRaw(t, dir)
 	var head custody.Receipt
-	if err := raw.QueryRow(`SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1`).Scan(&head.Seq, &head.Hash); err != nil {
+	if err := raw.QueryRow(`SELECT seq, lower(hex(hash)) FROM entries ORDER BY seq DESC LIMIT 1`).Scan(&head.Seq, &head.Hash); err != nil {
 		t.Fatal(err)
 	}
 	e := custody.Entry{Seq: head.Seq + 1, At: custody.FormatTime(time.Now()), Kind: custody.KindApprovalDecided,
@@ -174,8 +174,8 @@ func forge(t *testing.T, dir string) custody.Entry {
 	if err := ledger.Seal(head.Hash, &e); err != nil {
 		t.Fatal(err)
 	}
-	_, err := raw.Exec(`INSERT INTO entries (`+entryColumns+`) VALUES (?, ?, ?, ?, ?, '{}', ?, ?, ?, ?)`,
-		e.Seq, e.At, e.Kind, e.Trace, e.Actor, []byte(e.Body), e.BodySHA256, e.Prev, e.Hash)
+	_, err := raw.Exec(`INSERT INTO entries (`+entryColumns+`) VALUES (?, ?, ?, ?, ?, '{}', ?, unhex(?), unhex(?))`,
+		e.Seq, e.At, e.Kind, e.Trace, e.Actor, []byte(e.Body), e.BodySHA256, e.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,7 +184,7 @@ func readHead(ctx context.Context, q querier) (custody.Receipt, error) {
 
 func scanHead(row *sql.Row) (custody.Receipt, error) {
 	var r custody.Receipt
-	err := row.Scan(&r.Seq, &r.Hash)
+	err := row.Scan(&r.Seq, (*digest)(&r.Hash))
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("read head: %w", err)
 	}
@@ -233,7 +233,7 @@ func (db *DB) Entries(ctx context.Context, q custody.Query) ([]custody.Entry, er
 	if q.Limit == 0 {
 		q.Limit = DefaultLimit
 	}
-	sel := `SELECT ` + entryColumns + ` FROM entries WHERE seq > ?`
+	sel := `SELECT ` + entryColumns + `, ` + prevColumn + ` FROM entries WHERE seq > ?`
 	args := []any{max(q.After, 0)}
 	if q.Trace != "" {
 		sel += ` AND trace = ?`
@@ -265,7 +265,11 @@ func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]cu
 	defer rows.Close()
 	out := []custody.Entry{}
 	for rows.Next() {
-		e, err := scanEntry(rows)
+		var prev digest
+		e, err := scanEntry(rows, &prev)
+		if err == nil {
+			err = prevOf(&e, prev)
+		}
 		if err != nil {
 			return nil, unavailable("read entries", err)
 		}
@@ -277,15 +281,20 @@ func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]cu
 	return out, nil
 }
 
-const entryColumns = `seq, at, kind, trace, actor, refs, body, body_sha256, prev, hash`
+// entryColumns are the stored columns of an entry. Its prev is not among
+// them: it is the hash of the entry before (see chain and prevColumn).
+const entryColumns = `seq, at, kind, trace, actor, refs, body, body_sha256, hash`
 
-// scanEntry reads one row of entryColumns. A refs column that is not a JSON
-// object of strings is reported, not papered over: it means the row was
-// changed outside custody.
-func scanEntry(rows *sql.Rows) (custody.Entry, error) {
+// scanEntry reads one row of entryColumns, and the columns after them into
+// more; the caller sets Prev. A refs column that is not a JSON object of
+// strings is reported, not papered over: it means the row was changed
+// outside custody.
+func scanEntry(rows *sql.Rows, more ...any) (custody.Entry, error) {
 	var e custody.Entry
 	var refs []byte
-	err := rows.Scan(&e.Seq, &e.At, &e.Kind, &e.Trace, &e.Actor, &refs, &e.Body, &e.BodySHA256, &e.Prev, &e.Hash)
+	dest := append([]any{&e.Seq, &e.At, &e.Kind, &e.Trace, &e.Actor, &refs, &e.Body,
+		(*digest)(&e.BodySHA256), (*digest)(&e.Hash)}, more...)
+	err := rows.Scan(dest...)
 	if err != nil {
 		return e, err
 	}
@@ -299,7 +308,8 @@ func scanEntry(rows *sql.Rows) (custody.Entry, error) {
 type insertStmts struct {
 	entries *multiInsert
 	head    *sql.Stmt
-	args    []any // reused by every batch
+	args    []any  // reused by every batch
+	digests []byte // the batch's digests as bytes, reused likewise
 }
 
 func prepareInserts(ctx context.Context, conn *sql.DB) (*insertStmts, error) {
@@ -327,12 +337,26 @@ func (s *insertStmts) readHead(ctx context.Context, tx *sql.Tx) (custody.Receipt
 // insert writes sealed entries.
 func (s *insertStmts) insert(ctx context.Context, tx *sql.Tx, entries []*custody.Entry) error {
 	args := s.args[:0]
+	// Every digest gets its room now, so that the slices args holds
+	// into the buffer stay valid while it fills.
+	if n := 2 * digestSize * len(entries); cap(s.digests) < n {
+		s.digests = make([]byte, 0, n)
+	}
+	d := s.digests[:0]
 	for _, e := range entries {
 		refs, err := refsColumn(e.Refs)
 		if err != nil {
 			return fmt.Errorf("insert entry %d: %w", e.Seq, err)
 		}
-		args = append(args, e.Seq, e.At, e.Kind, e.Trace, e.Actor, refs, []byte(e.Body), e.BodySHA256, e.Prev, e.Hash)
+		at := len(d)
+		if d, err = appendDigest(d, "body_sha256", e.BodySHA256); err == nil {
+			d, err = appendDigest(d, "hash", e.Hash)
+		}
+		if err != nil {
+			return fmt.Errorf("insert entry %d: %w", e.Seq, err)
+		}
+		args = append(args, e.Seq, e.At, e.Kind, e.Trace, e.Actor, refs, []byte(e.Body),
+			d[at:at+digestSize:at+digestSize], d[at+digestSize:at+2*digestSize:at+2*digestSize])
 	}
 	err := s.entries.exec(ctx, tx, args)
 	clear(args)

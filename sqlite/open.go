@@ -136,10 +136,11 @@ func (db *DB) checkTail(ctx context.Context) error {
 	if db.pub != nil {
 		v = ledger.NewStreamVerifier(db.pub)
 	}
-	from := int64(1)
+	from, c := int64(1), chain{prev: ledger.GenesisPrev()}
 	if last := w.last; last.Size > 0 {
-		var prev string
-		err := w.conn.QueryRowContext(ctx, `SELECT prev FROM entries WHERE seq = ?`, last.Size).Scan(&prev)
+		e := custody.Entry{Seq: last.Size}
+		var prev digest
+		err := w.conn.QueryRowContext(ctx, `SELECT `+prevColumn+` FROM entries WHERE seq = ?`, last.Size).Scan(&prev)
 		if errors.Is(err, sql.ErrNoRows) {
 			return refuse(db.dir, "seq %d: the last checkpoint covers %d entries, but the ledger holds %d: the tail was cut off",
 				w.head.Seq+1, last.Size, w.head.Seq)
@@ -147,22 +148,26 @@ func (db *DB) checkTail(ctx context.Context) error {
 		if err != nil {
 			return refuse(db.dir, "seq %d: cannot read the entry the last checkpoint covers: %v", last.Size, err)
 		}
-		if err := v.Resume(last.Size-1, prev); err != nil {
-			return refuse(db.dir, "seq %d: its prev %q is not a hash", last.Size, prev)
+		if err := prevOf(&e, prev); err != nil {
+			return refuse(db.dir, "the ledger fails its check since the last checkpoint: %v", err)
+		}
+		if err := v.Resume(last.Size-1, e.Prev); err != nil {
+			return refuse(db.dir, "seq %d: its prev %q is not a hash", last.Size, e.Prev)
 		}
 		if err := v.Checkpoint(last); err != nil {
 			return refuse(db.dir, "the ledger fails its check since the last checkpoint: %v", err)
 		}
-		from = last.Size
+		from, c.prev = last.Size, e.Prev
 	}
-	if err := verifyFrom(ctx, w.conn, v, from); err != nil {
+	if err := verifyFrom(ctx, w.conn, v, from, c); err != nil {
 		return refuse(db.dir, "the ledger fails its check since the last checkpoint: %v", err)
 	}
 	return nil
 }
 
-// verifyFrom hands v the entries from seq from on, a page at a time.
-func verifyFrom(ctx context.Context, q querier, v *ledger.Verifier, from int64) error {
+// verifyFrom hands v the entries from seq from on, a page at a time; c
+// holds the prev of the entry at from.
+func verifyFrom(ctx context.Context, q querier, v *ledger.Verifier, from int64, c chain) error {
 	rows, err := q.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE seq >= ? ORDER BY seq`, from)
 	if err != nil {
 		return fmt.Errorf("seq %d: cannot read: %w", from, err)
@@ -176,6 +181,7 @@ func verifyFrom(ctx context.Context, q querier, v *ledger.Verifier, from int64) 
 			return walkError(err, next)
 		}
 		next = e.Seq + 1
+		c.link(&e)
 		if page = append(page, e); len(page) == verifyPage {
 			if err := v.Entries(page); err != nil {
 				return err

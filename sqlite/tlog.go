@@ -231,11 +231,11 @@ func entryHashes(ctx context.Context, q querier, from, to uint64) ([][]byte, err
 	out := make([][]byte, 0, to-from)
 	for rows.Next() {
 		var seq uint64
-		var h string
+		var h digest
 		if err := rows.Scan(&seq, &h); err != nil {
 			return nil, fmt.Errorf("read entry hashes: %w", err)
 		}
-		b, err := hex.DecodeString(h)
+		b, err := hex.DecodeString(string(h))
 		if seq != from+uint64(len(out))+1 || err != nil || len(b) != tlog.HashSize {
 			return nil, fmt.Errorf("entry %d: a gap in the ledger or a hash %q that is not hex", seq, h)
 		}
@@ -404,7 +404,7 @@ func (db *DB) Receipt(ctx context.Context, seq, size uint64) (tlog.Receipt, erro
 	if seq > n.Size {
 		return tlog.Receipt{}, custody.Errorf(custody.ENOTFOUND, "no checkpoint covers entry %d yet: the latest is of size %d", seq, n.Size)
 	}
-	var hash string
+	var hash digest
 	if err := db.rdb.QueryRowContext(ctx, `SELECT hash FROM entries WHERE seq = ?`, seq).Scan(&hash); err != nil {
 		return tlog.Receipt{}, unavailable("read entry", err)
 	}
@@ -412,7 +412,7 @@ func (db *DB) Receipt(ctx context.Context, seq, size uint64) (tlog.Receipt, erro
 	if err != nil {
 		return tlog.Receipt{}, unavailable("build inclusion proof", err)
 	}
-	return tlog.Receipt{Seq: seq, Hash: hash, Size: n.Size, Proof: p, Checkpoint: string(n.Signed)}, nil
+	return tlog.Receipt{Seq: seq, Hash: string(hash), Size: n.Size, Proof: p, Checkpoint: string(n.Signed)}, nil
 }
 
 // ConsistencyProof returns the proof that the ledger at size from is a

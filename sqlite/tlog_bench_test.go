@@ -120,8 +120,8 @@ func receiptFixture(b *testing.B, size int) *DB {
 	}
 	defer tx.Rollback()
 	const rows = 64 // divides size
-	q := `INSERT INTO entries (seq, at, kind, trace, actor, refs, body, body_sha256, prev, hash) VALUES ` +
-		strings.TrimSuffix(strings.Repeat("(?, '', 'k', '', '', '{}', '{}', '', '', ?), ", rows), ", ")
+	q := `INSERT INTO entries (seq, at, kind, trace, actor, refs, body, body_sha256, hash) VALUES ` +
+		strings.TrimSuffix(strings.Repeat("(?, '', 'k', '', '', '{}', '{}', zeroblob(32), ?), ", rows), ", ")
 	hash := make([]byte, 32)
 	var last string
 	for seq := 1; seq <= size; seq += rows {
@@ -129,7 +129,7 @@ func receiptFixture(b *testing.B, size int) *DB {
 		for i := range rows {
 			rand.Read(hash)
 			last = hex.EncodeToString(hash)
-			args = append(args, seq+i, last)
+			args = append(args, seq+i, slices.Clone(hash))
 		}
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			b.Fatal(err)

@@ -179,7 +179,7 @@ func TestTreeTamperedEntryFailsProof(t *testing.T) {
 	// tree rebuilt over a tampered entry failing the honest checkpoint is
 	// package tlog's TestTamperedEntryFailsInclusion.)
 	rawExec(t, dir, `DROP TRIGGER entries_no_update`,
-		`UPDATE entries SET hash = '`+forged.Hash+`' WHERE seq = 42`,
+		`UPDATE entries SET hash = unhex('`+forged.Hash+`') WHERE seq = 42`,
 		`DELETE FROM tlog_nodes`, `DELETE FROM tlog_checkpoints`, `DELETE FROM checkpoints`)
 	if db, err := Open(dir, Options{CheckpointEvery: 64}); err == nil {
 		db.Close()

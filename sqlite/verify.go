@@ -122,10 +122,12 @@ func (db *DB) walk(ctx context.Context, entry func(*custody.Entry) error, checkp
 	}
 	defer rows.Close()
 	next, seq := 0, int64(1)
+	c := chain{prev: ledger.GenesisPrev()}
 	for rows.Next() {
 		e, err := scanEntry(rows)
 		if err == nil {
 			seq = e.Seq + 1
+			c.link(&e)
 			err = entry(&e)
 		}
 		for ; err == nil && next < len(cps) && cps[next].Size <= e.Seq; next++ {

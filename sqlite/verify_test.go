@@ -33,7 +33,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 	}{
 		{"BodyByte", `UPDATE entries SET body = CAST(replace(CAST(body AS TEXT), '"i": 5', '"i": 6') AS BLOB) WHERE seq = 5`, 5, "body_sha256"},
 		{"BodyAndDigest", `UPDATE entries SET body = CAST('{"i":6}' AS BLOB),
-			body_sha256 = '` + sha256Hex(`{"i":6}`) + `' WHERE seq = 5`, 5, "hash"},
+			body_sha256 = X'` + sha256Hex(`{"i":6}`) + `' WHERE seq = 5`, 5, "hash"},
 		{"Kind", `UPDATE entries SET kind = 'other' WHERE seq = 3`, 3, "hash"},
 		{"Refs", `UPDATE entries SET refs = '{"i":"99"}' WHERE seq = 2`, 2, "hash"},
 		{"RefsNotJSON", `UPDATE entries SET refs = 'nope' WHERE seq = 2`, 2, "refs"},

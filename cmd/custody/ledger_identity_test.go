@@ -57,7 +57,7 @@ func forgeEntry(t *testing.T, data string) {
 	raw := rawDB(t, data)
 	var seq int64
 	var head string
-	if err := raw.QueryRow(`SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1`).Scan(&seq, &head); err != nil {
+	if err := raw.QueryRow(`SELECT seq, lower(hex(hash)) FROM entries ORDER BY seq DESC LIMIT 1`).Scan(&seq, &head); err != nil {
 		t.Fatal(err)
 	}
 	e := custody.Entry{Seq: seq + 1, At: custody.FormatTime(time.Now()), Kind: custody.KindApprovalDecided,
@@ -65,8 +65,8 @@ func forgeEntry(t *testing.T, data string) {
 	if err := ledger.Seal(head, &e); err != nil {
 		t.Fatal(err)
 	}
-	_, err := raw.Exec(`INSERT INTO entries (seq, at, kind, trace, actor, refs, body, body_sha256, prev, hash)
-		VALUES (?, ?, ?, '', ?, '{}', ?, ?, ?, ?)`, e.Seq, e.At, e.Kind, e.Actor, []byte(e.Body), e.BodySHA256, e.Prev, e.Hash)
+	_, err := raw.Exec(`INSERT INTO entries (seq, at, kind, trace, actor, refs, body, body_sha256, hash)
+		VALUES (?, ?, ?, '', ?, '{}', ?, unhex(?), unhex(?))`, e.Seq, e.At, e.Kind, e.Actor, []byte(e.Body), e.BodySHA256, e.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}
