@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -169,13 +170,27 @@ func (c *Conn) transport() (mcp.Transport, error) {
 	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
 }
 
+// maxLogLine is how much of one stderr line reaches the log.
+const maxLogLine = 4096
+
 // logStderr sends a stdio server's stderr to custody's log, a line at a
-// time: never to the agent.
+// time, never to the agent. It reads until the stream ends, however long a
+// line is: a server whose stderr nobody drains blocks on its next write,
+// and its calls with it. Of a longer line the log gets the first
+// maxLogLine bytes.
 func (c *Conn) logStderr(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 64<<10)
-	for sc.Scan() {
-		c.log.Info("upstream stderr", "line", sc.Text())
+	br := bufio.NewReaderSize(r, maxLogLine)
+	cut := false // the rest of an over-long line is being skipped
+	for {
+		line, err := br.ReadSlice('\n')
+		switch {
+		case len(line) > 0 && !cut:
+			c.log.Info("upstream stderr", "line", strings.TrimRight(string(line), "\r\n"), "truncated", err == bufio.ErrBufferFull)
+		}
+		cut = err == bufio.ErrBufferFull
+		if err != nil && err != bufio.ErrBufferFull {
+			return
+		}
 	}
 }
 

@@ -53,6 +53,7 @@ func testServerConfig(t *testing.T, dir, description, file string) string {
 			"t__sleep":    map[string]any{"access": "READ", "effect": "NONE", "timeout": "300ms"},
 			"t__redefine": map[string]any{"access": "WRITE", "effect": "REVERSIBLE"},
 			"t__breach":   map[string]any{"access": "READ", "effect": "NONE"},
+			"t__noisy":    map[string]any{"access": "READ", "effect": "NONE", "timeout": "5s"},
 		},
 		"agents": map[string]any{"limited": map[string]any{"tools": []string{"t__echo"}}},
 	}
@@ -177,6 +178,13 @@ func TestUpstreamGoverned(t *testing.T) {
 			t.Errorf("no contract.breach naming the upstream: %.300s", body)
 		}
 	})
+	t.Run("StderrDrained", func(t *testing.T) {
+		// Each call writes 200 KiB to stderr in one line: unless custody
+		// keeps reading it, the server blocks once the pipe is full.
+		for range 3 {
+			callJSON(t, base, upAgent, `{"tool":"t__noisy","arguments":{}}`, 200)
+		}
+	})
 	t.Run("SameToolsOnTheCLI", func(t *testing.T) {
 		code, out, errOut := runMain(t, map[string]string{"CUSTODY_DATA": filepath.Join(dir, "cli-data")}, `{"message":"from the cli"}`,
 			"call", "--config", cfg, "--tool", "t__echo", "--args", "-")
@@ -231,8 +239,8 @@ func TestUpstreamGoverned(t *testing.T) {
 		if !strings.Contains(body, `"upstream":"t"`) || !strings.Contains(body, `"tool_definition_sha256":"`) {
 			t.Errorf("call entries do not name the upstream and definition: %.400s", body)
 		}
-		if body := getBody(t, base+"/v1/ledger?kind=tool.pinned", upOperator); strings.Count(body, `"kind":"tool.pinned"`) != 7 {
-			t.Errorf("want 7 tool.pinned entries: %.400s", body)
+		if body := getBody(t, base+"/v1/ledger?kind=tool.pinned", upOperator); strings.Count(body, `"kind":"tool.pinned"`) != 8 {
+			t.Errorf("want 8 tool.pinned entries: %.400s", body)
 		}
 		if body := getBody(t, base+"/v1/ledger/verify", upOperator); !strings.Contains(body, `"ok":true`) {
 			t.Errorf("verify: %s", body)
@@ -323,7 +331,7 @@ func TestConfigCommands(t *testing.T) {
 		t.Errorf("config schema: %d %.200s", code, out)
 	}
 	code, out, errOut := run("config", "check", cfg)
-	if code != exitOK || !strings.Contains(out, "7 of 8 tools exposed") || !regexpMatch(`t__ungoverned\s+t\s+no`, out) {
+	if code != exitOK || !strings.Contains(out, "8 of 9 tools exposed") || !regexpMatch(`t__ungoverned\s+t\s+no`, out) {
 		t.Errorf("config check: %d\n%s\n%s", code, out, errOut)
 	}
 	code, out, _ = run("config", "scan", cfg)

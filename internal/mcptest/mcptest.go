@@ -6,6 +6,7 @@
 package mcptest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,6 +134,11 @@ func Server(opts Options) *mcp.Server {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "s3cr3t"}},
 				StructuredContent: json.RawMessage(`{"n":"s3cr3t"}`)}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "noisy", Description: "Write a long line to stderr, then answer.", Annotations: readOnly},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			os.Stderr.Write(append(bytes.Repeat([]byte("x"), 200<<10), '\n'))
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "said a lot"}}}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "ungoverned", Description: "A tool a configuration leaves ungoverned.", Annotations: readOnly},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
