@@ -150,11 +150,15 @@ func newRunner(cfg Config, reg *contract.Registry, env Envelope, db Store, backe
 	r := &runner{env: env, reg: reg, ledger: db, store: db, approvals: svc, scanner: NewScanner(),
 		backend: backend, system: SystemPrompt(env), cases: Cases(cfg.Seed, cfg.Cases+1), seed: cfg.Seed, now: cfg.Now}
 	r.worlds = NewWorlds(r.scanner)
-	genv, err := gate.LoadEnvelope(cfg.Envelope, reg, Tools(r.worlds))
+	declared, err := gate.LoadEnvelope(cfg.Envelope, reg)
 	if err != nil {
 		return nil, err
 	}
-	r.gw, err = gate.New(gate.Config{Registry: reg, Ledger: db, Approvals: svc, State: db, Now: cfg.Now, Logger: cfg.Logger}, genv)
+	tools, err := gate.Bind(declared, Tools(r.worlds))
+	if err != nil {
+		return nil, err
+	}
+	r.gw, err = gate.New(gate.Config{Registry: reg, Ledger: db, Approvals: svc, State: db, Now: cfg.Now, Logger: cfg.Logger}, declared.ID, tools)
 	if err != nil {
 		return nil, custody.Errorf(custody.EINVALID, "the gateway refuses the envelope: %v", err)
 	}

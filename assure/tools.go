@@ -70,7 +70,7 @@ func toolDefs() []struct {
 }
 
 // Tools returns the ward round tools, keyed by tool id, for
-// gate.LoadEnvelope: the envelope declares their policy. Every output is
+// gate.Bind: the envelope declares their policy. Every output is
 // scanned for identifiable data before it leaves the tool; a hit withholds
 // it and stops the trace.
 func Tools(ws *Worlds) map[string]gate.Tool {

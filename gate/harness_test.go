@@ -88,15 +88,14 @@ func newHarnessWith(t testing.TB, opts harnessOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := example.Envelope(db, h.clk.Now)
-	env.Tools = append(env.Tools, h.testTools()...)
-	for i := range env.Tools {
-		env.Tools[i].Handler = h.counted(env.Tools[i].Spec.Name, env.Tools[i].Handler)
+	tools := append(example.Tools(db, h.clk.Now), h.testTools()...)
+	for i := range tools {
+		tools[i].Handler = h.counted(tools[i].Spec.Name, tools[i].Handler)
 	}
 	h.gw, err = gate.New(gate.Config{
 		Registry: h.reg, Ledger: h.led, Approvals: h.svc, State: db, Now: h.clk.Now,
 		Deadline: cmp.Or(opts.deadline, 200*time.Millisecond), Logger: discard(),
-	}, env)
+	}, example.EnvelopeID, tools)
 	if err != nil {
 		t.Fatalf("new gateway: %v", err)
 	}
