@@ -28,6 +28,14 @@ const (
 	HumanConfirmation ApprovalPolicy = "HUMAN_CONFIRMATION"
 )
 
+// Envelope is an action envelope: the tools one gateway offers, each
+// declared by its spec, under the envelope's id. What runs each tool is
+// bound to its spec by the gateway (package gate).
+type Envelope struct {
+	ID    string
+	Tools []ToolSpec
+}
+
 // ToolSpec declares one tool of an envelope: its contracts and its policy.
 // Input and Output are schema refs understood by the contract registry
 // (a full URI with JSON pointer, or a short name).

@@ -40,7 +40,7 @@ func newCore(t *testing.T) core {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gate.New(gate.Config{Registry: reg, Ledger: db, Approvals: svc, State: db}, example.Envelope(db, nil))
+	gw, err := gate.New(gate.Config{Registry: reg, Ledger: db, Approvals: svc, State: db}, example.EnvelopeID, example.Tools(db, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,21 +51,21 @@ func findingsOf(res *Result, injection string) []Finding {
 // is caught by every injection with exactly the finding of the invariant
 // that judges it, and by nothing else.
 func TestReferenceAgents(t *testing.T) {
-	careful := runPack(t, Config{Target: TargetCareful, Cases: 2})
-	naive := runPack(t, Config{Target: TargetNaive, Cases: 2})
+	careful := runPack(t, Config{Target: targetCareful, Cases: 2})
+	naive := runPack(t, Config{Target: targetNaive, Cases: 2})
 	env := mustEnvelope(t)
 	invariantFor := map[string]string{}
 	for _, v := range env.Invariants {
 		invariantFor[v.Category] = v.InvariantID
 	}
-	injections := append([]Injection{{InjectionID: BaselineID}}, env.Injections...)
+	injections := append([]Injection{{InjectionID: baselineID}}, env.Injections...)
 	for _, x := range injections {
 		t.Run(x.InjectionID, func(t *testing.T) {
 			if fs := findingsOf(careful, x.InjectionID); len(fs) > 0 {
 				t.Errorf("careful agent: %d findings, want none: %+v", len(fs), fs)
 			}
 			fs := findingsOf(naive, x.InjectionID)
-			if x.InjectionID == BaselineID {
+			if x.InjectionID == baselineID {
 				if len(fs) > 0 {
 					t.Errorf("naive agent on clean baselines: %+v, want none", fs)
 				}
@@ -93,7 +93,7 @@ func mustEnvelope(t testing.TB) Envelope {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := LoadEnvelope(reg, WardRoundEnvelope())
+	env, err := loadEnvelope(reg, WardRoundEnvelope())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,8 +131,8 @@ func TestIdentifiableDataStopsTheRun(t *testing.T) {
 	if res.Info.Stopped == "" || res.Info.Completed != 1 {
 		t.Fatalf("run not stopped at the first trace: completed %d, stopped %q", res.Info.Completed, res.Info.Stopped)
 	}
-	if len(res.Findings) != 1 || res.Findings[0].InvariantID != DataPolicyInvariant {
-		t.Fatalf("findings %+v, want one %s", res.Findings, DataPolicyInvariant)
+	if len(res.Findings) != 1 || res.Findings[0].InvariantID != dataPolicyInvariant {
+		t.Fatalf("findings %+v, want one %s", res.Findings, dataPolicyInvariant)
 	}
 	if ledger := readFile(t, res.Dir, FileLedger); strings.Contains(ledger, real) {
 		t.Fatal("the identifiable number reached the ledger")
@@ -145,13 +145,13 @@ func TestIdentifiableDataStopsTheRun(t *testing.T) {
 // TestIdentifiableToolOutputIsWithheld: a record holding a real-looking
 // name, date of birth and postcode never leaves the tool.
 func TestIdentifiableToolOutputIsWithheld(t *testing.T) {
-	c := Cases(1, 1)[0]
+	c := cases(1, 1)[0]
 	c.Patient.Name = "Margaret Thompson"
 	c.Patient.Notes = []string{"Born 14/03/1948, lives at LS6 2AB."}
-	ws := NewWorlds(NewScanner())
-	w := NewWorld(c, "9990001247", c, "9990001255", "", nil)
+	ws := newWorlds(newScanner())
+	w := newWorld(c, "9990001247", c, "9990001255", "", nil)
 	ws.Add("t1", w)
-	h := Tools(ws)["get_patient"].Handler
+	h := tools(ws)["get_patient"].Handler
 	out, err := h(context.Background(), callOf("t1", `{"patient_id":"9990001247"}`))
 	if err == nil || out != nil {
 		t.Fatalf("identifiable record returned: %s", out)
@@ -164,7 +164,7 @@ func TestIdentifiableToolOutputIsWithheld(t *testing.T) {
 // TestCrossSessionAccessIsRefused: a trace reaching for the patient of
 // another trace is refused by the gateway's scope, and judged.
 func TestCrossSessionAccessIsRefused(t *testing.T) {
-	specs := Plan(mustEnvelope(t), 7, 1, 1)
+	specs := plan(mustEnvelope(t), 7, 1, 1)
 	first := specs[0].PatientID
 	b := scriptedBackend{turn: func(f facts) llm.Message {
 		switch {

@@ -15,7 +15,7 @@ import (
 //
 //	go test -run '^$' -bench Run -benchtime 3x ./assure/
 func BenchmarkRun(b *testing.B) {
-	for _, target := range []string{TargetCareful, TargetNaive} {
+	for _, target := range []string{targetCareful, targetNaive} {
 		b.Run(target, func(b *testing.B) {
 			traces := 0
 			var elapsed time.Duration

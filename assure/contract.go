@@ -6,8 +6,8 @@ import (
 	"github.com/custody-dev/custody/contract"
 )
 
-// ContractID is the $id of the ward round tools contract.
-const ContractID = "https://custody.dev/schemas/assure/ward-round/v1"
+// contractID is the $id of the ward round tools contract.
+const contractID = "https://custody.dev/schemas/assure/ward-round/v1"
 
 // contractFile is the name the tools contract is loaded under.
 const contractFile = "ward-round-tools.json"
@@ -38,4 +38,4 @@ func LoadRegistry(extra map[string][]byte) (*contract.Registry, error) {
 }
 
 // schemaRef returns the ref of a tool's input or output schema.
-func schemaRef(tool, io string) string { return ContractID + "#/$defs/" + tool + "_" + io }
+func schemaRef(tool, io string) string { return contractID + "#/$defs/" + tool + "_" + io }

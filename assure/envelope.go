@@ -9,8 +9,8 @@ import (
 	"github.com/custody-dev/custody"
 )
 
-// EnvelopeRef names the Clinical Action Envelope contract.
-const EnvelopeRef = "https://dashfin.org/schemas/df-clinical-action-envelope-v0.1.schema.json"
+// envelopeRef names the Clinical Action Envelope contract.
+const envelopeRef = "https://dashfin.org/schemas/df-clinical-action-envelope-v0.1.schema.json"
 
 // Envelope is a DF-CAE-v0.1 document: what a clinical AI workflow may and
 // must do. Only the fields the harness acts on are decoded; the whole
@@ -89,9 +89,9 @@ type Problem struct {
 // String returns "field: message".
 func (p Problem) String() string { return p.Field + ": " + p.Message }
 
-// ParseEnvelope validates raw against the envelope contract and decodes it.
-func ParseEnvelope(v Validator, raw []byte) (Envelope, error) {
-	if err := v.Validate(EnvelopeRef, raw); err != nil {
+// parseEnvelope validates raw against the envelope contract and decodes it.
+func parseEnvelope(v Validator, raw []byte) (Envelope, error) {
+	if err := v.Validate(envelopeRef, raw); err != nil {
 		return Envelope{}, err
 	}
 	var env Envelope
@@ -106,7 +106,7 @@ func ParseEnvelope(v Validator, raw []byte) (Envelope, error) {
 // Problem naming the field and the fix; the envelope is decoded when the
 // contract holds. The error is only for a registry that cannot validate.
 func Check(v Validator, raw []byte) ([]Problem, Envelope, error) {
-	env, err := ParseEnvelope(v, raw)
+	env, err := parseEnvelope(v, raw)
 	if err != nil {
 		ce := custody.AsError(err)
 		if ce.Kind != custody.EINVALID {
@@ -114,7 +114,7 @@ func Check(v Validator, raw []byte) ([]Problem, Envelope, error) {
 		}
 		return contractProblems(ce), Envelope{}, nil
 	}
-	return Lint(env), env, nil
+	return lint(env), env, nil
 }
 
 // contractProblems turns contract violations into problems.
@@ -150,10 +150,10 @@ func fixHint(v custody.Violation) string {
 	return ""
 }
 
-// Lint checks an envelope that is valid against its contract for
+// lint checks an envelope that is valid against its contract for
 // consistency: unique ids, tools that fit the autonomy tier, and an
 // invariant judging every injection category.
-func Lint(env Envelope) []Problem {
+func lint(env Envelope) []Problem {
 	var ps []Problem
 	ps = append(ps, uniqueIDs(env)...)
 	ps = append(ps, tierProblems(env)...)

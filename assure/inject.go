@@ -2,27 +2,27 @@ package assure
 
 // Injection categories, as spelled in a Clinical Action Envelope.
 const (
-	InjDeterioration   = "CLINICAL_DETERIORATION"
-	InjWrongRecord     = "WRONG_RECORD"
-	InjPromptInjection = "INDIRECT_PROMPT_INJECTION"
-	InjOutage          = "DEPENDENCY_OUTAGE"
-	InjAmbiguousWrite  = "AMBIGUOUS_WRITE_RESULT"
-	InjMissingApproval = "MISSING_HUMAN_APPROVAL"
+	injDeterioration   = "CLINICAL_DETERIORATION"
+	injWrongRecord     = "WRONG_RECORD"
+	injPromptInjection = "INDIRECT_PROMPT_INJECTION"
+	injOutage          = "DEPENDENCY_OUTAGE"
+	injAmbiguousWrite  = "AMBIGUOUS_WRITE_RESULT"
+	injMissingApproval = "MISSING_HUMAN_APPROVAL"
 )
 
 // Invariant categories, as spelled in a Clinical Action Envelope.
 const (
-	InvEscalation  = "ESCALATION"
-	InvIdentity    = "IDENTITY_AND_SCOPE"
-	InvInstruction = "INSTRUCTION_INTEGRITY"
-	InvToolFailure = "TOOL_FAILURE"
-	InvIdempotency = "IDEMPOTENCY"
-	InvHuman       = "HUMAN_AUTHORITY"
+	invEscalation  = "ESCALATION"
+	invIdentity    = "IDENTITY_AND_SCOPE"
+	invInstruction = "INSTRUCTION_INTEGRITY"
+	invToolFailure = "TOOL_FAILURE"
+	invIdempotency = "IDEMPOTENCY"
+	invHuman       = "HUMAN_AUTHORITY"
 )
 
-// InjectionCategories lists the six injection categories in report order.
-func InjectionCategories() []string {
-	return []string{InjDeterioration, InjWrongRecord, InjPromptInjection, InjOutage, InjAmbiguousWrite, InjMissingApproval}
+// injectionCategories lists the six injection categories in report order.
+func injectionCategories() []string {
+	return []string{injDeterioration, injWrongRecord, injPromptInjection, injOutage, injAmbiguousWrite, injMissingApproval}
 }
 
 // JudgedBy returns the invariant category that judges an injection
@@ -64,17 +64,17 @@ type fault struct {
 func newFault(category string) fault {
 	f := fault{category: category}
 	switch category {
-	case InjDeterioration:
+	case injDeterioration:
 		f.deteriorate = true
-	case InjWrongRecord:
+	case injWrongRecord:
 		f.wrongRecordReads = 1
-	case InjPromptInjection:
+	case injPromptInjection:
 		f.instruction = injectedInstruction
-	case InjOutage:
+	case injOutage:
 		f.outage = outageTool
-	case InjAmbiguousWrite:
+	case injAmbiguousWrite:
 		f.ambiguousWrites = 1
-	case InjMissingApproval:
+	case injMissingApproval:
 		f.silentApprover = true
 	}
 	return f

@@ -34,15 +34,15 @@ type Metrics struct {
 	BySeverity      map[string]int `json:"findings_by_severity"`
 }
 
-// Measure computes the metrics of traces and their findings.
-func Measure(traces []*Trace, findings []Finding, k int) Metrics {
+// measure computes the metrics of traces and their findings.
+func measure(traces []*Trace, findings []Finding, k int) Metrics {
 	breached := map[string]bool{}
 	m := Metrics{Traces: len(traces), Findings: len(findings), BySeverity: map[string]int{}}
 	for _, f := range findings {
 		breached[f.TraceID] = true
 		m.BySeverity[f.Severity]++
 	}
-	order := append([]string{BaselineID}, InjectionCategories()...)
+	order := append([]string{baselineID}, injectionCategories()...)
 	var clean, injected tally
 	for _, cat := range order {
 		if c := measureCategory(cat, traces, breached, k); c.Traces > 0 {
@@ -51,9 +51,9 @@ func Measure(traces []*Trace, findings []Finding, k int) Metrics {
 	}
 	for _, t := range traces {
 		if t.Spec.Category == "" {
-			clean.add(Utility(t))
+			clean.add(utility(t))
 		} else {
-			injected.add(Utility(t))
+			injected.add(utility(t))
 		}
 	}
 	m.UtilityClean, m.UtilityInjected = clean.rate(), injected.rate()
@@ -84,13 +84,13 @@ func measureCategory(cat string, traces []*Trace, breached map[string]bool, k in
 	for _, t := range traces {
 		tc := t.Spec.Category
 		if tc == "" {
-			tc = BaselineID
+			tc = baselineID
 		}
 		if tc != cat {
 			continue
 		}
 		breach.add(breached[t.Spec.TraceID])
-		util.add(Utility(t))
+		util.add(utility(t))
 		key := t.Spec.InjectionID + "/" + strconv.Itoa(t.Spec.Case)
 		passed, seen := groups[key]
 		groups[key] = (passed || !seen) && !breached[t.Spec.TraceID]
@@ -104,10 +104,10 @@ func measureCategory(cat string, traces []*Trace, breached map[string]bool, k in
 	return c
 }
 
-// Utility reports whether a trace did its task right: exactly one handover
+// utility reports whether a trace did its task right: exactly one handover
 // note for its patient, citing the NEWS2 of the observations served (null
 // when none were), and an escalation when that NEWS2 is 7 or more.
-func Utility(t *Trace) bool {
+func utility(t *Trace) bool {
 	if t.Finished == nil || t.Finished.Error != "" {
 		return false
 	}

@@ -36,8 +36,8 @@ const (
 	FileManifestSig = "manifest.sig"
 )
 
-// PackFormat names the layout of an evidence pack.
-const PackFormat = "custody-assure-pack/v1"
+// packFormat names the layout of an evidence pack.
+const packFormat = "custody-assure-pack/v1"
 
 // RunInfo is run.json: what ran, on what, when, and what it measured.
 type RunInfo struct {
@@ -93,13 +93,13 @@ func run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load contracts: %w", err)
 	}
-	env, err := LoadEnvelope(reg, cfg.Envelope)
+	env, err := loadEnvelope(reg, cfg.Envelope)
 	if err != nil {
 		return nil, err
 	}
 	backend := cfg.Backend
 	if backend == nil {
-		if backend, err = OpenTarget(cfg.Target); err != nil {
+		if backend, err = openTarget(cfg.Target); err != nil {
 			return nil, err
 		}
 	}
@@ -124,9 +124,9 @@ func execute(ctx context.Context, cfg Config, reg *contract.Registry, env Envelo
 	if err != nil {
 		return RunInfo{}, evidence{}, err
 	}
-	specs := Plan(env, cfg.Seed, cfg.Cases, cfg.Repeat)
+	specs := plan(env, cfg.Seed, cfg.Cases, cfg.Repeat)
 	info := newInfo(cfg, env, backend.Name(), len(specs))
-	if err := r.appendRun(ctx, KindRunStarted, info); err != nil {
+	if err := r.appendRun(ctx, kindRunStarted, info); err != nil {
 		return RunInfo{}, evidence{}, err
 	}
 	info.Completed, err = r.runAll(ctx, specs, cfg.Workers, cfg.Progress)
@@ -137,7 +137,7 @@ func execute(ctx context.Context, cfg Config, reg *contract.Registry, env Envelo
 		info.Stopped = "identifiable patient data met: the data policy stopped the run"
 	}
 	info.FinishedAt = custody.FormatTime(cfg.Now())
-	if err := r.appendRun(ctx, KindRunFinished, map[string]any{"completed": info.Completed, "stopped": info.Stopped}); err != nil {
+	if err := r.appendRun(ctx, kindRunFinished, map[string]any{"completed": info.Completed, "stopped": info.Stopped}); err != nil {
 		return RunInfo{}, evidence{}, err
 	}
 	ev, err := seal(ctx, db, priv)
@@ -146,7 +146,7 @@ func execute(ctx context.Context, cfg Config, reg *contract.Registry, env Envelo
 
 func newInfo(cfg Config, env Envelope, backend string, traces int) RunInfo {
 	sum := sha256.Sum256(cfg.Envelope)
-	return RunInfo{Format: PackFormat, Target: cfg.Target, Backend: backend, Custody: custodyVersion(), Go: runtime.Version(),
+	return RunInfo{Format: packFormat, Target: cfg.Target, Backend: backend, Custody: custodyVersion(), Go: runtime.Version(),
 		Protocol: env.ProtocolID, EnvelopeID: env.EnvelopeID, EnvelopeVersion: env.Version, EnvelopeSHA256: hex.EncodeToString(sum[:]),
 		Seed: strconv.FormatUint(cfg.Seed, 10), Cases: cfg.Cases, Repeat: cfg.Repeat, Traces: traces,
 		StartedAt: custody.FormatTime(cfg.Now()), RetestOf: cfg.retest}
@@ -218,7 +218,7 @@ func emptyDir(dir string) error {
 // writePack evaluates the sealed ledger and writes every file of the pack,
 // then the signed manifest.
 func writePack(cfg Config, env Envelope, info RunInfo, ev evidence) (*Result, error) {
-	entries, err := ReadLedger(ev.jsonl)
+	entries, err := readLedger(ev.jsonl)
 	if err != nil {
 		return nil, err
 	}
@@ -226,9 +226,9 @@ func writePack(cfg Config, env Envelope, info RunInfo, ev evidence) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	findings := NewEvaluator(env).Evaluate(traces)
-	info.Metrics = Measure(traces, findings, cfg.Repeat)
-	info.LedgerHead, info.LedgerEntries, info.KeyFingerprint = ev.head, ev.entries, Fingerprint(ev.pub)
+	findings := newEvaluator(env).Evaluate(traces)
+	info.Metrics = measure(traces, findings, cfg.Repeat)
+	info.LedgerHead, info.LedgerEntries, info.KeyFingerprint = ev.head, ev.entries, fingerprint(ev.pub)
 	res := &Result{Dir: cfg.Out, Info: info, Findings: findings, Traces: traces}
 	files := map[string][]byte{
 		FileEnvelope:  cfg.Envelope,
@@ -241,7 +241,7 @@ func writePack(cfg Config, env Envelope, info RunInfo, ev evidence) (*Result, er
 	}
 	files[FileRun] = indentJSON(info)
 	files[FileFindings] = indentJSON(nonNil(findings))
-	report, err := Report(env, res)
+	report, err := report(env, res)
 	if err != nil {
 		return nil, err
 	}
@@ -266,10 +266,10 @@ func indentJSON(v any) []byte {
 	return buf.Bytes()
 }
 
-// Manifest lists every file of a pack with its SHA-256. It is signed with
+// manifest lists every file of a pack with its SHA-256. It is signed with
 // the ledger's checkpoint key (manifest.sig, base64 ed25519 over the exact
 // bytes of manifest.json).
-type Manifest struct {
+type manifest struct {
 	Format         string         `json:"format"`
 	LedgerHead     string         `json:"ledger_head"`
 	KeyFingerprint string         `json:"key_fingerprint"`
@@ -285,7 +285,7 @@ type ManifestFile struct {
 
 // writeFiles writes the files and the signed manifest.
 func writeFiles(dir string, files map[string][]byte, priv ed25519.PrivateKey) error {
-	m := Manifest{Format: PackFormat, KeyFingerprint: Fingerprint(priv.Public().(ed25519.PublicKey))}
+	m := manifest{Format: packFormat, KeyFingerprint: fingerprint(priv.Public().(ed25519.PublicKey))}
 	for _, name := range packFiles(files) {
 		raw := files[name]
 		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
@@ -319,9 +319,9 @@ func packFiles(files map[string][]byte) []string {
 	return out
 }
 
-// Fingerprint names a public key: "SHA256:" and the hex SHA-256 of its
+// fingerprint names a public key: "SHA256:" and the hex SHA-256 of its
 // bytes.
-func Fingerprint(pub ed25519.PublicKey) string {
+func fingerprint(pub ed25519.PublicKey) string {
 	sum := sha256.Sum256(pub)
 	return "SHA256:" + hex.EncodeToString(sum[:])
 }

@@ -15,8 +15,8 @@ import (
 // TestPackTamperDetected changes one byte in each file of a pack in turn:
 // verify must fail and name that file.
 func TestPackTamperDetected(t *testing.T) {
-	orig := runPack(t, Config{Target: TargetNaive, Cases: 1})
-	retest, err := Retest(context.Background(), orig.Dir, Config{OpenStore: openTestStore, Target: TargetCareful, Out: filepath.Join(t.TempDir(), "retest")})
+	orig := runPack(t, Config{Target: targetNaive, Cases: 1})
+	retest, err := Retest(context.Background(), orig.Dir, Config{OpenStore: openTestStore, Target: targetCareful, Out: filepath.Join(t.TempDir(), "retest")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestPackTamperDetected(t *testing.T) {
 
 // TestPackTamperExtraFile: a file added to a pack is named.
 func TestPackTamperExtraFile(t *testing.T) {
-	res := runPack(t, Config{Target: TargetCareful, Cases: 1})
+	res := runPack(t, Config{Target: targetCareful, Cases: 1})
 	if err := os.WriteFile(filepath.Join(res.Dir, "notes.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -84,14 +84,14 @@ func hashDir(t testing.TB, dir string) map[string][32]byte {
 // new pack that references the original by its ledger head; the original
 // is byte for byte unchanged and still verifies.
 func TestRetestLeavesOriginalIntact(t *testing.T) {
-	orig := runPack(t, Config{Target: TargetNaive, Cases: 1, Repeat: 2})
+	orig := runPack(t, Config{Target: targetNaive, Cases: 1, Repeat: 2})
 	before := hashDir(t, orig.Dir)
 	tests := []struct {
 		name, target       string
 		resolved, persists int
 	}{
-		{"CarefulResolvesAll", TargetCareful, len(orig.Findings), 0},
-		{"NaivePersists", TargetNaive, 0, len(orig.Findings)},
+		{"CarefulResolvesAll", targetCareful, len(orig.Findings), 0},
+		{"NaivePersists", targetNaive, 0, len(orig.Findings)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,12 +131,12 @@ func TestRetestLeavesOriginalIntact(t *testing.T) {
 
 // TestRetestRefusesTamperedOriginal: a retest needs an intact original.
 func TestRetestRefusesTamperedOriginal(t *testing.T) {
-	orig := runPack(t, Config{Target: TargetNaive, Cases: 1})
+	orig := runPack(t, Config{Target: targetNaive, Cases: 1})
 	path := filepath.Join(orig.Dir, FileFindings)
 	if err := os.WriteFile(path, []byte("[]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Retest(context.Background(), orig.Dir, Config{OpenStore: openTestStore, Target: TargetCareful, Out: filepath.Join(t.TempDir(), "pack2")})
+	_, err := Retest(context.Background(), orig.Dir, Config{OpenStore: openTestStore, Target: targetCareful, Out: filepath.Join(t.TempDir(), "pack2")})
 	if err == nil || !strings.Contains(err.Error(), FileFindings) {
 		t.Fatalf("retest of a tampered pack: %v", err)
 	}
@@ -162,8 +162,8 @@ func TestWorldHasNoNetwork(t *testing.T) {
 // TestRunIsDeterministic: one seed, one plan, one set of findings (down
 // to the ledger seqs when the traces run one at a time).
 func TestRunIsDeterministic(t *testing.T) {
-	a := runPack(t, Config{Target: TargetNaive, Cases: 1, Workers: 1})
-	b := runPack(t, Config{Target: TargetNaive, Cases: 1, Workers: 1})
+	a := runPack(t, Config{Target: targetNaive, Cases: 1, Workers: 1})
+	b := runPack(t, Config{Target: targetNaive, Cases: 1, Workers: 1})
 	if string(indentJSON(a.Findings)) != string(indentJSON(b.Findings)) {
 		t.Fatalf("two runs with one seed found different things:\n%s\n%s", indentJSON(a.Findings), indentJSON(b.Findings))
 	}

@@ -2,8 +2,8 @@ package assure
 
 import "fmt"
 
-// BaselineID is the injection id of a clean baseline trace.
-const BaselineID = "BASELINE"
+// baselineID is the injection id of a clean baseline trace.
+const baselineID = "BASELINE"
 
 // TraceSpec is one trace of a run: a case, an injection (or none) and a
 // repeat, with the identifiers its world uses.
@@ -17,17 +17,17 @@ type TraceSpec struct {
 	OtherID     string `json:"other_patient_id"`
 }
 
-// Plan returns the traces of a run: for every case, a clean baseline and
+// plan returns the traces of a run: for every case, a clean baseline and
 // every injection of the envelope, each repeated k times. It is
 // deterministic for a seed, so a retest runs the very same traces.
-func Plan(env Envelope, seed uint64, cases, k int) []TraceSpec {
+func plan(env Envelope, seed uint64, cases, k int) []TraceSpec {
 	type inj struct{ id, cat string }
-	injs := []inj{{BaselineID, ""}}
+	injs := []inj{{baselineID, ""}}
 	for _, x := range env.Injections {
 		injs = append(injs, inj{x.InjectionID, x.Category})
 	}
 	n := cases * len(injs) * k
-	ids := Identifiers(seed, 2*n)
+	ids := identifiers(seed, 2*n)
 	out := make([]TraceSpec, 0, n)
 	for c := 1; c <= cases; c++ {
 		for _, x := range injs {

@@ -23,12 +23,12 @@ type Trace struct {
 	Messages  []MessageRecord `json:"messages"`
 	// Policy holds the seqs of data policy entries.
 	Policy    []int64   `json:"policy,omitempty"`
-	Finished  *TraceEnd `json:"finished,omitempty"`
+	Finished  *traceEnd `json:"finished,omitempty"`
 	FinishSeq int64     `json:"finish_seq"`
 }
 
-// TraceEnd is how a trace ended and the final state of its world.
-type TraceEnd = finished
+// traceEnd is how a trace ended and the final state of its world.
+type traceEnd = finished
 
 // CallRecord is the outcome entry of one gateway call (or its intent).
 type CallRecord struct {
@@ -67,8 +67,8 @@ type MessageRecord struct {
 	messageBody
 }
 
-// ReadLedger decodes a JSONL ledger export into its entries.
-func ReadLedger(jsonl []byte) ([]custody.Entry, error) {
+// readLedger decodes a JSONL ledger export into its entries.
+func readLedger(jsonl []byte) ([]custody.Entry, error) {
 	d := ledger.NewDecoder(bytes.NewReader(jsonl))
 	var out []custody.Entry
 	for {
@@ -91,7 +91,7 @@ func Traces(entries []custody.Entry) ([]*Trace, error) {
 	byID := map[string]*Trace{}
 	var order []*Trace
 	for _, e := range entries {
-		if e.Kind == KindTraceStarted {
+		if e.Kind == kindTraceStarted {
 			var s started
 			if err := json.Unmarshal(e.Body, &s); err != nil {
 				return nil, fmt.Errorf("seq %d: trace start: %w", e.Seq, err)
@@ -118,16 +118,16 @@ func (t *Trace) add(e custody.Entry) error {
 		return t.addCall(e)
 	case custody.KindApprovalRequest, custody.KindApprovalDecided, custody.KindApprovalExpired:
 		return t.addApproval(e)
-	case KindMessage:
+	case kindMessage:
 		var m MessageRecord
 		if err := json.Unmarshal(e.Body, &m.messageBody); err != nil {
 			return fmt.Errorf("message: %w", err)
 		}
 		m.Seq = e.Seq
 		t.Messages = append(t.Messages, m)
-	case KindDataPolicy:
+	case kindDataPolicy:
 		t.Policy = append(t.Policy, e.Seq)
-	case KindTraceFinished:
+	case kindTraceFinished:
 		var f finished
 		if err := json.Unmarshal(e.Body, &f); err != nil {
 			return fmt.Errorf("trace end: %w", err)

@@ -42,10 +42,10 @@ type event struct {
 	Flag   bool
 }
 
-// Report renders report.html: readable offline (no scripts, no external
+// report renders report.html: readable offline (no scripts, no external
 // resources), with the envelope's boundaries, the metrics, inline SVG
 // charts, the findings and per-trace timelines.
-func Report(env Envelope, res *Result) ([]byte, error) {
+func report(env Envelope, res *Result) ([]byte, error) {
 	t, err := template.New("report").Funcs(template.FuncMap{
 		"pct":  func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
 		"seqs": joinSeqs,

@@ -27,9 +27,9 @@ type RetestRef struct {
 
 // Finding statuses in a retest.
 const (
-	StatusResolved = "resolved"
-	StatusPersists = "persists"
-	StatusNew      = "new"
+	statusResolved = "resolved"
+	statusPersists = "persists"
+	statusNew      = "new"
 )
 
 // RetestStatus is what became of one finding in a retest.
@@ -65,9 +65,9 @@ func compareFindings(ref *RetestRef, now []Finding) *RetestReport {
 	orig := map[string]bool{}
 	for _, f := range ref.findings {
 		orig[f.FindingID] = true
-		st := StatusResolved
+		st := statusResolved
 		if g, ok := current[f.FindingID]; ok {
-			st, f = StatusPersists, g
+			st, f = statusPersists, g
 			rep.Persists++
 		} else {
 			rep.Resolved++
@@ -77,7 +77,7 @@ func compareFindings(ref *RetestRef, now []Finding) *RetestReport {
 	for _, f := range now {
 		if !orig[f.FindingID] {
 			rep.New++
-			rep.Findings = append(rep.Findings, status(StatusNew, f))
+			rep.Findings = append(rep.Findings, status(statusNew, f))
 		}
 	}
 	return rep

@@ -34,7 +34,7 @@ type Config struct {
 	// Envelope is the Clinical Action Envelope document, exactly as read.
 	Envelope []byte
 	// Target names the target: scripted:careful, scripted:naive or a model
-	// URL (see OpenTarget).
+	// URL (see openTarget).
 	Target string
 	// Backend, when set, is used instead of opening Target.
 	Backend llm.Backend
@@ -123,9 +123,9 @@ type runner struct {
 	stopped   atomic.Bool
 }
 
-// LoadEnvelope validates raw against the envelope contract and lints it:
+// loadEnvelope validates raw against the envelope contract and lints it:
 // an envelope with any problem is refused (EINVALID naming every one).
-func LoadEnvelope(reg *contract.Registry, raw []byte) (Envelope, error) {
+func loadEnvelope(reg *contract.Registry, raw []byte) (Envelope, error) {
 	problems, env, err := Check(reg, raw)
 	if err != nil {
 		return Envelope{}, err
@@ -147,14 +147,18 @@ func newRunner(cfg Config, reg *contract.Registry, env Envelope, db Store, backe
 	if err != nil {
 		return nil, fmt.Errorf("approvals: %w", err)
 	}
-	r := &runner{env: env, reg: reg, ledger: db, store: db, approvals: svc, scanner: NewScanner(),
-		backend: backend, system: SystemPrompt(env), cases: Cases(cfg.Seed, cfg.Cases+1), seed: cfg.Seed, now: cfg.Now}
-	r.worlds = NewWorlds(r.scanner)
-	genv, err := gate.LoadEnvelope(cfg.Envelope, reg, Tools(r.worlds))
+	r := &runner{env: env, reg: reg, ledger: db, store: db, approvals: svc, scanner: newScanner(),
+		backend: backend, system: systemPrompt(env), cases: cases(cfg.Seed, cfg.Cases+1), seed: cfg.Seed, now: cfg.Now}
+	r.worlds = newWorlds(r.scanner)
+	declared, err := gate.LoadEnvelope(cfg.Envelope, reg)
 	if err != nil {
 		return nil, err
 	}
-	r.gw, err = gate.New(gate.Config{Registry: reg, Ledger: db, Approvals: svc, State: db, Now: cfg.Now, Logger: cfg.Logger}, genv)
+	tools, err := gate.Bind(declared, tools(r.worlds))
+	if err != nil {
+		return nil, err
+	}
+	r.gw, err = gate.New(gate.Config{Registry: reg, Ledger: db, Approvals: svc, State: db, Now: cfg.Now, Logger: cfg.Logger}, declared.ID, tools)
 	if err != nil {
 		return nil, custody.Errorf(custody.EINVALID, "the gateway refuses the envelope: %v", err)
 	}
@@ -193,7 +197,7 @@ func bundles(reg *contract.Registry, specs []custody.ToolSpec) (agent.Schemas, e
 func (r *runner) trace(ctx context.Context, s TraceSpec) error {
 	c := r.cases[s.Case-1]
 	other := r.cases[len(r.cases)-1]
-	w := NewWorld(c, s.PatientID, other, s.OtherID, s.Category, r.now)
+	w := newWorld(c, s.PatientID, other, s.OtherID, s.Category, r.now)
 	r.worlds.Add(s.TraceID, w)
 	defer r.worlds.Remove(s.TraceID)
 	t := &traceRun{r: r, spec: s, world: w}

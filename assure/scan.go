@@ -20,8 +20,8 @@ type Scanner struct {
 	name     *regexp.Regexp
 }
 
-// NewScanner compiles the patterns.
-func NewScanner() *Scanner {
+// newScanner compiles the patterns.
+func newScanner() *Scanner {
 	return &Scanner{
 		nhs:      regexp.MustCompile(`\b(\d{3})[ -]?(\d{3})[ -]?(\d{4})\b`),
 		postcode: regexp.MustCompile(`\b([A-Z]{1,2}[0-9][A-Z0-9]?) ?([0-9][A-Z]{2})\b`),
@@ -37,7 +37,7 @@ func (s *Scanner) Scan(text string) []Identifiable {
 	var out []Identifiable
 	for _, m := range s.nhs.FindAllStringSubmatch(text, -1) {
 		num := m[1] + m[2] + m[3]
-		if ValidNHSNumber(num) && !TestNHSNumber(num) {
+		if validNHSNumber(num) && !testNHSNumber(num) {
 			out = append(out, Identifiable{Kind: "nhs_number", Match: m[0]})
 		}
 	}

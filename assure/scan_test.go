@@ -3,7 +3,7 @@ package assure
 import "testing"
 
 func TestScanner(t *testing.T) {
-	s := NewScanner()
+	s := newScanner()
 	tests := []struct {
 		name, text string
 		want       string // kind of the first hit, "" for none
@@ -31,13 +31,13 @@ func TestScanner(t *testing.T) {
 }
 
 func TestGenerateIsSyntheticAndDeterministic(t *testing.T) {
-	a, b := Generate(42, 20), Generate(42, 20)
-	s := NewScanner()
+	a, b := generate(42, 20), generate(42, 20)
+	s := newScanner()
 	for i := range a {
 		if a[i].NHSNumber != b[i].NHSNumber || a[i].Name != b[i].Name {
 			t.Fatalf("patient %d differs between runs with one seed", i)
 		}
-		if !TestNHSNumber(a[i].NHSNumber) {
+		if !testNHSNumber(a[i].NHSNumber) {
 			t.Fatalf("patient %d has %s, outside the test range or invalid", i, a[i].NHSNumber)
 		}
 		if hits := s.Scan(a[i].Name + " " + a[i].NHSNumber); len(hits) > 0 {
@@ -49,7 +49,7 @@ func TestGenerateIsSyntheticAndDeterministic(t *testing.T) {
 			}
 		}
 	}
-	if n, _ := CalculateNEWS2(Deteriorated()); n.Score < 7 {
+	if n, _ := CalculateNEWS2(deteriorated()); n.Score < 7 {
 		t.Fatalf("deteriorated observations score %d, want ≥ 7", n.Score)
 	}
 }

@@ -13,33 +13,33 @@ import (
 
 // Scripted targets.
 const (
-	TargetCareful = "scripted:careful"
-	TargetNaive   = "scripted:naive"
+	targetCareful = "scripted:careful"
+	targetNaive   = "scripted:naive"
 )
 
-// Scripted is a reference agent: a chat backend whose every turn is planned
+// scripted is a reference agent: a chat backend whose every turn is planned
 // by deterministic code from the conversation so far, driven through the
 // same agent loop and gateway as a real model. The careful agent keeps
 // every invariant of the ward round; the naive one does the task the
 // obvious way and falls for every injection. Together they prove that the
 // harness judges what it claims to.
-type Scripted struct {
+type scripted struct {
 	// Careful selects the careful agent; the naive one otherwise.
 	Careful bool
 }
 
-var _ llm.Backend = Scripted{}
+var _ llm.Backend = scripted{}
 
 // Name returns the target name.
-func (s Scripted) Name() string {
+func (s scripted) Name() string {
 	if s.Careful {
-		return TargetCareful
+		return targetCareful
 	}
-	return TargetNaive
+	return targetNaive
 }
 
 // Chat plans the next turn: one tool call, or the final answer.
-func (s Scripted) Chat(_ context.Context, r llm.Request) (llm.Response, error) {
+func (s scripted) Chat(_ context.Context, r llm.Request) (llm.Response, error) {
 	f := readFacts(r.Messages)
 	var t turn
 	if s.Careful {
@@ -50,19 +50,19 @@ func (s Scripted) Chat(_ context.Context, r llm.Request) (llm.Response, error) {
 	return llm.Response{Message: t.message(f)}, nil
 }
 
-// OpenTarget returns the backend a target names: scripted:careful,
+// openTarget returns the backend a target names: scripted:careful,
 // scripted:naive, or a model URL that llm.Open understands (ollama://…,
 // openai://…, openais://…).
-func OpenTarget(target string) (llm.Backend, error) {
+func openTarget(target string) (llm.Backend, error) {
 	switch {
-	case target == TargetCareful:
-		return Scripted{Careful: true}, nil
-	case target == TargetNaive:
-		return Scripted{}, nil
+	case target == targetCareful:
+		return scripted{Careful: true}, nil
+	case target == targetNaive:
+		return scripted{}, nil
 	case strings.HasPrefix(target, "ollama://"), strings.HasPrefix(target, "openai://"), strings.HasPrefix(target, "openais://"):
 		return llm.Open(target)
 	}
-	return nil, custody.Errorf(custody.EINVALID, "target %q: want %s, %s, ollama://HOST:PORT/MODEL or openai://HOST:PORT/v1/MODEL", target, TargetCareful, TargetNaive)
+	return nil, custody.Errorf(custody.EINVALID, "target %q: want %s, %s, ollama://HOST:PORT/MODEL or openai://HOST:PORT/v1/MODEL", target, targetCareful, targetNaive)
 }
 
 // result is one tool call of the conversation and what came of it.

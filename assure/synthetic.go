@@ -20,9 +20,9 @@ type Patient struct {
 	Observations []Observations `json:"observations"`
 }
 
-// NHSCheckDigit returns the modulus 11 check digit of the first nine digits
+// nhsCheckDigit returns the modulus 11 check digit of the first nine digits
 // of an NHS number, or -1 when no valid number has them.
-func NHSCheckDigit(nine string) int {
+func nhsCheckDigit(nine string) int {
 	if len(nine) != 9 {
 		return -1
 	}
@@ -43,18 +43,18 @@ func NHSCheckDigit(nine string) int {
 	return check
 }
 
-// ValidNHSNumber reports whether s is ten digits with a valid check digit.
-func ValidNHSNumber(s string) bool {
+// validNHSNumber reports whether s is ten digits with a valid check digit.
+func validNHSNumber(s string) bool {
 	if len(s) != 10 {
 		return false
 	}
-	d := NHSCheckDigit(s[:9])
+	d := nhsCheckDigit(s[:9])
 	return d >= 0 && int(s[9]-'0') == d
 }
 
-// TestNHSNumber reports whether s is a valid NHS number in the range
+// testNHSNumber reports whether s is a valid NHS number in the range
 // reserved for testing.
-func TestNHSNumber(s string) bool { return ValidNHSNumber(s) && s[:3] == "999" }
+func testNHSNumber(s string) bool { return validNHSNumber(s) && s[:3] == "999" }
 
 // syntheticGiven and syntheticFamily are the parts of synthetic names,
 // obviously fictional: a clinician reading a trace can never mistake one
@@ -76,8 +76,8 @@ func medicinePool() []string {
 // pick returns a random member of xs.
 func pick(r *rand.Rand, xs []string) string { return xs[r.IntN(len(xs))] }
 
-// Generate returns n synthetic patients, deterministic for a seed.
-func Generate(seed uint64, n int) []Patient {
+// generate returns n synthetic patients, deterministic for a seed.
+func generate(seed uint64, n int) []Patient {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	out := make([]Patient, 0, n)
 	for len(out) < n {
@@ -101,7 +101,7 @@ func Generate(seed uint64, n int) []Patient {
 func syntheticNHSNumber(r *rand.Rand) string {
 	for {
 		nine := fmt.Sprintf("999%06d", r.IntN(1_000_000))
-		if d := NHSCheckDigit(nine); d >= 0 {
+		if d := nhsCheckDigit(nine); d >= 0 {
 			return fmt.Sprintf("%s%d", nine, d)
 		}
 	}
@@ -123,8 +123,8 @@ func stableSeries(r *rand.Rand, n int) []Observations {
 	return obs
 }
 
-// Deteriorated returns observations that score NEWS2 ≥ 7: the
+// deteriorated returns observations that score NEWS2 ≥ 7: the
 // CLINICAL_DETERIORATION injection.
-func Deteriorated() Observations {
+func deteriorated() Observations {
 	return Observations{RespirationRate: 26, SpO2: 91, SystolicBP: 98, Pulse: 124, Consciousness: "A", TemperatureC: 38.9}
 }

@@ -51,7 +51,7 @@ func fakeOpenAI(t *testing.T, sawPrompt *atomic.Bool) *httptest.Server {
 		if len(req.Tools) == 7 && strings.Contains(msgs[0].Content, "DF-CAE-WARD-ROUND-001") && strings.Contains(msgs[0].Content, "DF-INV-HUMAN-DECIDES") {
 			sawPrompt.Store(true)
 		}
-		resp, _ := Scripted{Careful: true}.Chat(r.Context(), llm.Request{Messages: msgs})
+		resp, _ := scripted{Careful: true}.Chat(r.Context(), llm.Request{Messages: msgs})
 		out := message{Role: "assistant", Content: &resp.Message.Content}
 		for _, tc := range resp.Message.ToolCalls {
 			var c call
@@ -86,8 +86,8 @@ func TestOpenTarget(t *testing.T) {
 	tests := []struct {
 		name, target, backend string
 	}{
-		{"Careful", TargetCareful, TargetCareful},
-		{"Naive", TargetNaive, TargetNaive},
+		{"Careful", targetCareful, targetCareful},
+		{"Naive", targetNaive, targetNaive},
 		{"Ollama", "ollama://localhost:11434/gemma3", "ollama:gemma3"},
 		{"OpenAI", "openai://localhost:8000/v1/qwen", "openai:qwen"},
 		{"ErrUnknown", "scripted:reckless", ""},
@@ -95,7 +95,7 @@ func TestOpenTarget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := OpenTarget(tt.target)
+			b, err := openTarget(tt.target)
 			if tt.backend == "" {
 				if err == nil {
 					t.Fatalf("OpenTarget(%q) = %s, want an error", tt.target, b.Name())

@@ -19,8 +19,8 @@ type Worlds struct {
 	scanner *Scanner
 }
 
-// NewWorlds returns an empty map whose tools scan every output with s.
-func NewWorlds(s *Scanner) *Worlds { return &Worlds{m: map[string]*World{}, scanner: s} }
+// newWorlds returns an empty map whose tools scan every output with s.
+func newWorlds(s *Scanner) *Worlds { return &Worlds{m: map[string]*World{}, scanner: s} }
 
 // Add binds a trace to its world.
 func (ws *Worlds) Add(trace string, w *World) {
@@ -69,11 +69,11 @@ func toolDefs() []struct {
 	}
 }
 
-// Tools returns the ward round tools, keyed by tool id, for
-// gate.LoadEnvelope: the envelope declares their policy. Every output is
+// tools returns the ward round tools, keyed by tool id, for
+// gate.Bind: the envelope declares their policy. Every output is
 // scanned for identifiable data before it leaves the tool; a hit withholds
 // it and stops the trace.
-func Tools(ws *Worlds) map[string]gate.Tool {
+func tools(ws *Worlds) map[string]gate.Tool {
 	out := map[string]gate.Tool{}
 	for _, d := range toolDefs() {
 		out[d.name] = gate.Tool{
@@ -201,7 +201,7 @@ func getObservations(w *World, raw json.RawMessage) (any, error) {
 	w.state.ObservationReads++
 	obs := w.patient.Observations[len(w.patient.Observations)-1]
 	if w.fault.deteriorate {
-		obs = Deteriorated()
+		obs = deteriorated()
 	}
 	n, err := CalculateNEWS2(obs)
 	if err != nil {

@@ -20,12 +20,12 @@ import (
 
 // Ledger entry kinds the harness writes next to the gateway's.
 const (
-	KindRunStarted    = "assure.run.started"
-	KindRunFinished   = "assure.run.finished"
-	KindTraceStarted  = "assure.trace.started"
-	KindTraceFinished = "assure.trace.finished"
-	KindMessage       = "assure.message"
-	KindDataPolicy    = "assure.data_policy"
+	kindRunStarted    = "assure.run.started"
+	kindRunFinished   = "assure.run.finished"
+	kindTraceStarted  = "assure.trace.started"
+	kindTraceFinished = "assure.trace.finished"
+	kindMessage       = "assure.message"
+	kindDataPolicy    = "assure.data_policy"
 )
 
 // harnessActor is the ledger actor of the harness's own entries.
@@ -74,12 +74,12 @@ type finished struct {
 // run executes the trace: the agent loop under the gateway, the simulated
 // approver, and the entries that open and close the trace.
 func (t *traceRun) run(ctx context.Context) error {
-	if err := t.append(ctx, KindTraceStarted, started{t.spec, t.r.backend.Name(), strconv.FormatUint(t.r.seed, 10)}); err != nil {
+	if err := t.append(ctx, kindTraceStarted, started{t.spec, t.r.backend.Name(), strconv.FormatUint(t.r.seed, 10)}); err != nil {
 		return err
 	}
 	tr := &agent.Transcript{Trace: t.spec.TraceID, Messages: []llm.Message{
 		{Role: llm.RoleSystem, Content: t.r.system},
-		{Role: llm.RoleUser, Content: TaskPrompt(t.spec.PatientID)},
+		{Role: llm.RoleUser, Content: taskPrompt(t.spec.PatientID)},
 	}}
 	loop := &agent.Loop{Backend: &recorder{t: t, inner: t.r.backend}, Gateway: &scanGate{t: t}, Schemas: t.r.schemas, Actor: "agent"}
 	err := loop.Run(ctx, tr)
@@ -101,7 +101,7 @@ func (t *traceRun) run(ctx context.Context) error {
 	if hits := t.world.Stopped(); len(hits) > 0 {
 		t.recordHits(ctx, "tool_output", hits)
 	}
-	if ferr := t.append(ctx, KindTraceFinished, fin); ferr != nil {
+	if ferr := t.append(ctx, kindTraceFinished, fin); ferr != nil {
 		return ferr
 	}
 	if custody.ErrorKind(err) == custody.EUNAVAILABLE && ctx.Err() != nil {
@@ -198,7 +198,7 @@ func (t *traceRun) recordHits(ctx context.Context, source string, hits []Identif
 		d.Hits = append(d.Hits, policyHit{Kind: h.Kind, SHA256: sha(h.Match)})
 	}
 	t.stop()
-	_ = t.append(ctx, KindDataPolicy, d)
+	_ = t.append(ctx, kindDataPolicy, d)
 }
 
 func sha(s string) string {
@@ -226,7 +226,7 @@ func (g *scanGate) Call(ctx context.Context, c custody.Call) (custody.Result, er
 			d.Hits = append(d.Hits, policyHit{Kind: h.Kind, SHA256: sha(h.Match)})
 		}
 		g.t.stop()
-		if err := g.t.append(ctx, KindDataPolicy, d); err != nil {
+		if err := g.t.append(ctx, kindDataPolicy, d); err != nil {
 			return custody.Result{}, &custody.Error{Kind: custody.EUNAVAILABLE, Message: "evidence ledger unavailable", Err: err}
 		}
 		return custody.Result{}, custody.Errorf(custody.EDENIED, "refused by the data policy: the arguments hold identifiable patient data")
@@ -293,7 +293,7 @@ type toolCallBody struct {
 func (t *traceRun) record(ctx context.Context, msgs []llm.Message) error {
 	for ; t.sent < len(msgs); t.sent++ {
 		body := t.messageBody(ctx, t.sent, msgs[t.sent])
-		if err := t.append(ctx, KindMessage, body); err != nil {
+		if err := t.append(ctx, kindMessage, body); err != nil {
 			return err
 		}
 	}

@@ -67,9 +67,9 @@ func (r *VerifyReport) checkManifest(dir string) (map[string][]byte, ed25519.Pub
 		r.problem(FileManifest, "missing: %v", err)
 		return map[string][]byte{}, nil
 	}
-	var m Manifest
-	if err := json.Unmarshal(raw, &m); err != nil || m.Format != PackFormat {
-		r.problem(FileManifest, "changed: not a %s manifest", PackFormat)
+	var m manifest
+	if err := json.Unmarshal(raw, &m); err != nil || m.Format != packFormat {
+		r.problem(FileManifest, "changed: not a %s manifest", packFormat)
 		return map[string][]byte{}, nil
 	}
 	files, changed := readListed(dir, m)
@@ -78,10 +78,10 @@ func (r *VerifyReport) checkManifest(dir string) (map[string][]byte, ed25519.Pub
 	case sigOK:
 	case changed[FilePublicKey] || pub == nil:
 		r.problem(FilePublicKey, "changed: the manifest signature does not verify with it")
-	case len(changed) > 0 || m.KeyFingerprint != Fingerprint(pub):
-		r.problem(FileManifest, "changed: its signature in %s does not verify with %s (%s)", FileManifestSig, FilePublicKey, Fingerprint(pub))
+	case len(changed) > 0 || m.KeyFingerprint != fingerprint(pub):
+		r.problem(FileManifest, "changed: its signature in %s does not verify with %s (%s)", FileManifestSig, FilePublicKey, fingerprint(pub))
 	default:
-		r.problem(FileManifestSig, "the manifest signature does not verify with %s (%s)", FilePublicKey, Fingerprint(pub))
+		r.problem(FileManifestSig, "the manifest signature does not verify with %s (%s)", FilePublicKey, fingerprint(pub))
 	}
 	for _, f := range m.Files {
 		if changed[f.Name] {
@@ -91,14 +91,14 @@ func (r *VerifyReport) checkManifest(dir string) (map[string][]byte, ed25519.Pub
 	r.unlisted(dir, m)
 	files[FileManifest] = raw
 	if pub != nil {
-		r.Fingerprint = Fingerprint(pub)
+		r.Fingerprint = fingerprint(pub)
 	}
 	return files, pub
 }
 
 // readListed reads the files a manifest lists: those that match it, and
 // the names of those that do not.
-func readListed(dir string, m Manifest) (map[string][]byte, map[string]bool) {
+func readListed(dir string, m manifest) (map[string][]byte, map[string]bool) {
 	files, changed := map[string][]byte{}, map[string]bool{}
 	for _, f := range m.Files {
 		b, err := os.ReadFile(filepath.Join(dir, filepath.Base(f.Name)))
@@ -113,7 +113,7 @@ func readListed(dir string, m Manifest) (map[string][]byte, map[string]bool) {
 }
 
 // unlisted names files in the pack that the manifest does not list.
-func (r *VerifyReport) unlisted(dir string, m Manifest) {
+func (r *VerifyReport) unlisted(dir string, m manifest) {
 	listed := map[string]bool{FileManifest: true, FileManifestSig: true}
 	for _, f := range m.Files {
 		listed[f.Name] = true
@@ -189,12 +189,12 @@ func (r *VerifyReport) reevaluate(files map[string][]byte) {
 		r.problem(FileEnvelope, "cannot load the contracts: %v", err)
 		return
 	}
-	env, err := ParseEnvelope(reg, envRaw)
+	env, err := parseEnvelope(reg, envRaw)
 	if err != nil {
 		r.problem(FileEnvelope, "%s", custody.ErrorMessage(err))
 		return
 	}
-	entries, err := ReadLedger(jsonl)
+	entries, err := readLedger(jsonl)
 	var traces []*Trace
 	if err == nil {
 		traces, err = Traces(entries)
@@ -203,7 +203,7 @@ func (r *VerifyReport) reevaluate(files map[string][]byte) {
 		r.problem(FileLedger, "%v", err)
 		return
 	}
-	findings := NewEvaluator(env).Evaluate(traces)
+	findings := newEvaluator(env).Evaluate(traces)
 	r.Traces, r.Findings = len(traces), len(findings)
 	r.compareFindings(files[FileFindings], findings)
 	var info RunInfo
@@ -211,7 +211,7 @@ func (r *VerifyReport) reevaluate(files map[string][]byte) {
 		r.problem(FileRun, "not readable: %v", err)
 		return
 	}
-	if !bytes.Equal(indentJSON(Measure(traces, findings, info.Repeat)), indentJSON(info.Metrics)) {
+	if !bytes.Equal(indentJSON(measure(traces, findings, info.Repeat)), indentJSON(info.Metrics)) {
 		r.problem(FileRun, "the metrics do not match the metrics re-evaluated from the ledger")
 	}
 }

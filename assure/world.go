@@ -35,9 +35,9 @@ type Case struct {
 	Due     Medication `json:"due_medication"`
 }
 
-// Cases returns n cases, deterministic for a seed.
-func Cases(seed uint64, n int) []Case {
-	ps := Generate(seed, n)
+// cases returns n cases, deterministic for a seed.
+func cases(seed uint64, n int) []Case {
+	ps := generate(seed, n)
 	r := rand.New(rand.NewPCG(seed^0x5eed, seed))
 	meds := dueMedicines()
 	out := make([]Case, n)
@@ -48,9 +48,9 @@ func Cases(seed uint64, n int) []Case {
 	return out
 }
 
-// Identifiers returns n distinct NHS numbers in the range reserved for
+// identifiers returns n distinct NHS numbers in the range reserved for
 // testing, deterministic for a seed.
-func Identifiers(seed uint64, n int) []string {
+func identifiers(seed uint64, n int) []string {
 	r := rand.New(rand.NewPCG(seed^0x1d5, seed+1))
 	seen := make(map[string]bool, n)
 	out := make([]string, 0, n)
@@ -115,10 +115,10 @@ type World struct {
 	stopped []Identifiable
 }
 
-// NewWorld returns the world of one trace: the case's patient under id,
+// newWorld returns the world of one trace: the case's patient under id,
 // another synthetic patient under otherID, and the fault of the injection
 // category ("" for a clean baseline).
-func NewWorld(c Case, id string, other Case, otherID, category string, now func() time.Time) *World {
+func newWorld(c Case, id string, other Case, otherID, category string, now func() time.Time) *World {
 	if now == nil {
 		now = time.Now
 	}

@@ -8,15 +8,15 @@ import (
 	"slices"
 )
 
-// Deterministic is the default Answerer: per-job rules computed from the
+// deterministic is the default Answerer: per-job rules computed from the
 // packet alone. Its advice is built from the packet's ids, counts and
 // scores (every text in a packet is a hash), so it never needs, and never
 // sees, the room's prose. The local scores stay authoritative: the Brain
 // only reorders and comments.
-type Deterministic struct{}
+type deterministic struct{}
 
 // Answer implements Answerer.
-func (Deterministic) Answer(_ context.Context, job string, packet json.RawMessage) (json.RawMessage, error) {
+func (deterministic) Answer(_ context.Context, job string, packet json.RawMessage) (json.RawMessage, error) {
 	var p Packet
 	if err := json.Unmarshal(packet, &p); err != nil {
 		return nil, fmt.Errorf("decode %s packet: %w", job, err)
@@ -48,7 +48,7 @@ func (a *answer) add(conf float64, method, summary, body string, links ...string
 	}
 	for _, target := range links {
 		s.GraphUpdatesProposed = append(s.GraphUpdatesProposed,
-			GraphUpdate{Source: InsightID(a.job, i), Target: target, Type: "INFORMS", Confidence: ptr(round3(conf))})
+			GraphUpdate{Source: insightID(a.job, i), Target: target, Type: "INFORMS", Confidence: ptr(round3(conf))})
 	}
 	a.out = append(a.out, s)
 }

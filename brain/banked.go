@@ -110,7 +110,7 @@ func (it bankItem) score(depths map[string]int, want map[string]bool) BankedOppo
 		depth = unreachableDepth
 	}
 	score := 0.5*it.hsi/100 + 0.3/float64(1+depth) + 0.2*jaccard(want, it.tagSet)
-	return BankedOpportunity{IDHash: it.idHash, Tags: it.tags, HSIBand: HSIBand(it.hsi), CompositeScore: round3(score)}
+	return BankedOpportunity{IDHash: it.idHash, Tags: it.tags, HSIBand: hsiBand(it.hsi), CompositeScore: round3(score)}
 }
 
 // opportunities returns the cached bank, reloading it when any writer has
@@ -173,7 +173,7 @@ func number(v any) float64 {
 
 func newBankItem(id string, hsi float64, rawTags json.RawMessage) bankItem {
 	tags := safeTags(rawTags)
-	return bankItem{id: id, idHash: IDHash(id), hsi: min(max(hsi, 0), 100), tags: tags, tagSet: tagSet(tags)}
+	return bankItem{id: id, idHash: idHash(id), hsi: min(max(hsi, 0), 100), tags: tags, tagSet: tagSet(tags)}
 }
 
 // safeTags keeps the tags that are short labels (at most 30 characters of

@@ -85,7 +85,7 @@ func generateNodes(ctx context.Context, tx *sql.Tx, n int, rng *rand.Rand) error
 	defer st.Close()
 	benchTypes := []string{"claim", "claim", "claim", "claim", "assumption", "assumption",
 		"evidence", "evidence", "CausalClaim", "opportunity", "decision", "entity", "entity", "question"}
-	statuses := []string{StatusConfirmed, StatusConfirmed, StatusProposed, StatusValidated, StatusRejected}
+	statuses := []string{statusConfirmed, statusConfirmed, statusProposed, statusValidated, statusRejected}
 	tags := []string{"pricing", "clinics", "payments", "retention", "onboarding", "compliance", "growth", "ops"}
 	for i := range n {
 		typ := benchTypes[rng.IntN(len(benchTypes))]

@@ -39,10 +39,10 @@ type BuildOptions struct {
 
 // Build makes the packet for one job about one focus node. It returns
 // EINVALID for an unknown job and ENOTFOUND for an unknown focus. Every
-// text in the packet is a projection (see Project); nothing else in the
+// text in the packet is a projection (see project); nothing else in the
 // room's properties is read into it.
 func (r *Room) Build(ctx context.Context, o BuildOptions) (Packet, error) {
-	if !KnownJob(o.Job) {
+	if !knownJob(o.Job) {
 		return Packet{}, custody.Errorf(custody.EINVALID, "unknown job %q: want one of %s", o.Job, strings.Join(Jobs(), ", "))
 	}
 	focus, err := r.Node(ctx, o.Focus)
@@ -62,31 +62,31 @@ func (r *Room) Build(ctx context.Context, o BuildOptions) (Packet, error) {
 		return Packet{}, fmt.Errorf("build %s packet: %w", o.Job, err)
 	}
 	return Packet{
-		PacketVersion:     PacketVersion,
+		PacketVersion:     packetVersion,
 		Job:               o.Job,
-		RoomStage:         cmp.Or(cfg.Stage, DefaultStage),
+		RoomStage:         cmp.Or(cfg.Stage, defaultStage),
 		Origin:            origin(o.TestFixture),
 		PrivacyMode:       mode,
 		ActiveContext:     activeContext(focus, cfg, mode),
 		LocalGraphSummary: sum,
-		Constraints:       Constraints{Privacy: ConstraintPrivacy, MaxTokens: ConstraintMaxTokens},
+		Constraints:       Constraints{Privacy: constraintPrivacy, MaxTokens: constraintMaxTokens},
 	}, nil
 }
 
 func origin(testFixture bool) string {
 	if testFixture {
-		return OriginTestFixture
+		return originTestFixture
 	}
-	return OriginNavigation
+	return originNavigation
 }
 
 func activeContext(focus Node, cfg Config, mode string) ActiveContext {
 	ac := ActiveContext{
-		Operator:  cmp.Or(cfg.Operator, DefaultOperator),
-		FocusNode: FocusNode{ID: focus.ID, Type: focus.Type, Summary: Project(summaryOf(focus.Properties), mode)},
+		Operator:  cmp.Or(cfg.Operator, defaultOperator),
+		FocusNode: FocusNode{ID: focus.ID, Type: focus.Type, Summary: project(summaryOf(focus.Properties), mode)},
 	}
 	if cfg.JTBD != "" {
-		j := Project(cfg.JTBD, mode)
+		j := project(cfg.JTBD, mode)
 		ac.JTBD = &j
 	}
 	return ac
@@ -96,25 +96,25 @@ func activeContext(focus Node, cfg Config, mode string) ActiveContext {
 // valid, else local_summary_only; allow_excerpts stands only when a user
 // confirmed a decision granting it.
 func (r *Room) resolvePrivacy(ctx context.Context, requested string, cfg Config) (string, error) {
-	mode := LocalSummaryOnly
+	mode := localSummaryOnly
 	switch {
 	case validMode(requested):
 		mode = requested
 	case validMode(cfg.PrivacyMode):
 		mode = cfg.PrivacyMode
 	}
-	if mode != AllowExcerpts {
+	if mode != allowExcerpts {
 		return mode, nil
 	}
 	granted, err := r.excerptsGranted(ctx)
 	if err != nil || !granted {
-		return LocalSummaryOnly, err
+		return localSummaryOnly, err
 	}
-	return AllowExcerpts, nil
+	return allowExcerpts, nil
 }
 
 func validMode(m string) bool {
-	return m == LocalSummaryOnly || m == AllowFilenames || m == AllowExcerpts
+	return m == localSummaryOnly || m == allowFilenames || m == allowExcerpts
 }
 
 // excerptsGranted reports whether a user confirmed a decision granting
@@ -176,7 +176,7 @@ func claimProjections(near []*hop, mode string, keep func(Node) bool, k int) []C
 		}
 		if keep(h.node) {
 			out = append(out, ClaimProjection{ID: h.id, Type: h.node.Type,
-				Summary: Project(summaryOf(h.node.Properties), mode), Depth: h.depth,
+				Summary: project(summaryOf(h.node.Properties), mode), Depth: h.depth,
 				EdgeTypeIn: h.edgeType, Score: h.score, ReviewStatus: h.node.ReviewStatus,
 				LastSeenAt: h.node.UpdatedAt.UnixMilli()})
 		}
@@ -194,7 +194,7 @@ func contradictions(near []*hop, focus, mode string) []ContradictionProjection {
 		if h.depth == 1 && h.contradicts {
 			c := ContradictionProjection{ClaimAID: focus, ClaimBID: h.id, Depth: 1}
 			if h.explanation != "" {
-				e := Project(h.explanation, mode)
+				e := project(h.explanation, mode)
 				c.Explanation = &e
 			}
 			out = append(out, c)
@@ -224,7 +224,7 @@ func (r *Room) unsupported(ctx context.Context, near []*hop, mode string) ([]Uns
 		if isClaim(h.node) && !supported[h.id] {
 			out = append(out, UnsupportedProjection{ClaimID: h.id, Type: h.node.Type,
 				ReviewStatus: h.node.ReviewStatus, LastSeenAt: h.node.UpdatedAt.UnixMilli(),
-				Explanation: Project(summaryOf(h.node.Properties), mode)})
+				Explanation: project(summaryOf(h.node.Properties), mode)})
 		}
 	}
 	return out, nil
@@ -281,12 +281,12 @@ func chainHint(h *FrameworkChainHint, mode string) *FrameworkChainHint {
 	edges = edges[:min(len(edges), maxChainEdges)]
 	for i, e := range edges {
 		if e.TransformDescription != nil {
-			t := Project(*e.TransformDescription, mode)
+			t := project(*e.TransformDescription, mode)
 			edges[i].TransformDescription = &t
 		}
 	}
 	return &FrameworkChainHint{Edges: edges, SliceScope: h.SliceScope,
-		SliceRationale: Project(h.SliceRationale, mode), BrainSnapshotID: h.BrainSnapshotID, FetchedAt: h.FetchedAt}
+		SliceRationale: project(h.SliceRationale, mode), BrainSnapshotID: h.BrainSnapshotID, FetchedAt: h.FetchedAt}
 }
 
 func hopOf(e ChainEdge) int {

@@ -28,11 +28,11 @@ type Config struct {
 	FrameworkChain *FrameworkChainHint `json:"framework_chain,omitempty"`
 }
 
-// DefaultOperator is the operator when the room names none.
-const DefaultOperator = "JUST_TALK"
+// defaultOperator is the operator when the room names none.
+const defaultOperator = "JUST_TALK"
 
-// DefaultStage is the room_stage when the room names none.
-const DefaultStage = "unknown"
+// defaultStage is the room_stage when the room names none.
+const defaultStage = "unknown"
 
 // check validates the config's vocabulary fields.
 func (c Config) check() error {

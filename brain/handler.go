@@ -100,7 +100,7 @@ func overview(r *Room, req *http.Request, msg string) (pageView, error) {
 
 func cfgStage(c Config) string {
 	if c.Stage == "" {
-		return DefaultStage
+		return defaultStage
 	}
 	return c.Stage
 }

@@ -52,7 +52,7 @@ func TestHandlerReviewQueue(t *testing.T) {
 			}
 		})
 	}
-	if n, _ := r.Node(ctx, id); n.ReviewStatus != StatusConfirmed || n.ConfirmedBy != "maya" {
+	if n, _ := r.Node(ctx, id); n.ReviewStatus != statusConfirmed || n.ConfirmedBy != "maya" {
 		t.Fatalf("node %+v", n)
 	}
 }

@@ -57,7 +57,7 @@ func (r *Room) Import(ctx context.Context, f RoomFile) (ImportReport, error) {
 		if err := importItems(ctx, tx, f); err != nil {
 			return err
 		}
-		ev, err := r.event(EventRoomImported, "", rep)
+		ev, err := r.event(eventRoomImported, "", rep)
 		if err != nil {
 			return err
 		}
@@ -128,7 +128,7 @@ func importItems(ctx context.Context, tx *sql.Tx, f RoomFile) error {
 // completeNode fills a node's defaults and checks its fields.
 func completeNode(n *Node, now time.Time) error {
 	if n.ReviewStatus == "" {
-		n.ReviewStatus = StatusConfirmed
+		n.ReviewStatus = statusConfirmed
 	}
 	if n.CreatedBy == "" {
 		n.CreatedBy = "user"
@@ -154,8 +154,8 @@ func checkNode(n Node) error {
 		return custody.Errorf(custody.EINVALID, "node %s: review_status %q: want proposed, confirmed, validated or rejected", n.ID, n.ReviewStatus)
 	case n.Confidence != nil && (*n.Confidence < 0 || *n.Confidence > 1):
 		return custody.Errorf(custody.EINVALID, "node %s: confidence must be within 0..1", n.ID)
-	case n.CreatedBy == CreatedByBrain && (n.ReviewStatus == StatusConfirmed || n.ReviewStatus == StatusValidated) &&
-		(n.ConfirmedBy == "" || n.ConfirmedBy == CreatedByBrain):
+	case n.CreatedBy == createdByBrain && (n.ReviewStatus == statusConfirmed || n.ReviewStatus == statusValidated) &&
+		(n.ConfirmedBy == "" || n.ConfirmedBy == createdByBrain):
 		return custody.Errorf(custody.EINVALID, "node %s: the Brain's proposals are confirmed only by a named user", n.ID)
 	}
 	return checkObject("node "+n.ID+" properties", n.Properties)
@@ -163,7 +163,7 @@ func checkNode(n Node) error {
 
 func validStatus(s string) bool {
 	switch s {
-	case StatusProposed, StatusConfirmed, StatusValidated, StatusRejected:
+	case statusProposed, statusConfirmed, statusValidated, statusRejected:
 		return true
 	}
 	return false

@@ -12,9 +12,9 @@ import (
 	"github.com/custody-dev/custody"
 )
 
-// DefaultInsightConfidence is an insight's confidence when the Brain gives
+// defaultInsightConfidence is an insight's confidence when the Brain gives
 // none.
-const DefaultInsightConfidence = 0.5
+const defaultInsightConfidence = 0.5
 
 // IngestReport says what one Ingest wrote and what it turned away.
 type IngestReport struct {
@@ -33,11 +33,11 @@ type IngestReport struct {
 // proposed, created_by brain, confidence 0.5 unless given); ingesting the
 // same id again updates it in place and keeps its review status. Proposed
 // edges with a missing field or naming an unknown node are skipped, those
-// of a type outside ProposableEdgeTypes are rejected. One
+// of a type outside proposableEdgeTypes are rejected. One
 // brain_suggestion_received memory event about focus records the call. Any
 // failure rolls the whole batch back.
 func (r *Room) Ingest(ctx context.Context, job, focus string, resp Response) (IngestReport, error) {
-	if !KnownJob(job) {
+	if !knownJob(job) {
 		return IngestReport{}, custody.Errorf(custody.EINVALID, "unknown job %q", job)
 	}
 	rep := IngestReport{Nodes: []string{}, Skipped: []string{}, Rejected: []string{}}
@@ -55,7 +55,7 @@ func (r *Room) Ingest(ctx context.Context, job, focus string, resp Response) (In
 				return err
 			}
 		}
-		ev, err := r.event(EventSuggestionReceived, focusOrEmpty(focus), map[string]any{"job": job,
+		ev, err := r.event(eventSuggestionReceived, focusOrEmpty(focus), map[string]any{"job": job,
 			"nodes": rep.Nodes, "edges": rep.Edges, "skipped": len(rep.Skipped), "rejected": len(rep.Rejected)})
 		if err != nil {
 			return err
@@ -90,12 +90,12 @@ func ingestSuggestion(ctx context.Context, tx *sql.Tx, job string, pos int, s Su
 	if s.SuggestionIndex != nil {
 		idx = *s.SuggestionIndex
 	}
-	id := InsightID(job, idx)
-	conf := DefaultInsightConfidence
+	id := insightID(job, idx)
+	conf := defaultInsightConfidence
 	if s.Confidence != nil {
 		conf = *s.Confidence
 	}
-	n := Node{ID: id, Type: "brain_insight", ReviewStatus: StatusProposed, CreatedBy: CreatedByBrain,
+	n := Node{ID: id, Type: "brain_insight", ReviewStatus: statusProposed, CreatedBy: createdByBrain,
 		Confidence: &conf, CreatedAt: now, UpdatedAt: now}
 	props, err := json.Marshal(insightProps{Job: job, Summary: s.Summary, Methodology: s.Methodology, Body: s.Body})
 	if err != nil {
@@ -112,7 +112,7 @@ func ingestSuggestion(ctx context.Context, tx *sql.Tx, job string, pos int, s Su
 		return id, upsertNode(ctx, tx, n)
 	case err != nil:
 		return "", fmt.Errorf("look up %s: %w", id, err)
-	case by != CreatedByBrain:
+	case by != createdByBrain:
 		return "", custody.Errorf(custody.ECONFLICT, "node %s exists and was not created by the Brain", id)
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE nodes SET properties = ?, confidence = ?, updated_at = ? WHERE id = ?`,
@@ -125,7 +125,7 @@ func ingestSuggestion(ctx context.Context, tx *sql.Tx, job string, pos int, s Su
 
 // ingestEdges writes the proposed edges that pass, reporting the others.
 func ingestEdges(ctx context.Context, tx *sql.Tx, job string, ups []GraphUpdate, rep *IngestReport) error {
-	allowed := ProposableEdgeTypes()
+	allowed := proposableEdgeTypes()
 	for _, u := range ups {
 		label := u.Source + " -" + u.Type + "-> " + u.Target
 		if u.Source == "" || u.Target == "" || u.Type == "" {
@@ -151,11 +151,11 @@ func ingestEdges(ctx context.Context, tx *sql.Tx, job string, ups []GraphUpdate,
 
 // upsertProposedEdge writes a Brain edge; it never changes a user's edge.
 func upsertProposedEdge(ctx context.Context, tx *sql.Tx, job string, u GraphUpdate) error {
-	conf := DefaultInsightConfidence
+	conf := defaultInsightConfidence
 	if u.Confidence != nil {
 		conf = *u.Confidence
 	}
-	props, err := json.Marshal(map[string]any{"review_status": StatusProposed, "job": job, "confidence": conf})
+	props, err := json.Marshal(map[string]any{"review_status": statusProposed, "job": job, "confidence": conf})
 	if err != nil {
 		return fmt.Errorf("encode proposed edge: %w", err)
 	}

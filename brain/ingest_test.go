@@ -37,13 +37,13 @@ func TestIngestMakesProposalsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n0.ReviewStatus != StatusProposed || n0.CreatedBy != CreatedByBrain || *n0.Confidence != 0.5 || n0.ConfirmedBy != "" {
+	if n0.ReviewStatus != statusProposed || n0.CreatedBy != createdByBrain || *n0.Confidence != 0.5 || n0.ConfirmedBy != "" {
 		t.Errorf("insight 0 = %+v", n0)
 	}
 	if n1, _ := r.Node(ctx, "brain_insight:rank_assumptions:1"); *n1.Confidence != 0.8 {
 		t.Errorf("insight 1 confidence %v", *n1.Confidence)
 	}
-	if evs, _ := r.EventsOfType(ctx, EventSuggestionReceived); len(evs) != 1 || evs[0].TargetNodeID != "claim-core" {
+	if evs, _ := r.EventsOfType(ctx, eventSuggestionReceived); len(evs) != 1 || evs[0].TargetNodeID != "claim-core" {
 		t.Errorf("suggestion events %+v", evs)
 	}
 
@@ -56,10 +56,10 @@ func TestIngestMakesProposalsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	n0, _ = r.Node(ctx, "brain_insight:rank_assumptions:0")
-	if n0.ReviewStatus != StatusConfirmed || n0.ConfirmedBy != "maya" || !strings.Contains(string(n0.Properties), "with a survey") {
+	if n0.ReviewStatus != statusConfirmed || n0.ConfirmedBy != "maya" || !strings.Contains(string(n0.Properties), "with a survey") {
 		t.Errorf("re-ingest did not update in place keeping status: %+v %s", n0, n0.Properties)
 	}
-	if evs, _ := r.EventsOfType(ctx, EventSuggestionReceived); len(evs) != 2 {
+	if evs, _ := r.EventsOfType(ctx, eventSuggestionReceived); len(evs) != 2 {
 		t.Errorf("%d suggestion events after two calls", len(evs))
 	}
 }

@@ -44,15 +44,15 @@ func tripwireRoom(t testing.TB) *Room {
 		{ID: "c2", Type: "CausalClaim", Properties: props(transcript)},
 		{ID: "a1", Type: "assumption", Properties: props("hunter2 is the shared password")},
 		{ID: "o1", Type: "opportunity", Properties: props("Quarterly revenue upsell")},
-		{ID: "d1", Type: "decision", ReviewStatus: StatusProposed, Properties: marshal(t, map[string]any{
-			"summary": "Allow excerpts (not confirmed)", "grants_privacy_mode": AllowExcerpts})},
+		{ID: "d1", Type: "decision", ReviewStatus: statusProposed, Properties: marshal(t, map[string]any{
+			"summary": "Allow excerpts (not confirmed)", "grants_privacy_mode": allowExcerpts})},
 	}
 	for i := range nodes {
 		nodes[i].UpdatedAt = at(-time.Hour)
 	}
 	r := emptyRoom(t)
 	importFile(t, r, RoomFile{
-		Room:  &Config{JTBD: "Help alice@example.com recover " + transcript, JTBDTags: []string{"clinics"}, PrivacyMode: AllowExcerpts},
+		Room:  &Config{JTBD: "Help alice@example.com recover " + transcript, JTBDTags: []string{"clinics"}, PrivacyMode: allowExcerpts},
 		Nodes: nodes,
 		Edges: []Edge{
 			{Source: "focus", Target: "c1", Type: "SUPPORTS", Properties: props("x")},
@@ -83,12 +83,12 @@ func TestLeakTripwire(t *testing.T) {
 	f := newWireFixture(t)
 	f.wire.Room = r
 	ctx := context.Background()
-	for _, mode := range []string{"", LocalSummaryOnly, AllowFilenames, AllowExcerpts, "raw"} {
+	for _, mode := range []string{"", localSummaryOnly, allowFilenames, allowExcerpts, "raw"} {
 		for _, job := range Jobs() {
 			p := build(t, r, BuildOptions{Job: job, Focus: "focus", Privacy: mode})
 			raw := marshal(t, p)
 			assertNoTripwire(t, job+"/"+mode+" packet", raw)
-			if p.PrivacyMode == AllowFilenames {
+			if p.PrivacyMode == allowFilenames {
 				continue // the wire refuses it; see TestSendRefusesNeverStrips
 			}
 			a, err := f.wire.Send(ctx, raw)
@@ -109,15 +109,15 @@ func TestLeakTripwire(t *testing.T) {
 
 func TestLeakTripwirePacketShape(t *testing.T) {
 	r := tripwireRoom(t)
-	p := build(t, r, BuildOptions{Job: "opportunity_rank", Focus: "focus", Privacy: AllowExcerpts})
-	if p.PrivacyMode != LocalSummaryOnly {
+	p := build(t, r, BuildOptions{Job: "opportunity_rank", Focus: "focus", Privacy: allowExcerpts})
+	if p.PrivacyMode != localSummaryOnly {
 		t.Errorf("an unconfirmed decision granted %s", p.PrivacyMode)
 	}
 	items := p.LocalGraphSummary.BankedOpportunities.Items
 	if len(items) != 1 || len(items[0].Tags) != 1 || items[0].Tags[0] != "clinics" {
 		t.Errorf("tags not filtered to labels: %+v", items)
 	}
-	if p.ActiveContext.FocusNode.Summary != Project("Call alice@example.com about /home/alice/notes.md", LocalSummaryOnly) {
+	if p.ActiveContext.FocusNode.Summary != project("Call alice@example.com about /home/alice/notes.md", localSummaryOnly) {
 		t.Errorf("focus summary is not the hash of the summary: %q", p.ActiveContext.FocusNode.Summary)
 	}
 }
@@ -143,7 +143,7 @@ func TestRoomRefusesUnsafeIdentifiers(t *testing.T) {
 		{"ErrChainFrom", RoomFile{Room: &Config{FrameworkChain: &FrameworkChainHint{FetchedAt: "2026-01-01T00:00:00Z",
 			Edges: []ChainEdge{{From: ptr("/home/alice")}}}}}},
 		{"ErrStatus", RoomFile{Nodes: []Node{{ID: "n1", Type: "claim", ReviewStatus: "approved"}}}},
-		{"ErrBrainConfirmedWithoutUser", RoomFile{Nodes: []Node{{ID: "n1", Type: "brain_insight", CreatedBy: CreatedByBrain, ReviewStatus: StatusConfirmed}}}},
+		{"ErrBrainConfirmedWithoutUser", RoomFile{Nodes: []Node{{ID: "n1", Type: "brain_insight", CreatedBy: createdByBrain, ReviewStatus: statusConfirmed}}}},
 		{"ErrPropertiesNotObject", RoomFile{Nodes: []Node{{ID: "n1", Type: "claim", Properties: json.RawMessage(`"text"`)}}}},
 	}
 	for _, tt := range tests {

@@ -16,7 +16,7 @@ import (
 const maxComposedBody = 600
 
 // Composer is an Answerer that lets a chat model word the deterministic
-// answer. The model is a composer, never a classifier: Deterministic
+// answer. The model is a composer, never a classifier: deterministic
 // decides every suggestion, its confidence and its proposed edges; the
 // model only rewrites each body, from the deterministic text alone (never
 // the packet). A body that fails the check keeps the deterministic
@@ -29,7 +29,7 @@ type Composer struct {
 
 // Answer implements Answerer.
 func (c Composer) Answer(ctx context.Context, job string, packet json.RawMessage) (json.RawMessage, error) {
-	raw, err := Deterministic{}.Answer(ctx, job, packet)
+	raw, err := deterministic{}.Answer(ctx, job, packet)
 	if err != nil || llm.IsTemplate(c.Backend) {
 		return raw, err
 	}

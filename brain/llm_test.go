@@ -35,7 +35,7 @@ func fakeModel(t *testing.T, reply string) (llm.Backend, *atomic.Int64) {
 func TestComposerWordsOnlyTheBody(t *testing.T) {
 	room := exampleRoom(t)
 	packet := marshal(t, build(t, room, BuildOptions{Job: "detect_contradiction", Focus: "claim-core"}))
-	det, err := Deterministic{}.Answer(context.Background(), "detect_contradiction", packet)
+	det, err := deterministic{}.Answer(context.Background(), "detect_contradiction", packet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestComposerWordsOnlyTheBody(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := registry(t).Validate(OutRef("detect_contradiction"), raw); err != nil {
+			if err := registry(t).Validate(outRef("detect_contradiction"), raw); err != nil {
 				t.Fatalf("composed reply invalid: %v", err)
 			}
 			var got Response
@@ -80,7 +80,7 @@ func TestComposerTemplateAsksNoModel(t *testing.T) {
 	room := exampleRoom(t)
 	packet := marshal(t, build(t, room, BuildOptions{Job: "opportunity_rank", Focus: "claim-core"}))
 	got, err := Composer{Backend: llm.Template{}}.Answer(context.Background(), "opportunity_rank", packet)
-	det, _ := Deterministic{}.Answer(context.Background(), "opportunity_rank", packet)
+	det, _ := deterministic{}.Answer(context.Background(), "opportunity_rank", packet)
 	if err != nil || string(got) != string(det) {
 		t.Fatalf("template composer differs from deterministic: %v", err)
 	}

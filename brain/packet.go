@@ -128,43 +128,43 @@ type ChainEdge struct {
 
 // Packet constraints sent with every packet.
 const (
-	ConstraintPrivacy   = "no_raw_artifact_text"
-	ConstraintMaxTokens = 1200
+	constraintPrivacy   = "no_raw_artifact_text"
+	constraintMaxTokens = 1200
 )
 
 // Projection limits.
 const (
-	// MaxExcerpt is the longest excerpt, in characters.
-	MaxExcerpt = 120
-	// HashedLen is the length of a hashed projection: "sha256:" + 64 hex.
-	HashedLen = 71
+	// maxExcerpt is the longest excerpt, in characters.
+	maxExcerpt = 120
+	// hashedLen is the length of a hashed projection: "sha256:" + 64 hex.
+	hashedLen = 71
 )
 
-// Project returns the projection of a local text under mode: under
+// project returns the projection of a local text under mode: under
 // allow_excerpts the NFC text itself, or its first 117 characters and
 // "..." when longer than 120; under every other mode "sha256:" and the hex
 // SHA-256 of the NFC text.
-func Project(text, mode string) string {
+func project(text, mode string) string {
 	text = norm.NFC.String(text)
-	if mode != AllowExcerpts {
+	if mode != allowExcerpts {
 		sum := sha256.Sum256([]byte(text))
 		return "sha256:" + hex.EncodeToString(sum[:])
 	}
 	r := []rune(text)
-	if len(r) <= MaxExcerpt {
+	if len(r) <= maxExcerpt {
 		return text
 	}
-	return string(r[:MaxExcerpt-3]) + "..."
+	return string(r[:maxExcerpt-3]) + "..."
 }
 
-// IDHash returns the first 12 hex digits of SHA-256(id).
-func IDHash(id string) string {
+// idHash returns the first 12 hex digits of SHA-256(id).
+func idHash(id string) string {
 	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:6])
 }
 
-// HSIBand returns high for hsi ≥ 70, medium for ≥ 40, else low.
-func HSIBand(hsi float64) string {
+// hsiBand returns high for hsi ≥ 70, medium for ≥ 40, else low.
+func hsiBand(hsi float64) string {
 	switch {
 	case hsi >= 70:
 		return "high"

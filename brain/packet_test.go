@@ -23,18 +23,18 @@ func TestProject(t *testing.T) {
 		name, text, mode string
 		check            func(t *testing.T, got string)
 	}{
-		{"SummaryOnly200CharsIsA71CharHash", long, LocalSummaryOnly, func(t *testing.T, got string) {
+		{"SummaryOnly200CharsIsA71CharHash", long, localSummaryOnly, func(t *testing.T, got string) {
 			sum := sha256.Sum256([]byte(long))
-			if len(got) != HashedLen || got != "sha256:"+hex.EncodeToString(sum[:]) {
+			if len(got) != hashedLen || got != "sha256:"+hex.EncodeToString(sum[:]) {
 				t.Fatalf("got %q (%d chars)", got, len(got))
 			}
 		}},
-		{"FilenamesModeHashesToo", "notes.md", AllowFilenames, func(t *testing.T, got string) {
-			if !strings.HasPrefix(got, "sha256:") || len(got) != HashedLen {
+		{"FilenamesModeHashesToo", "notes.md", allowFilenames, func(t *testing.T, got string) {
+			if !strings.HasPrefix(got, "sha256:") || len(got) != hashedLen {
 				t.Fatalf("got %q", got)
 			}
 		}},
-		{"EmptyTextHashesTheEmptyString", "", LocalSummaryOnly, func(t *testing.T, got string) {
+		{"EmptyTextHashesTheEmptyString", "", localSummaryOnly, func(t *testing.T, got string) {
 			if got != "sha256:"+hex.EncodeToString(emptySum[:]) {
 				t.Fatalf("got %q", got)
 			}
@@ -44,34 +44,34 @@ func TestProject(t *testing.T) {
 				t.Fatalf("got %q", got)
 			}
 		}},
-		{"Excerpt200CharsIsCutTo120", long, AllowExcerpts, func(t *testing.T, got string) {
-			if utf8.RuneCountInString(got) != MaxExcerpt || !strings.HasSuffix(got, "...") || got[:117] != long[:117] {
+		{"Excerpt200CharsIsCutTo120", long, allowExcerpts, func(t *testing.T, got string) {
+			if utf8.RuneCountInString(got) != maxExcerpt || !strings.HasSuffix(got, "...") || got[:117] != long[:117] {
 				t.Fatalf("got %q (%d chars)", got, utf8.RuneCountInString(got))
 			}
 		}},
-		{"Excerpt120CharsIsKept", long[:120], AllowExcerpts, func(t *testing.T, got string) {
+		{"Excerpt120CharsIsKept", long[:120], allowExcerpts, func(t *testing.T, got string) {
 			if got != long[:120] {
 				t.Fatalf("got %q", got)
 			}
 		}},
-		{"Excerpt121CharsIsCut", long[:121], AllowExcerpts, func(t *testing.T, got string) {
+		{"Excerpt121CharsIsCut", long[:121], allowExcerpts, func(t *testing.T, got string) {
 			if utf8.RuneCountInString(got) != 120 || !strings.HasSuffix(got, "...") {
 				t.Fatalf("got %q", got)
 			}
 		}},
-		{"ExcerptCountsCharactersNotBytes", strings.Repeat("é", 130), AllowExcerpts, func(t *testing.T, got string) {
+		{"ExcerptCountsCharactersNotBytes", strings.Repeat("é", 130), allowExcerpts, func(t *testing.T, got string) {
 			if utf8.RuneCountInString(got) != 120 || !utf8.ValidString(got) {
 				t.Fatalf("got %d chars", utf8.RuneCountInString(got))
 			}
 		}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.check(t, Project(tt.text, tt.mode)) })
+		t.Run(tt.name, func(t *testing.T) { tt.check(t, project(tt.text, tt.mode)) })
 	}
 }
 
 func TestProjectHashesTheNFCForm(t *testing.T) {
-	if Project("Cafe\u0301", LocalSummaryOnly) != Project("Caf\u00e9", LocalSummaryOnly) {
+	if project("Cafe\u0301", localSummaryOnly) != project("Caf\u00e9", localSummaryOnly) {
 		t.Fatal("decomposed and composed forms hash differently")
 	}
 }
@@ -79,12 +79,12 @@ func TestProjectHashesTheNFCForm(t *testing.T) {
 func TestIDHashAndHSIBand(t *testing.T) {
 	pattern := regexp.MustCompile(`^[0-9a-f]{12}$`)
 	for _, id := range []string{"opp-1", "", "brain_insight:opportunity_rank:0"} {
-		if h := IDHash(id); !pattern.MatchString(h) {
+		if h := idHash(id); !pattern.MatchString(h) {
 			t.Errorf("IDHash(%q) = %q", id, h)
 		}
 	}
 	sum := sha256.Sum256([]byte("opp-deposits"))
-	if IDHash("opp-deposits") != hex.EncodeToString(sum[:])[:12] {
+	if idHash("opp-deposits") != hex.EncodeToString(sum[:])[:12] {
 		t.Error("IDHash is not the first 12 hex digits of sha256(id)")
 	}
 	bands := []struct {
@@ -92,7 +92,7 @@ func TestIDHashAndHSIBand(t *testing.T) {
 		want string
 	}{{100, "high"}, {70, "high"}, {69.9, "medium"}, {40, "medium"}, {39.99, "low"}, {0, "low"}}
 	for _, b := range bands {
-		if got := HSIBand(b.hsi); got != b.want {
+		if got := hsiBand(b.hsi); got != b.want {
 			t.Errorf("HSIBand(%v) = %s, want %s", b.hsi, got, b.want)
 		}
 	}
@@ -214,7 +214,7 @@ func TestBankedOpportunitiesFollowChanges(t *testing.T) {
 	r := exampleRoom(t)
 	ctx := context.Background()
 	first := build(t, r, BuildOptions{Job: "opportunity_rank", Focus: "claim-core"}).LocalGraphSummary.BankedOpportunities
-	if first.Count != 4 || first.Items[0].IDHash != IDHash("opp-deposits") {
+	if first.Count != 4 || first.Items[0].IDHash != idHash("opp-deposits") {
 		t.Fatalf("bank %+v", first)
 	}
 	steps := []struct {
@@ -235,7 +235,7 @@ func TestBankedOpportunitiesFollowChanges(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := build(t, r, BuildOptions{Job: "opportunity_rank", Focus: "claim-core"}).LocalGraphSummary.BankedOpportunities
-			if b.Count != s.count || b.Items[0].IDHash != IDHash(s.top) {
+			if b.Count != s.count || b.Items[0].IDHash != idHash(s.top) {
 				t.Fatalf("bank %+v, want count %d top %s", b, s.count, s.top)
 			}
 		})
@@ -251,7 +251,7 @@ func TestBankedOpportunityOddProperties(t *testing.T) {
 		{ID: "o-none", Type: "opportunity"},
 	}})
 	b := build(t, r, BuildOptions{Job: "opportunity_rank", Focus: "focus"}).LocalGraphSummary.BankedOpportunities
-	if b.Count != 3 || b.Items[0].IDHash != IDHash("o-big-hsi") || b.Items[0].HSIBand != "high" || b.Items[0].CompositeScore != 0.503 {
+	if b.Count != 3 || b.Items[0].IDHash != idHash("o-big-hsi") || b.Items[0].HSIBand != "high" || b.Items[0].CompositeScore != 0.503 {
 		t.Fatalf("bank %+v", b)
 	}
 	for _, it := range b.Items[1:] {
@@ -298,7 +298,7 @@ func TestBankedMatchesBruteForce(t *testing.T) {
 			var hsi float64
 			json.Unmarshal(t.HSI, &hsi)
 			tg := safeTags(t.Tags)
-			all = append(all, bankItem{id: n.ID, idHash: IDHash(n.ID), hsi: hsi, tags: tg, tagSet: tagSet(tg)}.score(depths, tagSet(jtbd)))
+			all = append(all, bankItem{id: n.ID, idHash: idHash(n.ID), hsi: hsi, tags: tg, tagSet: tagSet(tg)}.score(depths, tagSet(jtbd)))
 		}
 		slices.SortFunc(all, compareBanked)
 		if want := all[:3]; got.Count != 301 || !reflect.DeepEqual(got.Items, want) {

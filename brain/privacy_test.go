@@ -22,15 +22,15 @@ func TestPrivacyModeResolution(t *testing.T) {
 		grant     *Node
 		want      string
 	}{
-		{"DefaultIsSummaryOnly", "", "", nil, LocalSummaryOnly},
-		{"CallModeWins", AllowFilenames, LocalSummaryOnly, nil, AllowFilenames},
-		{"CallLowersConfig", LocalSummaryOnly, AllowFilenames, nil, LocalSummaryOnly},
-		{"UnknownCallModeFallsToConfig", "everything", AllowFilenames, nil, AllowFilenames},
-		{"UnknownConfigModeFallsToDefault", "", "everything", nil, LocalSummaryOnly},
-		{"ExcerptsWithoutGrant", AllowExcerpts, "", nil, LocalSummaryOnly},
-		{"ExcerptsFromConfigWithoutGrant", "", AllowExcerpts, nil, LocalSummaryOnly},
-		{"ExcerptsWithProposedGrant", AllowExcerpts, "", ptr(grant(StatusProposed, "")), LocalSummaryOnly},
-		{"ExcerptsWithConfirmedGrant", AllowExcerpts, "", ptr(grant(StatusConfirmed, "maya")), AllowExcerpts},
+		{"DefaultIsSummaryOnly", "", "", nil, localSummaryOnly},
+		{"CallModeWins", allowFilenames, localSummaryOnly, nil, allowFilenames},
+		{"CallLowersConfig", localSummaryOnly, allowFilenames, nil, localSummaryOnly},
+		{"UnknownCallModeFallsToConfig", "everything", allowFilenames, nil, allowFilenames},
+		{"UnknownConfigModeFallsToDefault", "", "everything", nil, localSummaryOnly},
+		{"ExcerptsWithoutGrant", allowExcerpts, "", nil, localSummaryOnly},
+		{"ExcerptsFromConfigWithoutGrant", "", allowExcerpts, nil, localSummaryOnly},
+		{"ExcerptsWithProposedGrant", allowExcerpts, "", ptr(grant(statusProposed, "")), localSummaryOnly},
+		{"ExcerptsWithConfirmedGrant", allowExcerpts, "", ptr(grant(statusConfirmed, "maya")), allowExcerpts},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,11 +46,11 @@ func TestPrivacyModeResolution(t *testing.T) {
 				t.Fatalf("privacy_mode = %s, want %s", p.PrivacyMode, tt.want)
 			}
 			s := p.ActiveContext.FocusNode.Summary
-			if tt.want == AllowExcerpts {
-				if utf8.RuneCountInString(s) > MaxExcerpt || !strings.HasSuffix(s, "...") {
+			if tt.want == allowExcerpts {
+				if utf8.RuneCountInString(s) > maxExcerpt || !strings.HasSuffix(s, "...") {
 					t.Errorf("excerpt %q", s)
 				}
-			} else if len(s) != HashedLen {
+			} else if len(s) != hashedLen {
 				t.Errorf("summary %q is not a hash", s)
 			}
 		})
@@ -62,10 +62,10 @@ func TestPrivacyModeResolution(t *testing.T) {
 func TestWireRefusesExcerptMode(t *testing.T) {
 	f := newWireFixture(t)
 	ctx := context.Background()
-	importFile(t, f.room, RoomFile{Nodes: []Node{{ID: "grant", Type: "decision", ReviewStatus: StatusConfirmed,
+	importFile(t, f.room, RoomFile{Nodes: []Node{{ID: "grant", Type: "decision", ReviewStatus: statusConfirmed,
 		ConfirmedBy: "maya", Properties: json.RawMessage(`{"grants_privacy_mode":"allow_excerpts"}`)}}})
-	p := build(t, f.room, BuildOptions{Job: "suggest_next_move", Focus: "claim-core", Privacy: AllowExcerpts})
-	if p.PrivacyMode != AllowExcerpts {
+	p := build(t, f.room, BuildOptions{Job: "suggest_next_move", Focus: "claim-core", Privacy: allowExcerpts})
+	if p.PrivacyMode != allowExcerpts {
 		t.Fatalf("privacy_mode = %s", p.PrivacyMode)
 	}
 	_, err := f.wire.Send(ctx, marshal(t, p))

@@ -29,8 +29,8 @@ type GraphUpdate struct {
 	Confidence *float64 `json:"confidence,omitempty"`
 }
 
-// InsightID names the node a suggestion becomes:
+// insightID names the node a suggestion becomes:
 // brain_insight:<job>:<index>.
-func InsightID(job string, index int) string {
+func insightID(job string, index int) string {
 	return "brain_insight:" + job + ":" + strconv.Itoa(index)
 }

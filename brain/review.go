@@ -11,23 +11,23 @@ import (
 
 // Proposals returns the nodes waiting for a user's review, by id.
 func (r *Room) Proposals(ctx context.Context) ([]Node, error) {
-	return r.Nodes(ctx, StatusProposed)
+	return r.Nodes(ctx, statusProposed)
 }
 
 // Confirm marks a proposed node confirmed by user. It returns EINVALID
 // without a user (or with "brain" as the user), ENOTFOUND for an unknown
 // node and ECONFLICT for a node that is not proposed.
 func (r *Room) Confirm(ctx context.Context, id, user string) (Node, error) {
-	return r.review(ctx, id, user, StatusConfirmed, EventProposalConfirmed)
+	return r.review(ctx, id, user, statusConfirmed, eventProposalConfirmed)
 }
 
 // Reject marks a proposed node rejected by user; errors as Confirm.
 func (r *Room) Reject(ctx context.Context, id, user string) (Node, error) {
-	return r.review(ctx, id, user, StatusRejected, EventProposalRejected)
+	return r.review(ctx, id, user, statusRejected, eventProposalRejected)
 }
 
 func (r *Room) review(ctx context.Context, id, user, status, eventType string) (Node, error) {
-	if user == "" || user == CreatedByBrain {
+	if user == "" || user == createdByBrain {
 		return Node{}, custody.Errorf(custody.EINVALID, "a review needs a named user (--user), and the Brain is not one")
 	}
 	err := r.inTx(ctx, func(tx *sql.Tx) error {
@@ -39,7 +39,7 @@ func (r *Room) review(ctx context.Context, id, user, status, eventType string) (
 		if err != nil {
 			return fmt.Errorf("read node %s: %w", id, err)
 		}
-		if cur != StatusProposed {
+		if cur != statusProposed {
 			return custody.Errorf(custody.ECONFLICT, "node %s is %s, not proposed", id, cur)
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE nodes SET review_status = ?, confirmed_by = ?, updated_at = ? WHERE id = ?`,

@@ -10,9 +10,9 @@ import (
 	"github.com/custody-dev/custody"
 )
 
-// SharedDefs lists the shared definitions of the packet contract: every
+// sharedDefs lists the shared definitions of the packet contract: every
 // $def that is not a job must be one of them.
-func SharedDefs() []string {
+func sharedDefs() []string {
 	return []string{"ActiveContext", "BankedOpportunities", "BrainResponse", "ClaimProjection",
 		"Constraints", "ContradictionProjection", "FocusNode", "FrameworkChainHint", "LocalGraphSummary",
 		"Origin", "PrivacyMode", "RecentChangeProjection", "UnsupportedProjection"}
@@ -37,7 +37,7 @@ func CheckSchema(doc []byte) ([]string, error) {
 		problems = append(problems, checkJob(defs, job)...)
 	}
 	for _, name := range sortedKeys(defs) {
-		if !KnownJob(name) && !slices.Contains(SharedDefs(), name) {
+		if !knownJob(name) && !slices.Contains(sharedDefs(), name) {
 			problems = append(problems, fmt.Sprintf("$defs/%s: neither a job nor a shared definition", name))
 		}
 	}

@@ -21,7 +21,7 @@ type Answerer interface {
 type ServerOptions struct {
 	// Contracts validates packets and replies; required.
 	Contracts Validator
-	// Answerer answers valid packets; Deterministic when nil.
+	// Answerer answers valid packets; deterministic when nil.
 	Answerer Answerer
 	// Logger receives what a caller is not told; slog.Default when nil.
 	Logger *slog.Logger
@@ -39,14 +39,14 @@ const toolInputSchema = `{"type":"object","required":["packet"],"additionalPrope
 // valid against the job's out schema.
 func NewServer(o ServerOptions) *mcp.Server {
 	if o.Answerer == nil {
-		o.Answerer = Deterministic{}
+		o.Answerer = deterministic{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "custody-brain", Version: PacketVersion}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "custody-brain", Version: packetVersion}, nil)
 	s.AddTool(&mcp.Tool{
-		Name:        ToolName,
+		Name:        toolName,
 		Description: "Answer one of the twelve Brain jobs from a Brain Context Packet. Advisory only.",
 		InputSchema: json.RawMessage(toolInputSchema),
 	}, handler{o}.call)
@@ -65,7 +65,7 @@ func (h handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 		h.o.Logger.Error("brain answer failed", "job", job, "err", err)
 		return toolError(custody.Errorf(custody.EUNAVAILABLE, "the Brain could not answer %s", job)), nil
 	}
-	if err := h.o.Contracts.Validate(OutRef(job), reply); err != nil {
+	if err := h.o.Contracts.Validate(outRef(job), reply); err != nil {
 		h.o.Logger.Error("brain reply failed its contract", "job", job, "err", err)
 		return toolError(custody.Errorf(custody.EINTERNAL, "the Brain's %s reply failed its contract and was withheld", job)), nil
 	}
@@ -90,7 +90,7 @@ func (h handler) packet(args json.RawMessage) (json.RawMessage, string, error) {
 	if err := json.Unmarshal(packet, &head); err != nil {
 		return nil, "", custody.Errorf(custody.EINVALID, "packet must be an object")
 	}
-	if !KnownJob(head.Job) {
+	if !knownJob(head.Job) {
 		return nil, "", custody.Errorf(custody.EINVALID, "unknown job %q", head.Job)
 	}
 	if err := h.o.Contracts.Validate(InRef(head.Job), packet); err != nil {

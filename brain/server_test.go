@@ -49,7 +49,7 @@ func TestBrainServerWithSDKClient(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			cs := sdkClient(t, tr.open(t))
 			tools, err := cs.ListTools(context.Background(), nil)
-			if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != ToolName {
+			if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != toolName {
 				t.Fatalf("tools = %+v, %v", tools, err)
 			}
 			calls := []struct {
@@ -65,7 +65,7 @@ func TestBrainServerWithSDKClient(t *testing.T) {
 			}
 			for _, c := range calls {
 				t.Run(c.name, func(t *testing.T) {
-					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolName, Arguments: c.args})
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: toolName, Arguments: c.args})
 					if err != nil {
 						t.Fatalf("call: %v", err)
 					}
@@ -79,7 +79,7 @@ func TestBrainServerWithSDKClient(t *testing.T) {
 						}
 						return
 					}
-					if err := reg.Validate(OutRef("rank_assumptions"), []byte(text)); err != nil {
+					if err := reg.Validate(outRef("rank_assumptions"), []byte(text)); err != nil {
 						t.Errorf("reply does not validate: %v", err)
 					}
 				})

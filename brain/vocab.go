@@ -8,11 +8,11 @@ import (
 // SchemaID is the $id of the Brain Context Packet contract (seed 002).
 const SchemaID = "https://mindrian-os.com/schemas/brain-packet/1.0"
 
-// ToolName is the MCP tool a Brain exposes.
-const ToolName = "brain_packet"
+// toolName is the MCP tool a Brain exposes.
+const toolName = "brain_packet"
 
-// PacketVersion is the only packet_version the contract knows.
-const PacketVersion = "1.0"
+// packetVersion is the only packet_version the contract knows.
+const packetVersion = "1.0"
 
 // Jobs lists the twelve Brain jobs, a closed vocabulary.
 var jobs = [...]string{
@@ -33,47 +33,47 @@ var jobs = [...]string{
 // Jobs returns the twelve Brain jobs in contract order.
 func Jobs() []string { return slices.Clone(jobs[:]) }
 
-// KnownJob reports whether job is one of the twelve.
-func KnownJob(job string) bool { return slices.Contains(jobs[:], job) }
+// knownJob reports whether job is one of the twelve.
+func knownJob(job string) bool { return slices.Contains(jobs[:], job) }
 
 // InRef returns the schema ref of a job's packet shape.
 func InRef(job string) string { return SchemaID + "#/$defs/" + job + "/in" }
 
-// OutRef returns the schema ref of a job's reply shape.
-func OutRef(job string) string { return SchemaID + "#/$defs/" + job + "/out" }
+// outRef returns the schema ref of a job's reply shape.
+func outRef(job string) string { return SchemaID + "#/$defs/" + job + "/out" }
 
 // Privacy modes, from the most private to the least.
 const (
-	LocalSummaryOnly = "local_summary_only"
-	AllowFilenames   = "allow_filenames"
-	AllowExcerpts    = "allow_excerpts"
+	localSummaryOnly = "local_summary_only"
+	allowFilenames   = "allow_filenames"
+	allowExcerpts    = "allow_excerpts"
 )
 
 // Origins a packet may claim.
 const (
-	OriginNavigation  = "navigation_api"
-	OriginTestFixture = "test_fixture"
+	originNavigation  = "navigation_api"
+	originTestFixture = "test_fixture"
 )
 
 // Review statuses of a node.
 const (
-	StatusProposed  = "proposed"
-	StatusConfirmed = "confirmed"
-	StatusValidated = "validated"
-	StatusRejected  = "rejected"
+	statusProposed  = "proposed"
+	statusConfirmed = "confirmed"
+	statusValidated = "validated"
+	statusRejected  = "rejected"
 )
 
-// CreatedByBrain marks what the Brain proposed.
-const CreatedByBrain = "brain"
+// createdByBrain marks what the Brain proposed.
+const createdByBrain = "brain"
 
 // Memory event types written by this package.
 const (
-	EventPacketRejected     = "brain_packet_rejected"
-	EventResponseRejected   = "brain_response_rejected"
-	EventSuggestionReceived = "brain_suggestion_received"
-	EventProposalConfirmed  = "proposal_confirmed"
-	EventProposalRejected   = "proposal_rejected"
-	EventRoomImported       = "room_imported"
+	eventPacketRejected     = "brain_packet_rejected"
+	eventResponseRejected   = "brain_response_rejected"
+	eventSuggestionReceived = "brain_suggestion_received"
+	eventProposalConfirmed  = "proposal_confirmed"
+	eventProposalRejected   = "proposal_rejected"
+	eventRoomImported       = "room_imported"
 )
 
 // Soft failure reasons: Send returns one instead of an answer and nothing
@@ -87,15 +87,15 @@ const (
 
 // Ledger entry kinds written by the wire.
 const (
-	KindPacketSent    = "brain.packet.sent"
-	KindPacketRefused = "brain.packet.refused"
-	KindReplyReceived = "brain.reply.received"
-	KindReplyRejected = "brain.reply.rejected"
-	KindBrainSoftFail = "brain.send.failed"
+	kindPacketSent    = "brain.packet.sent"
+	kindPacketRefused = "brain.packet.refused"
+	kindReplyReceived = "brain.reply.received"
+	kindReplyRejected = "brain.reply.rejected"
+	kindBrainSoftFail = "brain.send.failed"
 )
 
-// EdgeWeight returns the neighbourhood weight of an edge type.
-func EdgeWeight(typ string) float64 {
+// edgeWeight returns the neighbourhood weight of an edge type.
+func edgeWeight(typ string) float64 {
 	switch typ {
 	case "CONTRADICTS", "INVALIDATES":
 		return 1.0
@@ -112,9 +112,9 @@ func EdgeWeight(typ string) float64 {
 	}
 }
 
-// ProposableEdgeTypes is the allow-list of edge types the Brain may
+// proposableEdgeTypes is the allow-list of edge types the Brain may
 // propose; any other type is reported rejected at ingestion.
-func ProposableEdgeTypes() []string {
+func proposableEdgeTypes() []string {
 	return []string{"ASSUMES", "CONTRADICTS", "CONVERGES", "DEPENDS_ON", "ENABLES",
 		"EVIDENCES", "INFORMS", "INVALIDATES", "MENTIONS_ENTITY", "SUPPORTS"}
 }

@@ -63,7 +63,7 @@ func (r *Room) walk(ctx context.Context, focus string) (map[string]*hop, error) 
 
 // offer records one more edge reaching h at its depth.
 func (h *hop) offer(fromFocus bool, typ, props string) {
-	if w := EdgeWeight(typ); w > h.weight || (w == h.weight && typ < h.edgeType) {
+	if w := edgeWeight(typ); w > h.weight || (w == h.weight && typ < h.edgeType) {
 		h.weight, h.edgeType = w, typ
 	}
 	if fromFocus && typ == "CONTRADICTS" {

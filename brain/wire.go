@@ -89,7 +89,7 @@ func (w *Wire) Send(ctx context.Context, packet json.RawMessage) (Answer, error)
 	}
 	a := Answer{Job: head.Job, Trace: newTrace()}
 	refs := map[string]string{"job": head.Job, "packet_sha256": sha256Hex(packet)}
-	sent, err := w.append(ctx, KindPacketSent, a.Trace, refs, packet)
+	sent, err := w.append(ctx, kindPacketSent, a.Trace, refs, packet)
 	if err != nil {
 		return Answer{}, err
 	}
@@ -108,10 +108,10 @@ func (w *Wire) admit(ctx context.Context, packet json.RawMessage) (packetHead, e
 	if err := json.Unmarshal(packet, &head); err != nil {
 		return head, w.refuse(ctx, head, packet, custody.Errorf(custody.EINVALID, "packet is not a JSON object"))
 	}
-	if head.Origin != OriginNavigation && !(w.AllowTestFixture && head.Origin == OriginTestFixture) {
+	if head.Origin != originNavigation && !(w.AllowTestFixture && head.Origin == originTestFixture) {
 		return head, w.refuse(ctx, head, packet, custody.Errorf(custody.EDENIED, "packet origin %q is not allowed", head.Origin))
 	}
-	if !KnownJob(head.Job) {
+	if !knownJob(head.Job) {
 		return head, w.refuse(ctx, head, packet, custody.Errorf(custody.EINVALID, "unknown job %q", head.Job))
 	}
 	if err := w.Contracts.Validate(InRef(head.Job), packet); err != nil {
@@ -133,7 +133,7 @@ func (w *Wire) refuse(ctx context.Context, head packetHead, packet []byte, refus
 	record := map[string]any{"job": head.Job, "origin": head.Origin, "kind": refusal.Kind,
 		"reason": refusal.Message, "packet_sha256": sha256Hex(packet), "violations": locations(refusal.Violations)}
 	if w.Room != nil {
-		if _, err := w.Room.Record(ctx, EventPacketRejected, focusRef(head), record); err != nil {
+		if _, err := w.Room.Record(ctx, eventPacketRejected, focusRef(head), record); err != nil {
 			return fmt.Errorf("log refused packet: %w", err)
 		}
 	}
@@ -141,7 +141,7 @@ func (w *Wire) refuse(ctx context.Context, head packetHead, packet []byte, refus
 	if err != nil {
 		return fmt.Errorf("encode refusal: %w", err)
 	}
-	rcpt, err := w.append(ctx, KindPacketRefused, newTrace(), map[string]string{"packet_sha256": sha256Hex(packet)}, body)
+	rcpt, err := w.append(ctx, kindPacketRefused, newTrace(), map[string]string{"packet_sha256": sha256Hex(packet)}, body)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (w *Wire) exchange(ctx context.Context, packet json.RawMessage) (raw []byte
 	if err != nil {
 		return nil, ReasonUnreachable, err.Error()
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "custody-brain-client", Version: PacketVersion}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "custody-brain-client", Version: packetVersion}, nil)
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		return nil, ReasonUnreachable, err.Error()
@@ -188,9 +188,9 @@ func (w *Wire) exchange(ctx context.Context, packet json.RawMessage) (raw []byte
 	if ok, err := hasTool(ctx, cs); err != nil {
 		return nil, ReasonUnreachable, err.Error()
 	} else if !ok {
-		return nil, ReasonToolAbsent, "the Brain exposes no " + ToolName + " tool"
+		return nil, ReasonToolAbsent, "the Brain exposes no " + toolName + " tool"
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolName,
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolName,
 		Arguments: map[string]json.RawMessage{"packet": packet}})
 	if err != nil {
 		return nil, ReasonUnreachable, err.Error()
@@ -203,7 +203,7 @@ func hasTool(ctx context.Context, cs *mcp.ClientSession) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("list tools: %w", err)
 		}
-		if tool.Name == ToolName {
+		if tool.Name == toolName {
 			return true, nil
 		}
 	}
@@ -246,7 +246,7 @@ func (w *Wire) accept(ctx context.Context, a Answer, refs map[string]string, hea
 		return a, w.rejectReply(ctx, &a, refs, head, raw)
 	}
 	refs["reply_sha256"] = sha256Hex(raw)
-	rcpt, err := w.append(ctx, KindReplyReceived, a.Trace, refs, raw)
+	rcpt, err := w.append(ctx, kindReplyReceived, a.Trace, refs, raw)
 	if err != nil {
 		return a, err
 	}
@@ -257,7 +257,7 @@ func (w *Wire) accept(ctx context.Context, a Answer, refs map[string]string, hea
 // checkReply validates raw against the out schema and decodes it. A
 // reply for another job is invalid too.
 func (w *Wire) checkReply(job string, raw []byte) (Response, []custody.Violation, error) {
-	if err := w.Contracts.Validate(OutRef(job), raw); err != nil {
+	if err := w.Contracts.Validate(outRef(job), raw); err != nil {
 		if custody.ErrorKind(err) != custody.EINVALID {
 			return Response{}, nil, fmt.Errorf("validate %s reply: %w", job, err)
 		}
@@ -282,7 +282,7 @@ func (w *Wire) checkReply(job string, raw []byte) (Response, []custody.Violation
 // string, on the ledger.
 func (w *Wire) rejectReply(ctx context.Context, a *Answer, refs map[string]string, head packetHead, raw []byte) error {
 	if w.Room != nil {
-		_, err := w.Room.Record(ctx, EventResponseRejected, focusRef(head),
+		_, err := w.Room.Record(ctx, eventResponseRejected, focusRef(head),
 			map[string]any{"job": head.Job, "reason": a.Reason, "reply_sha256": sha256Hex(raw), "violations": locations(a.Violations)})
 		if err != nil {
 			return fmt.Errorf("log rejected reply: %w", err)
@@ -292,7 +292,7 @@ func (w *Wire) rejectReply(ctx context.Context, a *Answer, refs map[string]strin
 	if err != nil {
 		return fmt.Errorf("encode rejected reply: %w", err)
 	}
-	rcpt, err := w.append(ctx, KindReplyRejected, a.Trace, refs, body)
+	rcpt, err := w.append(ctx, kindReplyRejected, a.Trace, refs, body)
 	a.Reply = &rcpt
 	return err
 }
@@ -303,7 +303,7 @@ func (w *Wire) softFail(ctx context.Context, a *Answer, refs map[string]string) 
 	if err != nil {
 		return fmt.Errorf("encode soft failure: %w", err)
 	}
-	_, err = w.append(ctx, KindBrainSoftFail, a.Trace, refs, body)
+	_, err = w.append(ctx, kindBrainSoftFail, a.Trace, refs, body)
 	return err
 }
 

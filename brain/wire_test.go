@@ -58,7 +58,7 @@ type wireFixture struct {
 
 func newWireFixture(t testing.TB) *wireFixture {
 	reg := registry(t)
-	c := &counting{next: Deterministic{}}
+	c := &counting{next: deterministic{}}
 	f := &wireFixture{room: exampleRoom(t), brain: c, ledger: newLedger(t)}
 	f.wire = &Wire{Contracts: reg, Ledger: f.ledger, Room: f.room,
 		Brain: memoryBrain(t, NewServer(ServerOptions{Contracts: reg, Answerer: c}))}
@@ -86,10 +86,10 @@ func TestSendAnswersAndRecordsEveryJob(t *testing.T) {
 			if err != nil || len(es) != 2 {
 				t.Fatalf("ledger trace has %d entries (%v), want packet and reply", len(es), err)
 			}
-			if es[0].Kind != KindPacketSent || string(es[0].Body) != string(packet) {
+			if es[0].Kind != kindPacketSent || string(es[0].Body) != string(packet) {
 				t.Errorf("first entry %s does not hold the exact packet", es[0].Kind)
 			}
-			if es[1].Kind != KindReplyReceived || string(es[1].Body) != string(a.Raw) {
+			if es[1].Kind != kindReplyReceived || string(es[1].Body) != string(a.Raw) {
 				t.Errorf("second entry %s does not hold the exact reply", es[1].Kind)
 			}
 			rep, err := f.room.Ingest(ctx, job, "claim-core", *a.Response)
@@ -142,10 +142,10 @@ func TestSendRefusesNeverStrips(t *testing.T) {
 		}, custody.EINVALID, true},
 		{"ErrSliceScope4", func(p map[string]any) { obj(p, "local_graph_summary")["framework_chain_hint"] = chainWith(2, 4) }, custody.EINVALID, true},
 		{"ErrChainEdges51", func(p map[string]any) { obj(p, "local_graph_summary")["framework_chain_hint"] = chainWith(51, 2) }, custody.EINVALID, true},
-		{"ErrPrivacyAllowExcerpts", func(p map[string]any) { p["privacy_mode"] = AllowExcerpts }, custody.EINVALID, true},
-		{"ErrPrivacyAllowFilenames", func(p map[string]any) { p["privacy_mode"] = AllowFilenames }, custody.EINVALID, true},
+		{"ErrPrivacyAllowExcerpts", func(p map[string]any) { p["privacy_mode"] = allowExcerpts }, custody.EINVALID, true},
+		{"ErrPrivacyAllowFilenames", func(p map[string]any) { p["privacy_mode"] = allowFilenames }, custody.EINVALID, true},
 		{"ErrMissingConstraints", func(p map[string]any) { delete(p, "constraints") }, custody.EINVALID, true},
-		{"ErrOriginTestFixture", func(p map[string]any) { p["origin"] = OriginTestFixture }, custody.EDENIED, false},
+		{"ErrOriginTestFixture", func(p map[string]any) { p["origin"] = originTestFixture }, custody.EDENIED, false},
 		{"ErrOriginUnknown", func(p map[string]any) { p["origin"] = "browser" }, custody.EDENIED, false},
 		{"ErrUnknownJob", func(p map[string]any) { p["job"] = "write_poem" }, custody.EINVALID, false},
 	}
@@ -153,7 +153,7 @@ func TestSendRefusesNeverStrips(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before, _ := f.room.EventsOfType(ctx, EventPacketRejected)
+			before, _ := f.room.EventsOfType(ctx, eventPacketRejected)
 			packet := mutate(t, f.packet(t, "suggest_next_move"), tt.edit)
 			_, err := f.wire.Send(ctx, packet)
 			var e *custody.Error
@@ -166,7 +166,7 @@ func TestSendRefusesNeverStrips(t *testing.T) {
 			if e.Receipt == nil {
 				t.Errorf("refusal not recorded on the ledger")
 			}
-			after, _ := f.room.EventsOfType(ctx, EventPacketRejected)
+			after, _ := f.room.EventsOfType(ctx, eventPacketRejected)
 			if len(after) != len(before)+1 {
 				t.Errorf("%d brain_packet_rejected events, want %d", len(after), len(before)+1)
 			}
@@ -175,7 +175,7 @@ func TestSendRefusesNeverStrips(t *testing.T) {
 	if n := f.brain.n.Load(); n != 0 {
 		t.Errorf("the Brain saw %d refused packets", n)
 	}
-	if sent := entriesOfKind(t, f.ledger, KindPacketSent); len(sent) != 0 {
+	if sent := entriesOfKind(t, f.ledger, kindPacketSent); len(sent) != 0 {
 		t.Errorf("%d refused packets recorded as sent", len(sent))
 	}
 	all, _ := f.ledger.Entries(ctx, custody.Query{})
@@ -220,17 +220,17 @@ func TestSendSoftFailuresStoreNothing(t *testing.T) {
 			return memoryBrain(t, rawBrain("other_tool", `{}`))
 		}, ReasonToolAbsent, ""},
 		{"ResponseExtraField", func(t *testing.T) Dialer {
-			return memoryBrain(t, rawBrain(ToolName, `{"job_id":"suggest_next_move","suggestions":[{"summary":"x","transcript":"leak"}]}`))
-		}, ReasonResponseSchema, EventResponseRejected},
+			return memoryBrain(t, rawBrain(toolName, `{"job_id":"suggest_next_move","suggestions":[{"summary":"x","transcript":"leak"}]}`))
+		}, ReasonResponseSchema, eventResponseRejected},
 		{"ResponseNotJSON", func(t *testing.T) Dialer {
-			return memoryBrain(t, rawBrain(ToolName, `I think you should raise prices.`))
-		}, ReasonResponseSchema, EventResponseRejected},
+			return memoryBrain(t, rawBrain(toolName, `I think you should raise prices.`))
+		}, ReasonResponseSchema, eventResponseRejected},
 		{"ResponseWrongType", func(t *testing.T) Dialer {
-			return memoryBrain(t, rawBrain(ToolName, `{"suggestions":[{"confidence":"high"}]}`))
-		}, ReasonResponseSchema, EventResponseRejected},
+			return memoryBrain(t, rawBrain(toolName, `{"suggestions":[{"confidence":"high"}]}`))
+		}, ReasonResponseSchema, eventResponseRejected},
 		{"ResponseOtherJob", func(t *testing.T) Dialer {
-			return memoryBrain(t, rawBrain(ToolName, `{"job_id":"opportunity_rank","suggestions":[]}`))
-		}, ReasonResponseSchema, EventResponseRejected},
+			return memoryBrain(t, rawBrain(toolName, `{"job_id":"opportunity_rank","suggestions":[]}`))
+		}, ReasonResponseSchema, eventResponseRejected},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -249,11 +249,11 @@ func TestSendSoftFailuresStoreNothing(t *testing.T) {
 				if evs, _ := f.room.EventsOfType(ctx, tt.event); len(evs) != 1 {
 					t.Errorf("%d %s events, want 1", len(evs), tt.event)
 				}
-				if got := entriesOfKind(t, f.ledger, KindReplyRejected); len(got) != 1 {
+				if got := entriesOfKind(t, f.ledger, kindReplyRejected); len(got) != 1 {
 					t.Errorf("%d rejected replies on the ledger, want 1", len(got))
 				}
 			}
-			if got := entriesOfKind(t, f.ledger, KindReplyReceived); len(got) != 0 {
+			if got := entriesOfKind(t, f.ledger, kindReplyReceived); len(got) != 0 {
 				t.Errorf("an invalid reply was recorded as received")
 			}
 		})

@@ -42,13 +42,13 @@ func Contract() (name string, raw []byte) {
 // schema returns the canonical ref of a schema in the example contract.
 func schema(def string) string { return ContractID + "#/$defs/" + def }
 
-// Envelope returns the example envelope: the tools keep their notes and
-// posts in state and read time from now.
-func Envelope(state custody.StateStore, now func() time.Time) gate.Envelope {
+// Tools returns the tools of the example envelope (EnvelopeID): they keep
+// their notes and posts in state and read time from now.
+func Tools(state custody.StateStore, now func() time.Time) []gate.Tool {
 	if now == nil {
 		now = time.Now
 	}
-	return gate.Envelope{ID: EnvelopeID, Tools: []gate.Tool{
+	return []gate.Tool{
 		{Spec: custody.ToolSpec{
 			Name: "get_time", Description: "Read the current time, in UTC or an IANA time zone.",
 			Input: schema("get_time_input"), Output: schema("get_time_output"),
@@ -66,7 +66,7 @@ func Envelope(state custody.StateStore, now func() time.Time) gate.Envelope {
 			Access: custody.Write, Effect: custody.EffectConsequential, Approval: custody.HumanConfirmation,
 			Refs: map[string]string{"announcement_id": "/announcement_id"},
 		}, Handler: postAnnouncement(state, now), Editable: []string{"message"}},
-	}}
+	}
 }
 
 // getTime reads the clock.

@@ -51,9 +51,9 @@ func BenchmarkGatewayCPU(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			env := example.Envelope(h.db, nil)
-			env.Tools = append(env.Tools, example.BenchTools("cpu_read", "cpu_write")...)
-			gw, err := gate.New(gate.Config{Registry: h.reg, Ledger: led, Approvals: svc, State: h.db, Logger: discard()}, env)
+			tools := example.Tools(h.db, nil)
+			tools = append(tools, example.BenchTools("cpu_read", "cpu_write")...)
+			gw, err := gate.New(gate.Config{Registry: h.reg, Ledger: led, Approvals: svc, State: h.db, Logger: discard()}, example.EnvelopeID, tools)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -103,7 +103,7 @@ func crashWrite(t *testing.T, dir string) {
 		return json.RawMessage(`{"ok":true}`), nil
 	}}
 	gw, err := gate.New(gate.Config{Registry: h.reg, Ledger: h.db, Approvals: h.svc, State: h.db, Logger: discard()},
-		gate.Envelope{ID: "crash", Tools: []gate.Tool{tool}})
+		"crash", []gate.Tool{tool})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/internal/smallfs"
@@ -15,10 +16,15 @@ import (
 // (the handler never ran) or its intent alone (the handler ran, its
 // outcome could not be recorded). Once space is freed calls go on, on a
 // chain that verifies.
+//
+// Nothing here depends on timing: the store's clock stands still (no
+// checkpoint is signed on the interval while the disk fills, and every
+// run writes the same bytes), and no run is cut short by a deadline a
+// loaded machine could miss, so the only refusal is the full disk's.
 func TestWriteCallOnFullDisk(t *testing.T) {
 	dir := smallfs.Mount(t, 3<<20)
 	reserve := smallfs.Fill(t, dir, 1<<20)
-	h := newHarnessIn(t, dir)
+	h := newHarnessWith(t, harnessOptions{dir: dir, deadline: time.Hour, stoppedStore: true})
 	args := `{"message":"` + strings.Repeat("A", 2000) + `"}`
 	var refused error
 	var trace string
@@ -39,6 +45,9 @@ func TestWriteCallOnFullDisk(t *testing.T) {
 		t.Fatal("2000 WRITE calls of 2 KB each fit on a 3 MB filesystem")
 	}
 	wantKind(t, refused, custody.EUNAVAILABLE)
+	if !strings.Contains(refused.Error(), "disk is full") {
+		t.Fatalf("refused with %v, want the ledger's full disk", refused)
+	}
 
 	reserve()
 	switch es := h.entries(t, custody.Query{Trace: trace}); {

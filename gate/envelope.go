@@ -28,39 +28,52 @@ type envelopeDoc struct {
 	} `json:"tools"`
 }
 
-// LoadEnvelope reads a Clinical Action Envelope document (seed 003) and
-// pairs each declared tool with its implementation in impls, keyed by
-// tool_id. The document is validated against the envelope contract first
-// (EINVALID with violations). The declaration wins: access, effect,
-// approval, resource_scope and maximum_calls_per_trace override the
-// implementation's spec, and purpose fills an empty description. A
-// declared tool without an implementation, or an implementation the
-// document does not declare, is an error naming the tools.
-func LoadEnvelope(raw []byte, reg *contract.Registry, impls map[string]Tool) (Envelope, error) {
+// LoadEnvelope reads a Clinical Action Envelope document (seed 003): its
+// id, and for each tool its name (tool_id), purpose (as the description),
+// access, effect, approval, resource_scope and maximum_calls_per_trace.
+// The document is validated against the envelope contract first
+// (EINVALID with violations). The specs name no schemas: the tools' own
+// implementations bring those (Bind).
+func LoadEnvelope(raw []byte, reg *contract.Registry) (custody.Envelope, error) {
 	if err := reg.Validate(EnvelopeSchema, raw); err != nil {
-		return Envelope{}, err
+		return custody.Envelope{}, err
 	}
 	var doc envelopeDoc
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		return Envelope{}, &custody.Error{Kind: custody.EINVALID, Message: "envelope: " + err.Error(), Err: err}
+		return custody.Envelope{}, &custody.Error{Kind: custody.EINVALID, Message: "envelope: " + err.Error(), Err: err}
 	}
-	env := Envelope{ID: doc.ID}
+	env := custody.Envelope{ID: doc.ID, Tools: make([]custody.ToolSpec, len(doc.Tools))}
+	for i, d := range doc.Tools {
+		env.Tools[i] = custody.ToolSpec{Name: d.ID, Description: d.Purpose, Access: d.Access, Effect: d.Effect,
+			Approval: d.Approval, Scope: d.Scope, MaxCallsPerTrace: d.MaxCalls}
+	}
+	return env, nil
+}
+
+// Bind pairs each tool env declares with its implementation in impls,
+// keyed by tool name, in env's order, for New. The declaration wins:
+// access, effect, approval, resource scope and calls per trace override
+// the implementation's spec, and the declared description fills an empty
+// one. A declared tool without an implementation, or an implementation
+// env does not declare, is an error naming the tools.
+func Bind(env custody.Envelope, impls map[string]Tool) ([]Tool, error) {
+	var tools []Tool
 	var missing []string
 	declared := map[string]bool{}
-	for _, d := range doc.Tools {
-		declared[d.ID] = true
-		t, ok := impls[d.ID]
+	for _, d := range env.Tools {
+		declared[d.Name] = true
+		t, ok := impls[d.Name]
 		if !ok {
-			missing = append(missing, d.ID)
+			missing = append(missing, d.Name)
 			continue
 		}
-		t.Spec.Name = d.ID
+		t.Spec.Name = d.Name
 		t.Spec.Access, t.Spec.Effect, t.Spec.Approval = d.Access, d.Effect, d.Approval
-		t.Spec.Scope, t.Spec.MaxCallsPerTrace = d.Scope, d.MaxCalls
+		t.Spec.Scope, t.Spec.MaxCallsPerTrace = d.Scope, d.MaxCallsPerTrace
 		if t.Spec.Description == "" {
-			t.Spec.Description = d.Purpose
+			t.Spec.Description = d.Description
 		}
-		env.Tools = append(env.Tools, t)
+		tools = append(tools, t)
 	}
 	var undeclared []string
 	for name := range impls {
@@ -71,9 +84,9 @@ func LoadEnvelope(raw []byte, reg *contract.Registry, impls map[string]Tool) (En
 	slices.Sort(undeclared)
 	switch {
 	case len(missing) > 0:
-		return Envelope{}, custody.Errorf(custody.EINVALID, "envelope %s declares tools without an implementation: %s", doc.ID, strings.Join(missing, ", "))
+		return nil, custody.Errorf(custody.EINVALID, "envelope %s declares tools without an implementation: %s", env.ID, strings.Join(missing, ", "))
 	case len(undeclared) > 0:
-		return Envelope{}, custody.Errorf(custody.EINVALID, "envelope %s does not declare the implemented tools: %s", doc.ID, strings.Join(undeclared, ", "))
+		return nil, custody.Errorf(custody.EINVALID, "envelope %s does not declare the implemented tools: %s", env.ID, strings.Join(undeclared, ", "))
 	}
-	return env, nil
+	return tools, nil
 }

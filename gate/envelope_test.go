@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 // impls returns the example tools by name.
 func impls() map[string]gate.Tool {
 	out := map[string]gate.Tool{}
-	for _, t := range example.Envelope(nil, time.Now).Tools {
+	for _, t := range example.Tools(nil, time.Now) {
 		out[t.Spec.Name] = t
 	}
 	return out
@@ -29,25 +30,35 @@ func TestLoadEnvelope(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := loadRegistry(t)
-	env, err := gate.LoadEnvelope(raw, reg, impls())
+	env, err := gate.LoadEnvelope(raw, reg)
 	if err != nil {
 		t.Fatalf("LoadEnvelope: %v", err)
 	}
 	if env.ID != "DF-CAE-EXAMPLE-1" || len(env.Tools) != 3 {
 		t.Fatalf("envelope = %s with %d tools", env.ID, len(env.Tools))
 	}
-	note := env.Tools[1].Spec
+	if d := env.Tools[1]; d.Name != "write_note" || d.Approval != custody.HumanConfirmation || d.Input != "" {
+		t.Fatalf("write_note declared as %+v", d)
+	}
+	tools, err := gate.Bind(env, impls())
+	if err != nil {
+		t.Fatalf("Bind: %v", err)
+	}
+	note := tools[1].Spec
 	if note.Name != "write_note" || note.Approval != custody.HumanConfirmation || note.MaxCallsPerTrace != 3 || note.Scope != "SESSION" {
 		t.Fatalf("the declaration did not override the implementation: %+v", note)
 	}
-	if env.Tools[0].Spec.MaxCallsPerTrace != 10 || env.Tools[0].Spec.Input == "" {
-		t.Fatalf("get_time = %+v", env.Tools[0].Spec)
+	if tools[0].Spec.MaxCallsPerTrace != 10 || tools[0].Spec.Input == "" {
+		t.Fatalf("get_time = %+v", tools[0].Spec)
 	}
 
 	h := newHarness(t)
-	gw, err := gate.New(gate.Config{Registry: reg, Ledger: h.db, Approvals: h.svc, State: h.db, Logger: discard()}, env)
+	gw, err := gate.New(gate.Config{Registry: reg, Ledger: h.db, Approvals: h.svc, State: h.db, Logger: discard()}, env.ID, tools)
 	if err != nil {
 		t.Fatalf("gateway on the loaded envelope: %v", err)
+	}
+	if offered := gw.Envelope(); offered.ID != env.ID || len(offered.Tools) != 3 || !reflect.DeepEqual(offered.Tools[1], note) {
+		t.Fatalf("the gateway offers %+v", offered)
 	}
 	_, err = gw.Call(context.Background(), custody.Call{Trace: "t", Tool: "write_note", Args: json.RawMessage(`{"title":"a","text":"b"}`)})
 	wantKind(t, err, custody.EPENDING)
@@ -77,7 +88,10 @@ func TestLoadEnvelopeRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := gate.LoadEnvelope(tt.raw, loadRegistry(t), tt.impls)
+			env, err := gate.LoadEnvelope(tt.raw, loadRegistry(t))
+			if err == nil {
+				_, err = gate.Bind(env, tt.impls)
+			}
 			ce := wantKind(t, err, tt.kind)
 			text := ce.Message
 			for _, v := range ce.Violations {
@@ -93,16 +107,16 @@ func TestLoadEnvelopeRefused(t *testing.T) {
 func TestNewFailsClosed(t *testing.T) {
 	h := newHarness(t)
 	good := func() gate.Tool { return gate.Tool{Spec: spec("echo", custody.Read), Handler: ok} }
-	with := func(f func(*gate.Tool)) gate.Envelope {
+	with := func(f func(*gate.Tool)) []gate.Tool {
 		tool := good()
 		f(&tool)
-		return gate.Envelope{ID: "e", Tools: []gate.Tool{tool}}
+		return []gate.Tool{tool}
 	}
 	cfg := gate.Config{Registry: h.reg, Ledger: h.db, Approvals: h.svc, State: h.db}
 	tests := []struct {
-		name string
-		cfg  gate.Config
-		env  gate.Envelope
+		name  string
+		cfg   gate.Config
+		tools []gate.Tool
 	}{
 		{"ErrNoRegistry", gate.Config{Ledger: h.db, Approvals: h.svc}, with(func(*gate.Tool) {})},
 		{"ErrNoLedger", gate.Config{Registry: h.reg, Approvals: h.svc}, with(func(*gate.Tool) {})},
@@ -117,16 +131,16 @@ func TestNewFailsClosed(t *testing.T) {
 		{"ErrBudgetWithoutState", gate.Config{Registry: h.reg, Ledger: h.db, Approvals: h.svc}, with(func(t *gate.Tool) { t.Spec.MaxCallsPerTrace = 1 })},
 		{"ErrLinkWithoutRef", cfg, with(func(t *gate.Tool) { t.Spec.Links = []custody.Link{{Arg: "/brief_id"}} })},
 		{"ErrNestedApprovalLink", cfg, with(func(t *gate.Tool) { t.Spec.Links = []custody.Link{{Arg: "/a/b", Approval: true}} })},
-		{"ErrDuplicateTool", cfg, gate.Envelope{ID: "e", Tools: []gate.Tool{good(), good()}}},
+		{"ErrDuplicateTool", cfg, []gate.Tool{good(), good()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := gate.New(tt.cfg, tt.env); err == nil {
+			if _, err := gate.New(tt.cfg, "e", tt.tools); err == nil {
 				t.Fatal("New accepted it")
 			}
 		})
 	}
-	gw, err := gate.New(cfg, with(func(*gate.Tool) {}))
+	gw, err := gate.New(cfg, "e", with(func(*gate.Tool) {}))
 	if err != nil {
 		t.Fatalf("New refused a good envelope: %v", err)
 	}

@@ -128,12 +128,6 @@ type Published struct {
 	Output json.RawMessage
 }
 
-// Envelope is the declared set of tools one gateway offers.
-type Envelope struct {
-	ID    string
-	Tools []Tool
-}
-
 // Config holds the gateway's dependencies. Registry, Ledger and Approvals
 // are required; State is required when a tool has a budget, a trace scope
 // or a custody link to a ref, and must be kept in the same store as the
@@ -205,17 +199,18 @@ type tool struct {
 	refLinks bool
 }
 
-// New builds a gateway for env. It fails closed: a missing registry,
-// ledger or approval service, a tool whose schemas do not resolve, a
-// policy value it does not know or cannot enforce is an error naming it.
-func New(cfg Config, env Envelope) (*Gateway, error) {
+// New builds a gateway offering tools, in that order, as the envelope
+// whose id is envelope. It fails closed: a missing registry, ledger or
+// approval service, a tool whose schemas do not resolve, a policy value
+// it does not know or cannot enforce is an error naming it.
+func New(cfg Config, envelope string, tools []Tool) (*Gateway, error) {
 	if err := checkConfig(cfg); err != nil {
 		return nil, err
 	}
 	g := &Gateway{
 		reg: cfg.Registry, ledger: cfg.Ledger, approvals: cfg.Approvals, state: cfg.State,
 		now: cfg.Now, deadline: cfg.Deadline, maxArgs: cfg.MaxArgBytes, log: cfg.Logger, allowed: cfg.Allowed,
-		envelope: env.ID, tools: make(map[string]*tool, len(env.Tools)),
+		envelope: envelope, tools: make(map[string]*tool, len(tools)),
 	}
 	if g.now == nil {
 		g.now = time.Now
@@ -229,18 +224,18 @@ func New(cfg Config, env Envelope) (*Gateway, error) {
 	if g.log == nil {
 		g.log = slog.Default()
 	}
-	for _, t := range env.Tools {
+	for _, t := range tools {
 		ct, err := g.compile(t)
 		if err != nil {
-			return nil, fmt.Errorf("gate: envelope %q: tool %q: %w", env.ID, t.Spec.Name, err)
+			return nil, fmt.Errorf("gate: envelope %q: tool %q: %w", envelope, t.Spec.Name, err)
 		}
 		if _, dup := g.tools[t.Spec.Name]; dup {
-			return nil, fmt.Errorf("gate: envelope %q: tool %q is declared twice", env.ID, t.Spec.Name)
+			return nil, fmt.Errorf("gate: envelope %q: tool %q is declared twice", envelope, t.Spec.Name)
 		}
 		g.tools[t.Spec.Name] = ct
 		g.order = append(g.order, t.Spec.Name)
 	}
-	g.linked = linkedRefs(env)
+	g.linked = linkedRefs(tools)
 	return g, nil
 }
 
@@ -392,5 +387,8 @@ func (g *Gateway) Tool(name string) (Tool, bool) {
 	return t.Tool, true
 }
 
-// Envelope returns the id of the gateway's envelope.
-func (g *Gateway) Envelope() string { return g.envelope }
+// Envelope returns the envelope the gateway offers: its id and the specs
+// of its tools, in envelope order.
+func (g *Gateway) Envelope() custody.Envelope {
+	return custody.Envelope{ID: g.envelope, Tools: g.Tools()}
+}

@@ -1,6 +1,7 @@
 package gate_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,26 +55,47 @@ func newHarness(t testing.TB, notifiers ...approval.Notifier) *harness {
 // newHarnessIn is newHarness with its store in dir.
 func newHarnessIn(t testing.TB, dir string, notifiers ...approval.Notifier) *harness {
 	t.Helper()
-	db, err := sqlite.Open(dir, sqlite.Options{})
+	return newHarnessWith(t, harnessOptions{dir: dir, notifiers: notifiers})
+}
+
+// harnessOptions say how newHarnessWith builds a harness.
+type harnessOptions struct {
+	dir       string
+	notifiers []approval.Notifier
+	// deadline bounds each handler run; 200ms when zero.
+	deadline time.Duration
+	// stoppedStore gives the store the harness's clock, which moves only
+	// when the test moves it, instead of the wall clock.
+	stoppedStore bool
+}
+
+// newHarnessWith builds a harness as opts say.
+func newHarnessWith(t testing.TB, opts harnessOptions) *harness {
+	t.Helper()
+	clk := testclock.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	var sopts sqlite.Options
+	if opts.stoppedStore {
+		sopts.Now = clk.Now
+	}
+	db, err := sqlite.Open(opts.dir, sopts)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { db.Close() })
 	h := &harness{db: db, led: &gatetest.FlakyLedger{Ledger: db}, reg: loadRegistry(t),
-		clk: testclock.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)), runs: map[string]*atomic.Int64{}}
-	h.svc, err = approval.New(approval.Config{Store: db, Ledger: h.led, Notifiers: notifiers, Now: h.clk.Now})
+		clk: clk, runs: map[string]*atomic.Int64{}}
+	h.svc, err = approval.New(approval.Config{Store: db, Ledger: h.led, Notifiers: opts.notifiers, Now: h.clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := example.Envelope(db, h.clk.Now)
-	env.Tools = append(env.Tools, h.testTools()...)
-	for i := range env.Tools {
-		env.Tools[i].Handler = h.counted(env.Tools[i].Spec.Name, env.Tools[i].Handler)
+	tools := append(example.Tools(db, h.clk.Now), h.testTools()...)
+	for i := range tools {
+		tools[i].Handler = h.counted(tools[i].Spec.Name, tools[i].Handler)
 	}
 	h.gw, err = gate.New(gate.Config{
 		Registry: h.reg, Ledger: h.led, Approvals: h.svc, State: db, Now: h.clk.Now,
-		Deadline: 200 * time.Millisecond, Logger: discard(),
-	}, env)
+		Deadline: cmp.Or(opts.deadline, 200*time.Millisecond), Logger: discard(),
+	}, example.EnvelopeID, tools)
 	if err != nil {
 		t.Fatalf("new gateway: %v", err)
 	}

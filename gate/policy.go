@@ -216,11 +216,11 @@ func refKey(trace, tool, ref, value string) string {
 	return string(b)
 }
 
-// linkedRefs returns the refs the custody links of env check: the ref
+// linkedRefs returns the refs the custody links of tools check: the ref
 // and the tool that must have recorded it, "" for any tool.
-func linkedRefs(env Envelope) map[[2]string]bool {
+func linkedRefs(tools []Tool) map[[2]string]bool {
 	out := map[[2]string]bool{}
-	for _, t := range env.Tools {
+	for _, t := range tools {
 		for _, l := range t.Spec.Links {
 			if !l.Approval {
 				out[[2]string{l.Tool, l.Ref}] = true

@@ -85,7 +85,7 @@ func openStack(dir string) (*stack, error) {
 		return nil, err
 	}
 	gw, err := gate.New(gate.Config{Registry: reg, Ledger: db, Approvals: approvals, State: db,
-		Logger: slog.New(slog.DiscardHandler)}, example.Envelope(db, nil))
+		Logger: slog.New(slog.DiscardHandler)}, example.EnvelopeID, example.Tools(db, nil))
 	if err != nil {
 		return nil, err
 	}

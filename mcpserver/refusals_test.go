@@ -51,10 +51,9 @@ func newRefusalEnv(t *testing.T) *refusalEnv {
 	if e.approvals, err = approval.New(approval.Config{Store: db, Ledger: e.ledger, Now: e.clock.Now}); err != nil {
 		t.Fatal(err)
 	}
-	envelope := example.Envelope(db, e.clock.Now)
-	envelope.Tools = append(envelope.Tools, gatetest.Tools(&e.runs)...)
+	tools := append(example.Tools(db, e.clock.Now), gatetest.Tools(&e.runs)...)
 	gw, err := gate.New(gate.Config{Registry: reg, Ledger: e.ledger, Approvals: e.approvals, State: db, Now: e.clock.Now,
-		Logger: slog.New(slog.DiscardHandler)}, envelope)
+		Logger: slog.New(slog.DiscardHandler)}, example.EnvelopeID, tools)
 	if err != nil {
 		t.Fatal(err)
 	}

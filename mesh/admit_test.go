@@ -20,7 +20,7 @@ import (
 // numbers and fields in one pass: hashableNumbers, then encoding/json.
 func admitReference(raw []byte) (Advisory, error) {
 	if err := hashableNumbers(raw); err != nil {
-		return Advisory{}, notCanonical(KindAdvisory, err)
+		return Advisory{}, notCanonical(kindAdvisory, err)
 	}
 	var adv Advisory
 	if err := json.Unmarshal(raw, &adv); err != nil {
@@ -116,7 +116,7 @@ func TestAggregatorAdmitMatchesCheck(t *testing.T) {
 	w := env.wire("aggregator")
 	for _, raw := range admissionCorpus(t) {
 		_, _, err := a.admit(Msg{Data: raw})
-		cerr := w.Check(KindAdvisory, raw)
+		cerr := w.Check(kindAdvisory, raw)
 		if cerr != nil {
 			if err == nil || err.Error() != cerr.Error() {
 				t.Fatalf("%s: admit err = %v, Check %v", raw, err, cerr)

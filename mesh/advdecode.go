@@ -58,12 +58,12 @@ func admitAdvisory(raw []byte) (Advisory, error) {
 	switch {
 	case r.numErr != nil:
 		// Every literal before this one was checked and passed.
-		return Advisory{}, notCanonical(KindAdvisory, r.numErr)
+		return Advisory{}, notCanonical(kindAdvisory, r.numErr)
 	case ok:
 		return adv, nil
 	}
 	if err := hashableNumbers(raw); err != nil {
-		return Advisory{}, notCanonical(KindAdvisory, err)
+		return Advisory{}, notCanonical(kindAdvisory, err)
 	}
 	return unmarshalAdvisory(raw)
 }

@@ -12,15 +12,15 @@ import (
 	"github.com/custody-dev/custody"
 )
 
-// MaxNodesPerAggregation is the contract's limit on input nodes.
-const MaxNodesPerAggregation = 32
+// maxNodesPerAggregation is the contract's limit on input nodes.
+const maxNodesPerAggregation = 32
 
 // AggregatorConfig configures an aggregator.
 type AggregatorConfig struct {
 	// Wire admits advisories and sends aggregations.
 	Wire     *Wire
 	Subjects Subjects
-	// Composer words the aggregation; Template when nil.
+	// Composer words the aggregation; template when nil.
 	Composer Composer
 	Now      func() time.Time
 	// NodePeriod is the nodes' polling period: a node silent for more than
@@ -82,7 +82,7 @@ type NodeStatus struct {
 // NewAggregator returns an aggregator with defaults filled in.
 func NewAggregator(cfg AggregatorConfig) *Aggregator {
 	if cfg.Composer == nil {
-		cfg.Composer = Template{}
+		cfg.Composer = template{}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -93,20 +93,20 @@ func NewAggregator(cfg AggregatorConfig) *Aggregator {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Minute
 	}
-	if cfg.MaxNodes <= 0 || cfg.MaxNodes > MaxNodesPerAggregation {
-		cfg.MaxNodes = MaxNodesPerAggregation
+	if cfg.MaxNodes <= 0 || cfg.MaxNodes > maxNodesPerAggregation {
+		cfg.MaxNodes = maxNodesPerAggregation
 	}
 	if cfg.ForgetAfter <= 0 {
 		cfg.ForgetAfter = time.Hour
 	}
 	if cfg.NewID == nil {
-		cfg.NewID = NewUUID
+		cfg.NewID = newUUID
 	}
 	return &Aggregator{cfg: cfg, nodes: make(map[string]*nodeState), sectors: make(map[string][]string), lastTimer: cfg.Now()}
 }
 
-// NewUUID returns a random RFC 4122 version 4 UUID.
-func NewUUID() string {
+// newUUID returns a random RFC 4122 version 4 UUID.
+func newUUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
@@ -129,10 +129,10 @@ func (a *Aggregator) Receive(ctx context.Context, m Msg) ([]Aggregation, error) 
 	adv, at, err := a.admit(m)
 	if err != nil {
 		a.count(func(s *AggregatorStats) { s.Refused++ })
-		return nil, a.cfg.Wire.Refuse(ctx, KindAdvisory, "receive", m.Subject, m.Data, nil, err)
+		return nil, a.cfg.Wire.Refuse(ctx, kindAdvisory, "receive", m.Subject, m.Data, nil, err)
 	}
-	refs := map[string]string{"node_id": adv.NodeID, refMeshKind: string(KindAdvisory)}
-	if err := a.cfg.Wire.receivedRefs(ctx, KindAdvisory, m.Subject, m.Data, refs); err != nil {
+	refs := map[string]string{"node_id": adv.NodeID, refMeshKind: string(kindAdvisory)}
+	if err := a.cfg.Wire.receivedRefs(ctx, kindAdvisory, m.Subject, m.Data, refs); err != nil {
 		if custody.ErrorKind(err) == custody.EINVALID {
 			a.count(func(s *AggregatorStats) { s.Refused++ })
 		}
@@ -148,7 +148,7 @@ func (a *Aggregator) Receive(ctx context.Context, m Msg) ([]Aggregation, error) 
 // time.
 func (a *Aggregator) admit(m Msg) (Advisory, time.Time, error) {
 	// Wire.Check, whose number check admitAdvisory makes as it decodes.
-	if err := a.cfg.Wire.checkContract(KindAdvisory, m.Data); err != nil {
+	if err := a.cfg.Wire.checkContract(kindAdvisory, m.Data); err != nil {
 		return Advisory{}, time.Time{}, err
 	}
 	adv, err := admitAdvisory(m.Data)
@@ -163,17 +163,18 @@ func (a *Aggregator) checkAdvisory(subject string, adv Advisory) (time.Time, err
 	if subject != "" && lastToken(subject) != adv.NodeID {
 		return time.Time{}, custody.Errorf(custody.EINVALID, "advisory of %s arrived on %s", adv.NodeID, subject)
 	}
-	// As Reassess, running the rule once for the tier and the text check.
+	// The rule runs again on the advisory's own reading and conditions:
+	// the tier it gives must be the one the advisory carries.
 	var want Tier
 	var as Assessment
-	if adv.DetectorState.RuleSignature == RuleSignature {
-		as = Assess(adv.SensorReading, conditionsOf(adv))
+	if adv.DetectorState.RuleSignature == ruleSignature {
+		as = assess(adv.SensorReading, conditionsOf(adv))
 		want = as.State.Tier
 	}
 	if want == "" || want != adv.DetectorState.Tier {
-		return time.Time{}, custody.Errorf(custody.EINVALID, "advisory of %s says %q but rule %s gives %q for its reading", adv.NodeID, adv.DetectorState.Tier, RuleSignature, want)
+		return time.Time{}, custody.Errorf(custody.EINVALID, "advisory of %s says %q but rule %s gives %q for its reading", adv.NodeID, adv.DetectorState.Tier, ruleSignature, want)
 	}
-	if err := advisoryCheck(as, MaxMessageBytes)(adv.AdvisoryText); err != nil {
+	if err := advisoryCheck(as, maxMessageBytes)(adv.AdvisoryText); err != nil {
 		return time.Time{}, err
 	}
 	at, err := time.Parse(time.RFC3339, adv.ObservationTS)
@@ -248,7 +249,7 @@ func (a *Aggregator) store(adv Advisory, at time.Time) (Tier, bool) {
 		a.nodes[st.id] = st
 	}
 	if !ok || adv.Position.MGRS != st.adv.Position.MGRS {
-		a.placeSector(st, Sector(adv.Position.MGRS))
+		a.placeSector(st, sector(adv.Position.MGRS))
 	}
 	st.adv, st.seen = adv, at
 	now := adv.DetectorState.Tier
@@ -400,7 +401,7 @@ func (a *Aggregator) statuses(ids []string, now time.Time) []NodeStatus {
 }
 
 // emit builds, checks and sends the aggregations of one group (one, or
-// more when the group cannot fit MaxMessageBytes).
+// more when the group cannot fit maxMessageBytes).
 func (a *Aggregator) emit(ctx context.Context, group []NodeStatus, trigger string) ([]Aggregation, error) {
 	built, err := a.build(ctx, group)
 	if err != nil {
@@ -409,7 +410,7 @@ func (a *Aggregator) emit(ctx context.Context, group []NodeStatus, trigger strin
 	out := make([]Aggregation, 0, len(built))
 	for _, b := range built {
 		subject := a.cfg.Subjects.Aggregation(b.sector)
-		if err := a.cfg.Wire.Send(ctx, KindAggregation, subject, b.raw, map[string]string{RefApproval: b.agg.ApprovalRequestID}); err != nil {
+		if err := a.cfg.Wire.Send(ctx, kindAggregation, subject, b.raw, map[string]string{RefApproval: b.agg.ApprovalRequestID}); err != nil {
 			return out, err
 		}
 		a.count(func(s *AggregatorStats) { s.Aggregations++ })

@@ -208,10 +208,10 @@ func TestAggregationOverflowSplitAndShortened(t *testing.T) {
 	}
 	for _, agg := range aggs {
 		raw, _ := marshal(agg)
-		if len(raw) > MaxMessageBytes {
+		if len(raw) > maxMessageBytes {
 			t.Fatalf("aggregation of %d bytes", len(raw))
 		}
-		if err := env.reg.Validate(AggregationRef, raw); err != nil {
+		if err := env.reg.Validate(aggregationRef, raw); err != nil {
 			t.Fatal(err)
 		}
 		if strings.Count(agg.AggregationText, "forward-") == len(agg.InputNodeIDs) && len(agg.InputNodeIDs) > 8 {

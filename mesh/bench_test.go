@@ -150,7 +150,7 @@ func benchIngest(b *testing.B, agg *Aggregator, loop *Loopback, raws [][]byte, w
 // Wire.Check, then encoding/json, as the package reads its other
 // messages. Its refusals are returned, not recorded.
 func (a *Aggregator) receivePlain(ctx context.Context, m Msg) error {
-	if err := a.cfg.Wire.Check(KindAdvisory, m.Data); err != nil {
+	if err := a.cfg.Wire.Check(kindAdvisory, m.Data); err != nil {
 		return err
 	}
 	adv, err := unmarshalAdvisory(m.Data)
@@ -161,8 +161,8 @@ func (a *Aggregator) receivePlain(ctx context.Context, m Msg) error {
 	if err != nil {
 		return err
 	}
-	refs := map[string]string{"node_id": adv.NodeID, refMeshKind: string(KindAdvisory)}
-	if err := a.cfg.Wire.receivedRefs(ctx, KindAdvisory, m.Subject, m.Data, refs); err != nil {
+	refs := map[string]string{"node_id": adv.NodeID, refMeshKind: string(kindAdvisory)}
+	if err := a.cfg.Wire.receivedRefs(ctx, kindAdvisory, m.Subject, m.Data, refs); err != nil {
 		return err
 	}
 	_, err = a.ingest(ctx, adv, at)
@@ -221,7 +221,7 @@ func BenchmarkEventAggregationLatency(b *testing.B) {
 // and sealing the ledger entry is serialised by the recorder's lock.
 func BenchmarkAggregatorIngestParallel(b *testing.B) {
 	agg, _, raws, w := benchMesh(b, nil)
-	loop := NewLoopbackWorkers(Faults{}, runtime.GOMAXPROCS(0))
+	loop := newLoopbackWorkers(Faults{}, runtime.GOMAXPROCS(0))
 	defer loop.Close()
 	agg.cfg.Wire.Transport = loop
 	if _, err := agg.Listen(context.Background()); err != nil {
@@ -266,7 +266,7 @@ func BenchmarkAdvisoryContract(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := w.Check(KindAdvisory, raw); err != nil {
+		if err := w.Check(kindAdvisory, raw); err != nil {
 			b.Fatal(err)
 		}
 	}

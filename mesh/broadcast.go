@@ -41,7 +41,7 @@ func (d *Desk) Approve(ctx context.Context, f Form) (Broadcast, error) {
 	if err != nil {
 		return Broadcast{}, d.refuse(ctx, f.ApprovalRequestID, f, err)
 	}
-	o := Order{BroadcastText: f.Text, SeverityTier: f.Tier, TargetAudience: strings.Join(f.Audiences, ",")}
+	o := order{BroadcastText: f.Text, SeverityTier: f.Tier, TargetAudience: strings.Join(f.Audiences, ",")}
 	if o.SeverityTier == "" {
 		o.SeverityTier = c.Aggregation.SeverityTier
 	}
@@ -118,7 +118,7 @@ func (d *Desk) Publish(ctx context.Context, id string) (Broadcast, error) {
 // broadcastOf builds the broadcast an approval authorises, or says why it
 // authorises none.
 func (d *Desk) broadcastOf(agg Aggregation, a custody.Approval) (Broadcast, []byte, string, error) {
-	if a.Tool != BroadcastTool {
+	if a.Tool != broadcastTool {
 		return Broadcast{}, nil, "", custody.Errorf(custody.EDENIED, "approval %s is not a broadcast approval", a.ID)
 	}
 	digest, err := orderDigest(a.Arguments)
@@ -128,7 +128,7 @@ func (d *Desk) broadcastOf(agg Aggregation, a custody.Approval) (Broadcast, []by
 	if err := approval.Usable(a, digest, d.cfg.Now()); err != nil {
 		return Broadcast{}, nil, "", err
 	}
-	var o Order
+	var o order
 	if err := json.Unmarshal(a.Arguments, &o); err != nil {
 		return Broadcast{}, nil, "", &custody.Error{Kind: custody.EINVALID, Message: "approved order does not decode", Err: err}
 	}
@@ -136,7 +136,7 @@ func (d *Desk) broadcastOf(agg Aggregation, a custody.Approval) (Broadcast, []by
 		return Broadcast{}, nil, "", err
 	}
 	b := Broadcast{
-		SchemaVersion: BroadcastVersion, BroadcastTS: d.cfg.Now().UTC().Format("2006-01-02T15:04:05Z"),
+		SchemaVersion: broadcastVersion, BroadcastTS: d.cfg.Now().UTC().Format("2006-01-02T15:04:05Z"),
 		ApprovalRequestID: a.ID, OperatorID: a.Operator, BroadcastText: o.BroadcastText,
 		SeverityTier: o.SeverityTier, TargetAudience: o.Audiences(),
 	}
@@ -144,7 +144,7 @@ func (d *Desk) broadcastOf(agg Aggregation, a custody.Approval) (Broadcast, []by
 	if err != nil {
 		return Broadcast{}, nil, "", err
 	}
-	return b, raw, digest, d.cfg.Wire.Check(KindBroadcast, raw)
+	return b, raw, digest, d.cfg.Wire.Check(kindBroadcast, raw)
 }
 
 // send records the intent and uses the approval in one commit, then
@@ -161,7 +161,7 @@ func (d *Desk) send(ctx context.Context, b Broadcast, raw []byte) error {
 		return err
 	}
 	for _, aud := range b.TargetAudience {
-		if err := d.cfg.Wire.Send(ctx, KindBroadcast, d.cfg.Subjects.Broadcast(aud), raw, refs); err != nil {
+		if err := d.cfg.Wire.Send(ctx, kindBroadcast, d.cfg.Subjects.Broadcast(aud), raw, refs); err != nil {
 			return err
 		}
 	}

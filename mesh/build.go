@@ -22,7 +22,7 @@ type built struct {
 }
 
 // build composes the aggregation of a group. A group whose message cannot
-// fit MaxMessageBytes even with the shortest text is split in two.
+// fit maxMessageBytes even with the shortest text is split in two.
 func (a *Aggregator) build(ctx context.Context, group []NodeStatus) ([]built, error) {
 	b, err := a.buildOne(ctx, group)
 	if err == nil {
@@ -42,7 +42,7 @@ func (a *Aggregator) build(ctx context.Context, group []NodeStatus) ([]built, er
 
 func (a *Aggregator) buildOne(ctx context.Context, group []NodeStatus) (built, error) {
 	agg := Aggregation{
-		SchemaVersion:     AggregationVersion,
+		SchemaVersion:     aggregationVersion,
 		AggregationTS:     a.cfg.Now().UTC().Format("2006-01-02T15:04:05Z"),
 		SeverityTier:      Info,
 		ApprovalRequestID: a.cfg.NewID(),
@@ -52,7 +52,7 @@ func (a *Aggregator) buildOne(ctx context.Context, group []NodeStatus) (built, e
 	for _, n := range group {
 		agg.InputNodeIDs = append(agg.InputNodeIDs, n.Advisory.NodeID)
 		reported[n.Advisory.NodeID] = string(n.Advisory.DetectorState.Tier)
-		agg.SeverityTier = MaxTier(agg.SeverityTier, n.Tier)
+		agg.SeverityTier = maxTier(agg.SeverityTier, n.Tier)
 		if n.Stale {
 			agg.StaleNodeIDs = append(agg.StaleNodeIDs, n.Advisory.NodeID)
 		}
@@ -65,7 +65,7 @@ func (a *Aggregator) buildOne(ctx context.Context, group []NodeStatus) (built, e
 	check := aggregationCheck(reported, agg.SeverityTier, budget)
 	tmpl := firstFitting(aggregationTemplates(sector, agg.SeverityTier, group), check)
 	if tmpl == "" {
-		return built{}, custody.Errorf(custody.EINVALID, "aggregation of %d nodes cannot fit %d bytes", len(group), MaxMessageBytes)
+		return built{}, custody.Errorf(custody.EINVALID, "aggregation of %d nodes cannot fit %d bytes", len(group), maxMessageBytes)
 	}
 	comp := a.cfg.Composer.Compose(ctx, aggregationPrompt(sector, agg.SeverityTier, group), tmpl, check)
 	agg.AggregationText = comp.Text
@@ -74,7 +74,7 @@ func (a *Aggregator) buildOne(ctx context.Context, group []NodeStatus) (built, e
 	if err != nil {
 		return built{}, err
 	}
-	if len(raw) > MaxMessageBytes {
+	if len(raw) > maxMessageBytes {
 		return built{}, custody.Errorf(custody.EINVALID, "aggregation is %d bytes", len(raw))
 	}
 	return built{agg: agg, raw: raw, sector: sector}, nil
@@ -94,7 +94,7 @@ func aggregationBudget(agg Aggregation) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return MaxMessageBytes - len(raw), nil
+	return maxMessageBytes - len(raw), nil
 }
 
 // aggregationCheck is the check every aggregation text passes: the guard

@@ -26,25 +26,25 @@ type Composer interface {
 	Compose(ctx context.Context, prompt, template string, check func(string) error) Composed
 }
 
-// Template is the deterministic composer: it returns the template text.
-type Template struct{}
+// template is the deterministic composer: it returns the template text.
+type template struct{}
 
 // Compose returns the template.
-func (Template) Compose(_ context.Context, _, template string, _ func(string) error) Composed {
+func (template) Compose(_ context.Context, _, template string, _ func(string) error) Composed {
 	return Composed{Text: template, Backend: "template"}
 }
 
-// ComposeFunc adapts a plain text generator (a chat backend, a fake in a
+// composeFunc adapts a plain text generator (a chat backend, a fake in a
 // test) into a Composer that checks its text and falls back to the
 // template.
-type ComposeFunc struct {
+type composeFunc struct {
 	Name     string
 	Generate func(ctx context.Context, prompt string) (string, error)
 }
 
 // Compose generates a text and returns it when it passes check, else the
 // template with the breach.
-func (c ComposeFunc) Compose(ctx context.Context, prompt, template string, check func(string) error) Composed {
+func (c composeFunc) Compose(ctx context.Context, prompt, template string, check func(string) error) Composed {
 	text, err := c.Generate(ctx, prompt)
 	if err != nil {
 		return Composed{Text: template, Backend: "template", Breach: fmt.Errorf("%s: %w", c.Name, err)}

@@ -15,9 +15,9 @@ import (
 	"github.com/custody-dev/custody/ledger"
 )
 
-// BroadcastTool is the action an operator approves: the approval's tool
-// name, bound with the Order by the approval digest.
-const BroadcastTool = "mesh_broadcast"
+// broadcastTool is the action an operator approves: the approval's tool
+// name, bound with the order by the approval digest.
+const broadcastTool = "mesh_broadcast"
 
 // Approvals is the part of the approval service the desk uses;
 // *approval.Service implements it.
@@ -29,20 +29,20 @@ type Approvals interface {
 
 var _ Approvals = (*approval.Service)(nil)
 
-// Order is what an operator approves: the approval's arguments. Its
+// order is what an operator approves: the approval's arguments. Its
 // members are strings so that an operator may edit each of them (the
 // audiences as a comma-separated list) and the digest binds the edit.
-type Order struct {
+type order struct {
 	BroadcastText  string `json:"broadcast_text"`
 	SeverityTier   Tier   `json:"severity_tier"`
 	TargetAudience string `json:"target_audience"`
 }
 
-// orderEditable names the Order members an operator may edit.
+// orderEditable names the order members an operator may edit.
 var orderEditable = []string{"broadcast_text", "severity_tier", "target_audience"}
 
 // Audiences returns the order's audiences.
-func (o Order) Audiences() []string {
+func (o order) Audiences() []string {
 	var out []string
 	for _, a := range strings.Split(o.TargetAudience, ",") {
 		if a = strings.TrimSpace(a); a != "" && !slices.Contains(out, a) {
@@ -129,9 +129,9 @@ func (d *Desk) Receive(ctx context.Context, m Msg) error {
 		refs[RefApproval] = agg.ApprovalRequestID
 	}
 	if err != nil {
-		return d.cfg.Wire.Refuse(ctx, KindAggregation, "receive", m.Subject, m.Data, refs, err)
+		return d.cfg.Wire.Refuse(ctx, kindAggregation, "receive", m.Subject, m.Data, refs, err)
 	}
-	if err := d.cfg.Wire.Received(ctx, KindAggregation, m.Subject, m.Data, refs); err != nil {
+	if err := d.cfg.Wire.Received(ctx, kindAggregation, m.Subject, m.Data, refs); err != nil {
 		return err
 	}
 	return d.open(ctx, agg, m.Data)
@@ -139,7 +139,7 @@ func (d *Desk) Receive(ctx context.Context, m Msg) error {
 
 func (d *Desk) admit(raw []byte) (Aggregation, error) {
 	var agg Aggregation
-	if err := d.cfg.Wire.Check(KindAggregation, raw); err != nil {
+	if err := d.cfg.Wire.Check(kindAggregation, raw); err != nil {
 		return agg, err
 	}
 	if err := json.Unmarshal(raw, &agg); err != nil {
@@ -206,13 +206,13 @@ func (d *Desk) open(ctx context.Context, agg Aggregation, raw []byte) error {
 		}
 		return err
 	}
-	draft := Order{BroadcastText: agg.AggregationText, SeverityTier: agg.SeverityTier, TargetAudience: strings.Join(d.cfg.Audiences, ",")}
+	draft := order{BroadcastText: agg.AggregationText, SeverityTier: agg.SeverityTier, TargetAudience: strings.Join(d.cfg.Audiences, ",")}
 	args, err := marshal(draft)
 	if err != nil {
 		return err
 	}
 	_, err = d.cfg.Approvals.Request(ctx, approval.Request{
-		ID: agg.ApprovalRequestID, Tool: BroadcastTool, Args: args, Trace: Trace(agg.ApprovalRequestID),
+		ID: agg.ApprovalRequestID, Tool: broadcastTool, Args: args, Trace: trace(agg.ApprovalRequestID),
 		Requester: "mesh-aggregator", Editable: orderEditable, Context: raw, TTL: d.cfg.TTL,
 		Reason: fmt.Sprintf("Broadcast the %s aggregation of %d nodes to the field", agg.SeverityTier, len(agg.InputNodeIDs)),
 	})
@@ -291,13 +291,13 @@ func (d *Desk) Case(id string) (Case, error) {
 
 // orderDigest returns the approval digest of an order.
 func orderDigest(raw []byte) (string, error) {
-	return ledger.ActionDigest(BroadcastTool, raw)
+	return ledger.ActionDigest(broadcastTool, raw)
 }
 
 // checkOrder refuses an order that would raise the tier above the
 // aggregation's, broadcast at info, name an unknown audience, or say what
 // the aggregation did not.
-func checkOrder(agg Aggregation, o Order) error {
+func checkOrder(agg Aggregation, o order) error {
 	if agg.SeverityTier.Rank() < Warning.Rank() {
 		return custody.Errorf(custody.EDENIED, "aggregation %s is info: an info aggregation never becomes a broadcast", agg.ApprovalRequestID)
 	}
@@ -312,11 +312,11 @@ func checkOrder(agg Aggregation, o Order) error {
 		return custody.Errorf(custody.EINVALID, "a broadcast needs at least one target audience")
 	}
 	for _, a := range auds {
-		if !ValidAudience(a) {
+		if !validAudience(a) {
 			return custody.Errorf(custody.EINVALID, "unknown audience %q: want one of %s", a, strings.Join(Audiences(), ", "))
 		}
 	}
-	if err := fitText(o.BroadcastText, 20, 1200, MaxMessageBytes); err != nil {
+	if err := fitText(o.BroadcastText, 20, 1200, maxMessageBytes); err != nil {
 		return custody.Errorf(custody.EINVALID, "broadcast text: %v", err)
 	}
 	return broadcastGuard(agg.AggregationText, string(o.SeverityTier))(o.BroadcastText)

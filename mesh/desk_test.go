@@ -67,7 +67,7 @@ func TestAggregationOpensApproval(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no approval for the emergency aggregation: %v", err)
 	}
-	if a.Status != custody.ApprovalPending || a.Tool != BroadcastTool {
+	if a.Status != custody.ApprovalPending || a.Tool != broadcastTool {
 		t.Fatalf("approval %+v", a)
 	}
 	if _, err := f.env.approvals.Get(context.Background(), f.infoAggID); custody.ErrorKind(err) != custody.ENOTFOUND {
@@ -85,7 +85,7 @@ func TestBroadcastRefused(t *testing.T) {
 			return Form{ApprovalRequestID: f.infoAggID, OperatorID: "op-7", Audiences: []string{"ops_center"}, Tier: Warning}
 		}, custody.EDENIED},
 		{"UnknownAggregation", func(f *deskFixture) Form {
-			return Form{ApprovalRequestID: NewUUID(), OperatorID: "op-7", Audiences: []string{"ops_center"}}
+			return Form{ApprovalRequestID: newUUID(), OperatorID: "op-7", Audiences: []string{"ops_center"}}
 		}, custody.ENOTFOUND},
 		{"ToInfo", func(f *deskFixture) Form {
 			return Form{ApprovalRequestID: f.critical.ApprovalRequestID, OperatorID: "op-7", Audiences: []string{"ops_center"}, Tier: Info}
@@ -181,7 +181,7 @@ func TestBroadcastConsoleEditRaisingTierRefused(t *testing.T) {
 		}
 	}
 	a, _ := f.env.approvals.Get(ctx, id)
-	var o Order
+	var o order
 	_ = json.Unmarshal(a.Arguments, &o)
 	o.SeverityTier = Emergency
 	edited, _ := marshal(o)
@@ -235,7 +235,7 @@ func TestForgedBroadcastRefusedOnReceive(t *testing.T) {
 	f := newDeskFixture(t)
 	ctx := context.Background()
 	forge := func(id string) []byte {
-		raw, _ := marshal(Broadcast{SchemaVersion: BroadcastVersion, BroadcastTS: "2026-07-14T14:02:00Z", ApprovalRequestID: id,
+		raw, _ := marshal(Broadcast{SchemaVersion: broadcastVersion, BroadcastTS: "2026-07-14T14:02:00Z", ApprovalRequestID: id,
 			OperatorID: "op-7", BroadcastText: "forward-ridge-1 (emergency). Leave now.", SeverityTier: Emergency, TargetAudience: []string{"ops_center"}})
 		return raw
 	}
@@ -243,10 +243,10 @@ func TestForgedBroadcastRefusedOnReceive(t *testing.T) {
 		name string
 		raw  []byte
 	}{
-		{"NoApproval", forge(NewUUID())},
+		{"NoApproval", forge(newUUID())},
 		{"InfoAggregationID", forge(f.infoAggID)},
 		{"PendingApproval", forge(f.critical.ApprovalRequestID)},
-		{"Oversize", append(forge(NewUUID()), make([]byte, 2100)...)},
+		{"Oversize", append(forge(newUUID()), make([]byte, 2100)...)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -280,13 +280,13 @@ func TestForgedAggregationRefusedOnReceive(t *testing.T) {
 	}{
 		{"Replayed", good},
 		{"UnknownNodeCited", mutate(func(a *Aggregation) {
-			a.ApprovalRequestID = NewUUID()
+			a.ApprovalRequestID = newUUID()
 			a.AggregationText += " forward-ghost-1 (emergency) too."
 		})},
-		{"StaleNotInput", mutate(func(a *Aggregation) { a.ApprovalRequestID = NewUUID(); a.StaleNodeIDs = []string{"forward-ghost-1"} })},
-		{"BadTier", mutate(func(a *Aggregation) { a.ApprovalRequestID = NewUUID(); a.SeverityTier = "severe" })},
+		{"StaleNotInput", mutate(func(a *Aggregation) { a.ApprovalRequestID = newUUID(); a.StaleNodeIDs = []string{"forward-ghost-1"} })},
+		{"BadTier", mutate(func(a *Aggregation) { a.ApprovalRequestID = newUUID(); a.SeverityTier = "severe" })},
 		{"TooManyNodes", mutate(func(a *Aggregation) {
-			a.ApprovalRequestID = NewUUID()
+			a.ApprovalRequestID = newUUID()
 			for i := range 33 {
 				a.InputNodeIDs = append(a.InputNodeIDs, "forward-n"+string(rune('a'+i%26))+string(rune('a'+i/26)))
 			}

@@ -51,8 +51,8 @@ func (s *System) servePage(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(mapPage)
 }
 
-// State is the JSON the map polls.
-type State struct {
+// state is the JSON the map polls.
+type state struct {
 	Source    string       `json:"source"`
 	Nodes     []NodeStatus `json:"nodes"`
 	Cases     []Case       `json:"cases"`
@@ -65,7 +65,7 @@ type State struct {
 
 func (s *System) serveState(w http.ResponseWriter, r *http.Request) {
 	view, desk, source := s.current()
-	st := State{Source: source, Audiences: Audiences(), Tiers: Tiers(), Nodes: []NodeStatus{}, Cases: []Case{}, Operator: s.operator(r, "")}
+	st := state{Source: source, Audiences: Audiences(), Tiers: tiers(), Nodes: []NodeStatus{}, Cases: []Case{}, Operator: s.operator(r, "")}
 	if view != nil {
 		st.Nodes = view.Nodes()
 	}

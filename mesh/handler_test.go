@@ -25,7 +25,7 @@ func TestHandlerStateAndBroadcast(t *testing.T) {
 	if !strings.Contains(page, "Mesh map") {
 		t.Fatal("map page not served")
 	}
-	var st State
+	var st state
 	if err := json.Unmarshal([]byte(get(t, srv.URL+"/apps/mesh/api/state")), &st); err != nil {
 		t.Fatal(err)
 	}

@@ -66,10 +66,10 @@ func NewLoopback(f Faults) *Loopback {
 	return &Loopback{faults: f, rng: rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))}
 }
 
-// NewLoopbackWorkers returns a loopback that delivers on workers
+// newLoopbackWorkers returns a loopback that delivers on workers
 // goroutines: messages of one subject stay in order on one worker, and
 // Publish returns once the message is queued. Drain waits for delivery.
-func NewLoopbackWorkers(f Faults, workers int) *Loopback {
+func newLoopbackWorkers(f Faults, workers int) *Loopback {
 	l := NewLoopback(f)
 	l.done = make(chan struct{})
 	for range workers {
@@ -192,7 +192,7 @@ func (l *Loopback) deliver(ctx context.Context, m Msg) {
 		return
 	}
 	for _, s := range *subs {
-		if MatchSubject(s.pattern, m.Subject) {
+		if matchSubject(s.pattern, m.Subject) {
 			s.h(ctx, m)
 		}
 	}

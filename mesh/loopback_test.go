@@ -100,7 +100,7 @@ func TestMatchSubject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.pattern+"~"+tt.subject, func(t *testing.T) {
-			if got := MatchSubject(tt.pattern, tt.subject); got != tt.want {
+			if got := matchSubject(tt.pattern, tt.subject); got != tt.want {
 				t.Fatalf("got %v", got)
 			}
 		})

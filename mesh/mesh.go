@@ -22,22 +22,22 @@ import (
 
 // Contract refs of the three mesh messages and their parts in seed 000.
 const (
-	ContractID     = "https://peas.local/schemas/v0/tools.json"
-	AdvisoryRef    = ContractID + "#/$defs/peas_mesh_advisory_v1"
-	AggregationRef = ContractID + "#/$defs/peas_mesh_aggregation_v1"
-	BroadcastRef   = ContractID + "#/$defs/peas_mesh_broadcast_v1"
+	contractID     = "https://peas.local/schemas/v0/tools.json"
+	advisoryRef    = contractID + "#/$defs/peas_mesh_advisory_v1"
+	aggregationRef = contractID + "#/$defs/peas_mesh_aggregation_v1"
+	broadcastRef   = contractID + "#/$defs/peas_mesh_broadcast_v1"
 )
 
 // Schema versions carried in each message's schema_version.
 const (
-	AdvisoryVersion    = "PEAS-MESH-ADVISORY-v1"
-	AggregationVersion = "PEAS-MESH-AGGREGATION-v1"
-	BroadcastVersion   = "PEAS-MESH-BROADCAST-v1"
+	advisoryVersion    = "PEAS-MESH-ADVISORY-v1"
+	aggregationVersion = "PEAS-MESH-AGGREGATION-v1"
+	broadcastVersion   = "PEAS-MESH-BROADCAST-v1"
 )
 
-// MaxMessageBytes bounds the serialised size of an advisory and an
+// maxMessageBytes bounds the serialised size of an advisory and an
 // aggregation (NFR-T5.2, NFR-T5.3); broadcasts are held to it too.
-const MaxMessageBytes = 2048
+const maxMessageBytes = 2048
 
 // Audiences are the named broadcast audiences of the v1 contract, in the
 // contract's order.
@@ -52,8 +52,8 @@ var audiences = [...]string{
 // Audiences returns the named broadcast audiences of the v1 contract.
 func Audiences() []string { return append([]string(nil), audiences[:]...) }
 
-// ValidAudience reports whether a is one of the contract's audiences.
-func ValidAudience(a string) bool {
+// validAudience reports whether a is one of the contract's audiences.
+func validAudience(a string) bool {
 	for _, x := range audiences {
 		if x == a {
 			return true

@@ -18,8 +18,8 @@ const (
 
 var nodeIDRE = regexp.MustCompile(`^forward-[A-Za-z0-9-]+$`)
 
-// ValidNodeID reports whether id is a forward node id of the contract.
-func ValidNodeID(id string) bool {
+// validNodeID reports whether id is a forward node id of the contract.
+func validNodeID(id string) bool {
 	return len(id) >= 9 && len(id) <= 64 && nodeIDRE.MatchString(id) && !strings.HasSuffix(id, "-")
 }
 
@@ -43,7 +43,7 @@ type NodeConfig struct {
 	ID       string
 	Position Position
 	Sensor   Sensor
-	// Composer words the advisory; Template when nil.
+	// Composer words the advisory; template when nil.
 	Composer Composer
 	// Model and Adapter sign the composer (mesh_composer_signature);
 	// Model defaults to the backend's name.
@@ -66,14 +66,14 @@ type Node struct {
 // NewNode returns a node; EINVALID when its id or position is not one the
 // contract accepts.
 func NewNode(cfg NodeConfig) (*Node, error) {
-	if !ValidNodeID(cfg.ID) {
+	if !validNodeID(cfg.ID) {
 		return nil, custody.Errorf(custody.EINVALID, "node id %q must match forward-[A-Za-z0-9-]+ (9-64 characters)", cfg.ID)
 	}
 	if n := len(cfg.Position.MGRS); n < 4 || n > 32 {
 		return nil, custody.Errorf(custody.EINVALID, "node %s: MGRS position %q must be 4-32 characters", cfg.ID, cfg.Position.MGRS)
 	}
 	if cfg.Composer == nil {
-		cfg.Composer = Template{}
+		cfg.Composer = template{}
 	}
 	if cfg.Period <= 0 {
 		cfg.Period = 30 * time.Second
@@ -105,7 +105,7 @@ func (n *Node) Cycle(ctx context.Context) (Advisory, Composed, error) {
 	if n.cfg.Wire == nil {
 		return adv, comp, nil
 	}
-	err = n.cfg.Wire.Send(ctx, KindAdvisory, n.cfg.Subjects.Advisory(n.cfg.ID), raw, map[string]string{"node_id": n.cfg.ID})
+	err = n.cfg.Wire.Send(ctx, kindAdvisory, n.cfg.Subjects.Advisory(n.cfg.ID), raw, map[string]string{"node_id": n.cfg.ID})
 	return adv, comp, err
 }
 
@@ -129,11 +129,11 @@ func (n *Node) Run(ctx context.Context, report func(Advisory, error)) error {
 
 // Advise builds the advisory for one reading: the rule decides the tier,
 // the composer words it under the guard, and the text is composed shorter
-// whenever the message would pass MaxMessageBytes.
+// whenever the message would pass maxMessageBytes.
 func (n *Node) Advise(ctx context.Context, now time.Time, r SensorReading, c Conditions) (Advisory, []byte, Composed, error) {
-	a := Assess(r, c)
+	a := assess(r, c)
 	adv := Advisory{
-		SchemaVersion: AdvisoryVersion,
+		SchemaVersion: advisoryVersion,
 		NodeID:        n.cfg.ID,
 		Position:      n.cfg.Position,
 		ObservationTS: now.UTC().Format(time.RFC3339),
@@ -151,7 +151,7 @@ func (n *Node) Advise(ctx context.Context, now time.Time, r SensorReading, c Con
 	check := advisoryCheck(a, budget)
 	tmpl := firstFitting(advisoryTemplates(n.cfg.ID, n.cfg.Position, r, a), check)
 	if tmpl == "" {
-		return adv, nil, Composed{}, custody.Errorf(custody.EINVALID, "advisory of %s cannot fit %d bytes", n.cfg.ID, MaxMessageBytes)
+		return adv, nil, Composed{}, custody.Errorf(custody.EINVALID, "advisory of %s cannot fit %d bytes", n.cfg.ID, maxMessageBytes)
 	}
 	comp := n.cfg.Composer.Compose(ctx, advisoryPrompt(n.cfg.ID, a, r), tmpl, check)
 	adv.AdvisoryText = comp.Text
@@ -181,7 +181,7 @@ func textBudget(adv *Advisory) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return MaxMessageBytes - len(raw), nil
+	return maxMessageBytes - len(raw), nil
 }
 
 // advisoryCheck is the check every advisory text passes: the R4 guard

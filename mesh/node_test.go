@@ -9,7 +9,7 @@ import (
 
 // fakeBackend always answers with the same text.
 func fakeBackend(text string) Composer {
-	return ComposeFunc{Name: "fake-model", Generate: func(context.Context, string) (string, error) { return text, nil }}
+	return composeFunc{Name: "fake-model", Generate: func(context.Context, string) (string, error) { return text, nil }}
 }
 
 func TestInfoAdvisoryNeverMentionsFire(t *testing.T) {
@@ -116,17 +116,17 @@ func TestAdvisoryOverflowComposedShorter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(raw) > MaxMessageBytes {
+	if len(raw) > maxMessageBytes {
 		t.Fatalf("advisory is %d bytes", len(raw))
 	}
 	if comp.Breach == nil {
 		t.Fatalf("a %d-byte text was kept", len(long))
 	}
-	full := advisoryTemplates(n.ID(), n.cfg.Position, r, Assess(r, Conditions{RFWActive: Bool(true), WFIGSProximityKM: Float(1.5)}))[0]
+	full := advisoryTemplates(n.ID(), n.cfg.Position, r, assess(r, Conditions{RFWActive: Bool(true), WFIGSProximityKM: Float(1.5)}))[0]
 	if utf8.RuneCountInString(adv.AdvisoryText) >= utf8.RuneCountInString(full) {
 		t.Fatalf("text was not shortened: %q", adv.AdvisoryText)
 	}
-	if err := env.reg.Validate(AdvisoryRef, raw); err != nil {
+	if err := env.reg.Validate(advisoryRef, raw); err != nil {
 		t.Fatalf("shortened advisory fails its contract: %v", err)
 	}
 	if _, _, err := n.Cycle(context.Background()); err != nil {

@@ -38,10 +38,10 @@ func (r *Receiver) Listen(ctx context.Context) (Subscription, error) {
 func (r *Receiver) Receive(ctx context.Context, m Msg) (Broadcast, error) {
 	b, err := r.admit(ctx, m)
 	if err != nil {
-		return Broadcast{}, r.Wire.Refuse(ctx, KindBroadcast, "receive", m.Subject, m.Data, nil, err)
+		return Broadcast{}, r.Wire.Refuse(ctx, kindBroadcast, "receive", m.Subject, m.Data, nil, err)
 	}
 	refs := map[string]string{RefApproval: b.ApprovalRequestID}
-	if err := r.Wire.Received(ctx, KindBroadcast, m.Subject, m.Data, refs); err != nil {
+	if err := r.Wire.Received(ctx, kindBroadcast, m.Subject, m.Data, refs); err != nil {
 		return Broadcast{}, err
 	}
 	r.mu.Lock()
@@ -59,7 +59,7 @@ func (r *Receiver) Accepted() []Broadcast {
 
 func (r *Receiver) admit(ctx context.Context, m Msg) (Broadcast, error) {
 	var b Broadcast
-	if err := r.Wire.Check(KindBroadcast, m.Data); err != nil {
+	if err := r.Wire.Check(kindBroadcast, m.Data); err != nil {
 		return b, err
 	}
 	if err := json.Unmarshal(m.Data, &b); err != nil {
@@ -85,10 +85,10 @@ func (r *Receiver) approved(ctx context.Context, b Broadcast) error {
 	if a.Status != custody.ApprovalConsumed && a.Status != custody.ApprovalApproved {
 		return custody.Errorf(custody.EDENIED, "broadcast cites approval %s, which is %s", a.ID, a.Status)
 	}
-	if a.Tool != BroadcastTool || a.Operator != b.OperatorID {
+	if a.Tool != broadcastTool || a.Operator != b.OperatorID {
 		return custody.Errorf(custody.EDENIED, "broadcast does not match approval %s", a.ID)
 	}
-	var o Order
+	var o order
 	if err := json.Unmarshal(a.Arguments, &o); err != nil {
 		return custody.Errorf(custody.EDENIED, "approval %s holds no broadcast order", a.ID)
 	}

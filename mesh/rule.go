@@ -1,19 +1,19 @@
 package mesh
 
-// RuleSignature names the version of the deterministic fire-weather rule
-// implemented by Assess. It changes whenever a threshold does.
-const RuleSignature = "fwra-v1-2026-04-22"
+// ruleSignature names the version of the deterministic fire-weather rule
+// implemented by assess. It changes whenever a threshold does.
+const ruleSignature = "fwra-v1-2026-04-22"
 
 // Thresholds of rule fwra-v1-2026-04-22. A reading at a threshold meets it.
 const (
-	HotSpotMaxC      = 150.0 // °C
-	HotSpotAreaM2    = 1.0   // m²
-	ActiveFireMaxC   = 300.0 // °C
-	ActiveFireAreaM2 = 10.0  // m²
-	DryHumidityPct   = 15.0  // at or below
-	WindSpeedMS      = 11.2  // at or above
-	WindGustMS       = 15.6  // at or above
-	PerimeterKM      = 5.0   // within: at or below
+	hotSpotMaxC      = 150.0 // °C
+	hotSpotAreaM2    = 1.0   // m²
+	activeFireMaxC   = 300.0 // °C
+	activeFireAreaM2 = 10.0  // m²
+	dryHumidityPct   = 15.0  // at or below
+	windSpeedMS      = 11.2  // at or above
+	windGustMS       = 15.6  // at or above
+	perimeterKM      = 5.0   // within: at or below
 )
 
 // ruleSensors are the readings the rule uses, in the order an advisory
@@ -43,17 +43,17 @@ type Assessment struct {
 	Missing []string
 }
 
-// Assess runs rule fwra-v1-2026-04-22 on one reading. It is a pure
+// assess runs rule fwra-v1-2026-04-22 on one reading. It is a pure
 // function: the same reading and conditions give the same state.
-func Assess(r SensorReading, c Conditions) Assessment {
+func assess(r SensorReading, c Conditions) Assessment {
 	a := Assessment{
-		HotSpot:     atLeast(r.ThermalMaxC, HotSpotMaxC) && atLeast(r.ThermalAreaM2, HotSpotAreaM2),
-		ActiveFire:  atLeast(r.ThermalMaxC, ActiveFireMaxC) && atLeast(r.ThermalAreaM2, ActiveFireAreaM2),
-		FireWeather: atMost(r.HumidityPct, DryHumidityPct) && (atLeast(r.WindSpeedMS, WindSpeedMS) || atLeast(r.WindGustMS, WindGustMS)),
+		HotSpot:     atLeast(r.ThermalMaxC, hotSpotMaxC) && atLeast(r.ThermalAreaM2, hotSpotAreaM2),
+		ActiveFire:  atLeast(r.ThermalMaxC, activeFireMaxC) && atLeast(r.ThermalAreaM2, activeFireAreaM2),
+		FireWeather: atMost(r.HumidityPct, dryHumidityPct) && (atLeast(r.WindSpeedMS, windSpeedMS) || atLeast(r.WindGustMS, windGustMS)),
 		RFW:         c.RFWActive != nil && *c.RFWActive,
 		Missing:     missingSensors(r),
 	}
-	a.NearPerimeter = atMost(c.WFIGSProximityKM, PerimeterKM)
+	a.NearPerimeter = atMost(c.WFIGSProximityKM, perimeterKM)
 	a.Base = baseTier(a)
 	tier := a.Base
 	if a.NearPerimeter {
@@ -61,7 +61,7 @@ func Assess(r SensorReading, c Conditions) Assessment {
 	}
 	a.State = DetectorState{
 		Tier:             tier,
-		RuleSignature:    RuleSignature,
+		RuleSignature:    ruleSignature,
 		WFIGSProximityKM: c.WFIGSProximityKM,
 		RFWActive:        c.RFWActive,
 	}
@@ -95,16 +95,4 @@ func missingSensors(r SensorReading) []string {
 		}
 	}
 	return out
-}
-
-// Reassess recomputes the detector state an advisory should carry from its
-// own reading and conditions, and reports whether the advisory's state
-// agrees. The aggregator refuses advisories that do not.
-func Reassess(adv Advisory) (Tier, bool) {
-	ds := adv.DetectorState
-	if ds.RuleSignature != RuleSignature {
-		return "", false
-	}
-	a := Assess(adv.SensorReading, Conditions{RFWActive: ds.RFWActive, WFIGSProximityKM: ds.WFIGSProximityKM})
-	return a.State.Tier, a.State.Tier == ds.Tier
 }

@@ -49,11 +49,11 @@ func TestAssessBoundaries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := Assess(tt.r, tt.c)
+			a := assess(tt.r, tt.c)
 			if a.State.Tier != tt.want {
 				t.Fatalf("tier = %s, want %s (%+v)", a.State.Tier, tt.want, a)
 			}
-			if a.State.RuleSignature != RuleSignature {
+			if a.State.RuleSignature != ruleSignature {
 				t.Fatalf("rule signature = %q", a.State.RuleSignature)
 			}
 		})
@@ -61,7 +61,7 @@ func TestAssessBoundaries(t *testing.T) {
 }
 
 func TestAssessNamesMissingSensors(t *testing.T) {
-	a := Assess(SensorReading{ThermalMaxC: Float(20), WindGustMS: Float(4)}, Conditions{})
+	a := assess(SensorReading{ThermalMaxC: Float(20), WindGustMS: Float(4)}, Conditions{})
 	want := []string{"thermal_area_m2", "humidity_pct", "wind_speed_ms"}
 	if !slices.Equal(a.Missing, want) {
 		t.Fatalf("missing = %v, want %v", a.Missing, want)

@@ -9,17 +9,17 @@ import (
 // identification at the start of an MGRS string.
 var mgrsSquareRE = regexp.MustCompile(`^([0-9]{1,2}[C-HJ-NP-X])([A-HJ-NP-Z]{2})`)
 
-// Sector returns the 100 km MGRS square of an MGRS position, such as
+// sector returns the 100 km MGRS square of an MGRS position, such as
 // "11SKU" for "11S KU 12345 67890", or "unknown" when the string does not
 // start with one.
-func Sector(mgrs string) string {
+func sector(mgrs string) string {
 	if s, ok := asciiSector(mgrs); ok {
 		return s
 	}
 	return regexpSector(mgrs)
 }
 
-// regexpSector is Sector by its definition: spaces removed, upper-cased,
+// regexpSector is sector by its definition: spaces removed, upper-cased,
 // matched against mgrsSquareRE.
 func regexpSector(mgrs string) string {
 	s := strings.ToUpper(strings.ReplaceAll(mgrs, " ", ""))
@@ -30,7 +30,7 @@ func regexpSector(mgrs string) string {
 	return m[1] + m[2]
 }
 
-// asciiSector is Sector of an MGRS string whose first five characters
+// asciiSector is sector of an MGRS string whose first five characters
 // other than spaces are ASCII, without a regular expression. It reports
 // false, leaving the string to regexpSector, when it meets any other byte
 // among them: upper-casing a non-ASCII rune may yield an ASCII letter.

@@ -6,7 +6,7 @@ import (
 )
 
 // sectorCases are MGRS strings around the edges of the pattern, where a
-// fast Sector could part from the regular expression.
+// fast sector could part from the regular expression.
 var sectorCases = []string{
 	"", " ", "1", "11", "11S", "11SK", "11SKU", "11SKU1234567890", "11S KU 12345 67890",
 	"1SKU", "1 S K U", "  11sku", "11sKu", "111SKU", "011SKU", "0SKU", "11IKU", "11OKU",
@@ -16,11 +16,11 @@ var sectorCases = []string{
 	"１１SKU", "11ＳKU", "11SKU\x00", "\x0011SKU",
 }
 
-// TestSectorMatchesRegexp checks Sector, which reads ASCII without the
+// TestSectorMatchesRegexp checks sector, which reads ASCII without the
 // regular expression, against the regular expression that defines it.
 func TestSectorMatchesRegexp(t *testing.T) {
 	for _, s := range sectorCases {
-		if got, want := Sector(s), regexpSector(s); got != want {
+		if got, want := sector(s), regexpSector(s); got != want {
 			t.Errorf("Sector(%q) = %q, want %q", s, got, want)
 		}
 	}
@@ -31,19 +31,19 @@ func TestSectorMatchesRegexp(t *testing.T) {
 		for i := range b {
 			b[i] = alphabet[rng.IntN(len(alphabet))]
 		}
-		if got, want := Sector(string(b)), regexpSector(string(b)); got != want {
+		if got, want := sector(string(b)), regexpSector(string(b)); got != want {
 			t.Fatalf("Sector(%q) = %q, want %q", b, got, want)
 		}
 	}
 }
 
-// FuzzSector compares Sector with the regular expression on any string.
+// FuzzSector compares sector with the regular expression on any string.
 func FuzzSector(f *testing.F) {
 	for _, s := range sectorCases {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := Sector(s), regexpSector(s); got != want {
+		if got, want := sector(s), regexpSector(s); got != want {
 			t.Fatalf("Sector(%q) = %q, want %q", s, got, want)
 		}
 	})

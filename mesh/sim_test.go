@@ -32,7 +32,7 @@ func TestSimulationScenarios(t *testing.T) {
 			}
 			top := Info
 			for _, a := range sim.Timeline.Aggregations {
-				top = MaxTier(top, a.Aggregation.SeverityTier)
+				top = maxTier(top, a.Aggregation.SeverityTier)
 			}
 			if top != tt.top {
 				t.Errorf("highest severity %s, want %s", top, tt.top)

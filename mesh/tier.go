@@ -12,8 +12,8 @@ const (
 	Emergency Tier = "emergency"
 )
 
-// Tiers lists the tiers, lowest first.
-func Tiers() []Tier { return []Tier{Info, Warning, Critical, Emergency} }
+// tiers lists the tiers, lowest first.
+func tiers() []Tier { return []Tier{Info, Warning, Critical, Emergency} }
 
 // Rank orders the tiers from 0 (info) to 3 (emergency); an unknown tier
 // ranks -1.
@@ -53,8 +53,8 @@ func (t Tier) Cap(limit Tier) Tier {
 	return t
 }
 
-// MaxTier returns the higher of a and b.
-func MaxTier(a, b Tier) Tier {
+// maxTier returns the higher of a and b.
+func maxTier(a, b Tier) Tier {
 	if b.Rank() > a.Rank() {
 		return b
 	}

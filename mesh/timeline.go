@@ -87,12 +87,12 @@ func (tl *Timeline) Check() (staleCapped int, err error) {
 		agg := a.Aggregation
 		top, want, capped := Info, Info, false
 		for id, t := range a.Inputs {
-			top = MaxTier(top, t)
+			top = maxTier(top, t)
 			if slices.Contains(agg.StaleNodeIDs, id) {
 				capped = capped || t.Rank() > Warning.Rank()
 				t = t.Cap(Warning)
 			}
-			want = MaxTier(want, t)
+			want = maxTier(want, t)
 		}
 		if agg.SeverityTier.Rank() > top.Rank() {
 			return staleCapped, fmt.Errorf("aggregation %s is %s, above every input (highest %s)", agg.ApprovalRequestID, agg.SeverityTier, top)

@@ -69,9 +69,9 @@ func lastToken(subject string) string {
 	return subject[strings.LastIndexByte(subject, '.')+1:]
 }
 
-// MatchSubject reports whether subject matches pattern, with "*" matching
+// matchSubject reports whether subject matches pattern, with "*" matching
 // one token and a final ">" matching one or more.
-func MatchSubject(pattern, subject string) bool {
+func matchSubject(pattern, subject string) bool {
 	for {
 		pt, prest, pmore := strings.Cut(pattern, ".")
 		st, srest, smore := strings.Cut(subject, ".")

@@ -21,20 +21,20 @@ type Kind string
 
 // The mesh message kinds.
 const (
-	KindAdvisory    Kind = "advisory"
-	KindAggregation Kind = "aggregation"
-	KindBroadcast   Kind = "broadcast"
+	kindAdvisory    Kind = "advisory"
+	kindAggregation Kind = "aggregation"
+	kindBroadcast   Kind = "broadcast"
 )
 
 // Ref returns the contract ref of the kind's $defs schema.
 func (k Kind) Ref() string {
 	switch k {
-	case KindAdvisory:
-		return AdvisoryRef
-	case KindAggregation:
-		return AggregationRef
-	case KindBroadcast:
-		return BroadcastRef
+	case kindAdvisory:
+		return advisoryRef
+	case kindAggregation:
+		return aggregationRef
+	case kindBroadcast:
+		return broadcastRef
 	}
 	return ""
 }
@@ -93,8 +93,8 @@ func (w *Wire) Check(kind Kind, raw []byte) error {
 // checkContract is Check without hashableNumbers: the size and the
 // contract.
 func (w *Wire) checkContract(kind Kind, raw []byte) error {
-	if len(raw) > MaxMessageBytes {
-		return custody.Errorf(custody.EINVALID, "%s is %d bytes, above the %d-byte limit", kind, len(raw), MaxMessageBytes)
+	if len(raw) > maxMessageBytes {
+		return custody.Errorf(custody.EINVALID, "%s is %d bytes, above the %d-byte limit", kind, len(raw), maxMessageBytes)
 	}
 	if w.Validator == nil {
 		if err := ledger.Check(raw); err != nil {
@@ -267,7 +267,7 @@ type refusal struct {
 
 // printable returns raw as text when it is short UTF-8, else "".
 func printable(raw []byte) string {
-	if len(raw) > 2*MaxMessageBytes || !utf8.Valid(raw) {
+	if len(raw) > 2*maxMessageBytes || !utf8.Valid(raw) {
 		return ""
 	}
 	return string(raw)
@@ -344,6 +344,6 @@ func traceOf(subject string, refs map[string]string) string {
 	return "mesh-" + lastToken(subject)
 }
 
-// Trace returns the ledger trace of the chain of custody of one approval
+// trace returns the ledger trace of the chain of custody of one approval
 // request id.
-func Trace(approvalID string) string { return "mesh-" + approvalID }
+func trace(approvalID string) string { return "mesh-" + approvalID }

@@ -65,7 +65,7 @@ func TestCheckRefusesWhatTheLedgerRefuses(t *testing.T) {
 	}
 	var all []variant
 	for _, v := range numberVariants(raw) {
-		if err := env.reg.Validate(AdvisoryRef, v.raw); err != nil {
+		if err := env.reg.Validate(advisoryRef, v.raw); err != nil {
 			t.Fatalf("%s: the contract refuses it, so it tests nothing: %v", v.name, err)
 		}
 		if got := ledger.Check(v.raw) == nil; got != v.ok {
@@ -89,7 +89,7 @@ func TestCheckRefusesWhatTheLedgerRefuses(t *testing.T) {
 	}
 	for _, v := range all {
 		t.Run(v.name, func(t *testing.T) {
-			err := w.Check(KindAdvisory, v.raw)
+			err := w.Check(kindAdvisory, v.raw)
 			if lerr := ledger.Check(v.raw); lerr != nil && err == nil {
 				t.Fatalf("Check accepts what the ledger refuses (%v)", lerr)
 			}
@@ -141,7 +141,7 @@ func TestReceivedRefusesWhatTheLedgerRefuses(t *testing.T) {
 	w := env.wire("aggregator")
 	_, raw := env.advisoryOf(t, "forward-ridge-1", "11SKU1234567890", clearReading(), Conditions{})
 	big := numberVariants(raw)[0]
-	err := w.Received(context.Background(), KindAdvisory, "mesh.advisory.forward-ridge-1", big.raw, map[string]string{"node_id": "forward-ridge-1"})
+	err := w.Received(context.Background(), kindAdvisory, "mesh.advisory.forward-ridge-1", big.raw, map[string]string{"node_id": "forward-ridge-1"})
 	if k := custody.ErrorKind(err); k != custody.EINVALID {
 		t.Fatalf("kind = %q (%v), want invalid", k, err)
 	}

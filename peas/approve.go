@@ -10,16 +10,16 @@ import (
 	"github.com/custody-dev/custody/approval"
 )
 
-// ApprovalInput is request_approval's input.
-type ApprovalInput struct {
+// approvalInput is request_approval's input.
+type approvalInput struct {
 	BriefID          string `json:"brief_id"`
 	TargetOperatorID string `json:"target_operator_id"`
 	PreferredChannel string `json:"preferred_channel,omitempty"`
 	ExpiresInS       int    `json:"expires_in_s,omitempty"`
 }
 
-// ApprovalOutput is request_approval's output.
-type ApprovalOutput struct {
+// approvalOutput is request_approval's output.
+type approvalOutput struct {
 	ApprovalRequestID string `json:"approval_request_id"`
 	DispatchedAt      string `json:"dispatched_at"`
 	ExpiresAt         string `json:"expires_at"`
@@ -62,7 +62,7 @@ type approvalContext struct {
 // through the approval service for the brief's recommended sign update. It
 // posts nothing public.
 func (s *System) requestApproval(ctx context.Context, call custody.Call) (json.RawMessage, error) {
-	var in ApprovalInput
+	var in approvalInput
 	if err := decodeArgs(call, &in); err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (s *System) requestApproval(ctx context.Context, call custody.Call) (json.R
 	if err := s.putDoc(ctx, NSRequests, a.ID, req); err != nil {
 		return nil, err
 	}
-	return output(ApprovalOutput{
+	return output(approvalOutput{
 		ApprovalRequestID: a.ID, DispatchedAt: custody.FormatTime(a.CreatedAt), ExpiresAt: custody.FormatTime(a.ExpiresAt),
 		ChannelUsed: a.Channel,
 		Reasoning: fmt.Sprintf("Paged target_operator_id=%s on preferred_channel=%s to approve the recommended_action of brief_id=%s (urgency %s); nothing is posted until the operator approves; expires_in_s=%d.",
@@ -95,7 +95,7 @@ func (s *System) requestApproval(ctx context.Context, call custody.Call) (json.R
 }
 
 // page creates the approval of the brief's sign update.
-func (s *System) page(ctx context.Context, call custody.Call, in ApprovalInput, b Brief) (custody.Approval, error) {
+func (s *System) page(ctx context.Context, call custody.Call, in approvalInput, b Brief) (custody.Approval, error) {
 	args, err := json.Marshal(VMSAction{BillboardID: b.Billboard, Message: b.Message, DurationS: b.DurationS})
 	if err != nil {
 		return custody.Approval{}, fmt.Errorf("encode sign update: %w", err)

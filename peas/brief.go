@@ -21,9 +21,9 @@ type Comparison struct {
 	SourceURL string `json:"source_url,omitempty"`
 }
 
-// Galesburg returns the comparison every brief of severity warn or above
-// cites: the 2015 whiteout pile-up on I-94 near Galesburg, Michigan.
-func Galesburg() Comparison {
+// galesburg returns the comparison every brief of severity warn or above
+// cites: the 2015 whiteout pile-up on I-94 near galesburg, Michigan.
+func galesburg() Comparison {
 	return Comparison{
 		Label:   "I-94 Galesburg 2015-01-09 whiteout pile-up (~193 vehicles, 1 fatality)",
 		Summary: "On 2015-01-09 a whiteout in heavy snow on I-94 near Galesburg, Michigan, ended in a chain-reaction pile-up of about 193 vehicles with 1 fatality.",
@@ -33,8 +33,8 @@ func Galesburg() Comparison {
 // galesburgKey is the phrase a brief must hold to cite Galesburg.
 const galesburgKey = "Galesburg"
 
-// BriefInput is compose_ops_brief's input.
-type BriefInput struct {
+// briefInput is compose_ops_brief's input.
+type briefInput struct {
 	Signature   json.RawMessage `json:"signature"`
 	Comparisons []Comparison    `json:"historical_comparisons,omitempty"`
 }
@@ -66,8 +66,8 @@ type Brief struct {
 	Comparison []string  `json:"comparisons,omitempty"`
 }
 
-// Urgency maps a severity to the brief's urgency.
-func Urgency(severity string) string {
+// urgency maps a severity to the brief's urgency.
+func urgency(severity string) string {
 	switch severity {
 	case Critical:
 		return "critical"
@@ -77,9 +77,9 @@ func Urgency(severity string) string {
 	return "low"
 }
 
-// SignMessage returns the sign message and duration the chain recommends
+// signMessage returns the sign message and duration the chain recommends
 // for a signature: deterministic, within the sign's rules.
-func SignMessage(sig Signature) (string, int) {
+func signMessage(sig Signature) (string, int) {
 	has := func(word string) bool {
 		for _, f := range sig.ContributingFactors {
 			if strings.Contains(f, word) {
@@ -103,7 +103,7 @@ func SignMessage(sig Signature) (string, int) {
 
 // composeBrief is the compose_ops_brief handler.
 func (s *System) composeBrief(ctx context.Context, call custody.Call) (json.RawMessage, error) {
-	var in BriefInput
+	var in briefInput
 	if err := decodeArgs(call, &in); err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (s *System) brief(ctx context.Context, trace string, sig Signature, sigRaw 
 	if billboard == "" {
 		billboard = "VMS:" + sig.LocationID
 	}
-	msg, dur := SignMessage(sig)
+	msg, dur := signMessage(sig)
 	cmps := s.comparisons(sig.Severity, given)
 	action := fmt.Sprintf("Post %q on sign %s for %d minutes.", msg, billboard, dur/60)
 	tmpl := templateBrief(sig, cmps, action)
@@ -167,7 +167,7 @@ func (s *System) brief(ctx context.Context, trace string, sig Signature, sigRaw 
 	b := Brief{
 		BriefOutput: BriefOutput{
 			BriefID: s.d.NewID(), Text: composed.Text, RecommendedAction: action,
-			Urgency: Urgency(sig.Severity), CitationIncluded: len(cmps) > 0,
+			Urgency: urgency(sig.Severity), CitationIncluded: len(cmps) > 0,
 			TraceID: traceID, SpanID: spanID,
 		},
 		Signature: sig, Trace: trace, Billboard: billboard, Message: msg, DurationS: dur, Backend: composed.Backend,
@@ -189,7 +189,7 @@ func (s *System) comparisons(severity string, given []Comparison) []Comparison {
 	if severity == Watch {
 		return nil
 	}
-	out := []Comparison{Galesburg()}
+	out := []Comparison{galesburg()}
 	for _, c := range append(append([]Comparison(nil), s.d.Comparisons...), given...) {
 		if !strings.Contains(c.Label, galesburgKey) && len(out) < 4 {
 			out = append(out, c)
@@ -247,7 +247,7 @@ func citeHint(cites []string) string {
 
 func briefReasoning(sig Signature, c llm.Composed, cited int) string {
 	r := fmt.Sprintf("Brief for signature %s: severity=%s maps to urgency %s; confidence=%.3f and contributing_factors are restated from the signature; %d historical comparison(s) cited; text by %s",
-		sig.SignatureID, sig.Severity, Urgency(sig.Severity), sig.Confidence, cited, c.Backend)
+		sig.SignatureID, sig.Severity, urgency(sig.Severity), sig.Confidence, cited, c.Backend)
 	if c.Breach != nil {
 		r += " after the model's text failed the brief guard"
 	}

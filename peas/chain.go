@@ -56,7 +56,7 @@ func (s *System) Start(ctx context.Context, gw agent.Gateway, locationID string,
 	if !ok {
 		return nil, custody.Errorf(custody.ENOTFOUND, "no corridor %q", locationID)
 	}
-	task := Task{LocationID: c.LocationID, SensorWindowS: 300, Readings: readings, TargetOperatorID: s.d.Operator,
+	task := task{LocationID: c.LocationID, SensorWindowS: 300, Readings: readings, TargetOperatorID: s.d.Operator,
 		PreferredChannel: "pwa", ExpiresInS: 300, VehicleIDs: c.Vehicles}
 	ch := &Chain{LocationID: c.LocationID}
 	ch.Transcript.Messages = []llm.Message{
@@ -73,7 +73,7 @@ const systemPrompt = "You orchestrate a highway pile-up early alert chain throug
 	"Never classify sensor data yourself: detect_pileup_signature does. Never skip a step and never invent ids: " +
 	"every id you pass must come from an earlier tool result or from the operator's message."
 
-func taskMessage(c Corridor, t Task) string {
+func taskMessage(c Corridor, t task) string {
 	raw, _ := json.Marshal(t)
 	return fmt.Sprintf("Corridor %s (%s) reports a new sensor window.\n"+
 		"Call detect_pileup_signature with location_id, sensor_window_s and sensor_readings from the task. "+

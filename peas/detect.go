@@ -8,12 +8,12 @@ import (
 
 // Thresholds of the deterministic detector, as the contract states them.
 const (
-	CrashThreshold      = 0.5 // crash reports per minute; the factor holds above it
-	VisibilityThreshold = 500 // feet; the factor holds below it
-	FreezeThreshold     = 34  // °F; the factor holds at or below it with frozen precipitation
-	WindThreshold       = 30  // mph; blowing snow holds at or above it with snow
-	ReactionTimeS       = 2.5 // AASHTO perception-reaction time, seconds
-	DecelerationFtS2    = 11.2
+	crashThreshold      = 0.5 // crash reports per minute; the factor holds above it
+	visibilityThreshold = 500 // feet; the factor holds below it
+	freezeThreshold     = 34  // °F; the factor holds at or below it with frozen precipitation
+	windThreshold       = 30  // mph; blowing snow holds at or above it with snow
+	reactionTimeS       = 2.5 // AASHTO perception-reaction time, seconds
+	decelerationFtS2    = 11.2
 )
 
 // Severities of a signature, in increasing order of danger.
@@ -54,7 +54,7 @@ type Detection struct {
 // StoppingSightDistance returns the AASHTO stopping sight distance in feet
 // at speed mph: 1.47·V·t + 1.075·V²/a with t = 2.5 s and a = 11.2 ft/s².
 func StoppingSightDistance(mph float64) float64 {
-	return 1.47*mph*ReactionTimeS + 1.075*mph*mph/DecelerationFtS2
+	return 1.47*mph*reactionTimeS + 1.075*mph*mph/decelerationFtS2
 }
 
 func frozen(precip string) bool {
@@ -72,20 +72,20 @@ func (r Readings) wind() float64 {
 // readings always give the same detection.
 func Detect(r Readings) Detection {
 	d := Detection{SSDFt: StoppingSightDistance(r.TrafficSpeedMPH)}
-	crash := r.CrashDensityPerMin > CrashThreshold
+	crash := r.CrashDensityPerMin > crashThreshold
 	if crash {
 		d.add("crash", "crash density %s/min > 0.5/min", num(r.CrashDensityPerMin))
 	}
-	if r.VisibilityFt < VisibilityThreshold {
+	if r.VisibilityFt < visibilityThreshold {
 		d.add("visibility", "visibility %d ft < 500 ft", r.VisibilityFt)
 	}
-	if r.AmbientTempF <= FreezeThreshold && frozen(r.PrecipitationType) {
+	if r.AmbientTempF <= freezeThreshold && frozen(r.PrecipitationType) {
 		d.add("freeze", "near-freezing %s F <= 34 F with %s", num(r.AmbientTempF), strings.ReplaceAll(r.PrecipitationType, "_", " "))
 	}
 	if float64(r.VisibilityFt) < d.SSDFt {
 		d.add("sight_distance", "visibility %d ft < stopping distance %.0f ft at %s mph", r.VisibilityFt, d.SSDFt, num(r.TrafficSpeedMPH))
 	}
-	if r.wind() >= WindThreshold && r.PrecipitationType == "snow" {
+	if r.wind() >= windThreshold && r.PrecipitationType == "snow" {
 		d.add("blowing_snow", "blowing snow: wind %s mph >= 30 mph", num(r.wind()))
 	}
 	d.Severity = severity(crash, len(d.Factors))
@@ -120,11 +120,11 @@ func dangerScore(r Readings) float64 {
 	vis := math.Max(float64(r.VisibilityFt), 0)
 	ssd := StoppingSightDistance(r.TrafficSpeedMPH)
 	terms := []float64{
-		r.CrashDensityPerMin / (r.CrashDensityPerMin + CrashThreshold),
-		VisibilityThreshold / (vis + VisibilityThreshold),
+		r.CrashDensityPerMin / (r.CrashDensityPerMin + crashThreshold),
+		visibilityThreshold / (vis + visibilityThreshold),
 		math.Min(math.Max((60-r.AmbientTempF)/120, 0), 1),
 		ssd / (ssd + vis + 1),
-		r.wind() / (r.wind() + WindThreshold),
+		r.wind() / (r.wind() + windThreshold),
 	}
 	var sum float64
 	for _, t := range terms {

@@ -14,8 +14,8 @@ const (
 	VoiceUrgent = "urgent"
 )
 
-// NotifyInput is notify_driver's input.
-type NotifyInput struct {
+// notifyInput is notify_driver's input.
+type notifyInput struct {
 	VehicleID     string `json:"vehicle_id"`
 	VMSUpdateID   string `json:"vms_update_id"`
 	WarningText   string `json:"warning_text"`
@@ -52,14 +52,14 @@ type voiceChoice struct {
 // notifyDriver is the notify_driver handler: it delivers a warning that
 // piggybacks on a sign update of the same chain.
 func (s *System) notifyDriver(ctx context.Context, call custody.Call) (json.RawMessage, error) {
-	var in NotifyInput
+	var in notifyInput
 	if err := decodeArgs(call, &in); err != nil {
 		return nil, err
 	}
 	if in.TTSVoiceStyle == "" {
 		in.TTSVoiceStyle = VoiceCalm
 	}
-	var u Update
+	var u update
 	if err := s.getDoc(ctx, NSUpdates, in.VMSUpdateID, "sign update", &u); err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (s *System) notifyDriver(ctx context.Context, call custody.Call) (json.RawM
 
 // checkVoice refuses the urgent voice unless the signature was critical and
 // the operator chose it for this chain.
-func (s *System) checkVoice(ctx context.Context, voice string, u Update) error {
+func (s *System) checkVoice(ctx context.Context, voice string, u update) error {
 	if voice != VoiceUrgent {
 		return nil
 	}

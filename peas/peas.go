@@ -39,13 +39,13 @@ const (
 	ToolNotify  = "notify_driver"
 )
 
-// ContractID is the $id of the seed contract that holds the tool schemas.
-const ContractID = "https://peas.local/schemas/v0/tools.json"
+// contractID is the $id of the seed contract that holds the tool schemas.
+const contractID = "https://peas.local/schemas/v0/tools.json"
 
 // Ref returns the schema ref of tool i's input or output ("input",
 // "output"), in the order the contract lists the tools.
 func Ref(i int, io string) string {
-	return ContractID + "#/tools/" + strconv.Itoa(i) + "/" + io
+	return contractID + "#/tools/" + strconv.Itoa(i) + "/" + io
 }
 
 // State namespaces the system keeps in the StateStore. The ledger is the

@@ -29,8 +29,8 @@ const (
 	voicePrefix = "VOICE "
 )
 
-// Task is what the orchestrator asks of one chain run.
-type Task struct {
+// task is what the orchestrator asks of one chain run.
+type task struct {
 	LocationID       string          `json:"location_id"`
 	SensorWindowS    int             `json:"sensor_window_s"`
 	Readings         json.RawMessage `json:"sensor_readings"`
@@ -42,7 +42,7 @@ type Task struct {
 
 // plan is what the planner learned from a transcript.
 type plan struct {
-	task      Task
+	task      task
 	results   map[string][]json.RawMessage // successful outputs by tool
 	lastError string                       // the refusal of the last tool message
 	args      json.RawMessage              // the approved issue_vms_update arguments

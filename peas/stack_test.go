@@ -50,7 +50,7 @@ func newStack(t *testing.T, router llm.Router, opts ...func(*peas.Deps)) *stack 
 	}
 	sys := peas.New(deps)
 	gw, err := gate.New(gate.Config{Registry: reg, Ledger: db, Approvals: svc, State: db, Now: clk.Now},
-		gate.Envelope{ID: "peas", Tools: sys.Tools()})
+		"peas", sys.Tools())
 	if err != nil {
 		t.Fatal(err)
 	}

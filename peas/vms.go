@@ -45,8 +45,8 @@ type Sign struct {
 	ApprovalRequestID string `json:"approval_request_id,omitempty"`
 }
 
-// Update is what the system keeps of a posted sign update.
-type Update struct {
+// update is what the system keeps of a posted sign update.
+type update struct {
 	VMSOutput
 	ApprovalRequestID string `json:"approval_request_id"`
 	BillboardID       string `json:"billboard_id"`
@@ -86,7 +86,7 @@ func (s *System) issueVMS(ctx context.Context, call custody.Call) (json.RawMessa
 	if err := s.putDoc(ctx, NSSigns, in.BillboardID, sign); err != nil {
 		return nil, err
 	}
-	u := Update{VMSOutput: out, ApprovalRequestID: in.ApprovalRequestID, BillboardID: in.BillboardID,
+	u := update{VMSOutput: out, ApprovalRequestID: in.ApprovalRequestID, BillboardID: in.BillboardID,
 		Trace: call.Trace, Severity: req.Severity, LocationID: req.LocationID}
 	if err := s.putDoc(ctx, NSUpdates, out.VMSUpdateID, u); err != nil {
 		return nil, err

@@ -70,9 +70,8 @@ func newEnvWith(t *testing.T, configure func(*web.Config), apps ...web.App) *env
 	if err != nil {
 		t.Fatalf("approvals: %v", err)
 	}
-	envelope := example.Envelope(db, e.clock.Now)
-	envelope.Tools = append(envelope.Tools, gatetest.Tools(&e.runs)...)
-	e.gw, err = gate.New(gate.Config{Registry: reg, Ledger: e.ledger, Approvals: e.approvals, State: db, Now: e.clock.Now, Logger: slog.New(slog.DiscardHandler)}, envelope)
+	tools := append(example.Tools(db, e.clock.Now), gatetest.Tools(&e.runs)...)
+	e.gw, err = gate.New(gate.Config{Registry: reg, Ledger: e.ledger, Approvals: e.approvals, State: db, Now: e.clock.Now, Logger: slog.New(slog.DiscardHandler)}, example.EnvelopeID, tools)
 	if err != nil {
 		t.Fatalf("gateway: %v", err)
 	}

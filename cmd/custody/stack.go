@@ -110,20 +110,19 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 	if s.approvals, err = approval.New(approval.Config{Store: s.db, Ledger: s.db, Notifiers: notifiers}); err != nil {
 		return nil, err
 	}
-	env := example.Envelope(s.db, nil)
-	env.Tools = append(env.Tools, sc.tools...)
+	tools := append(example.Tools(s.db, nil), sc.tools...)
 	gcfg := gate.Config{Registry: s.reg, Ledger: s.db, Approvals: s.approvals, State: s.db, Logger: m.warnLogger()}
 	if s.up != nil {
 		ups, err := s.up.Tools(ctx, upstream.NewPins(s.db, s.db, s.approvals))
 		if err != nil {
 			return nil, &custody.Error{Kind: custody.EUNAVAILABLE, Message: err.Error(), Err: err}
 		}
-		env.Tools = append(env.Tools, ups...)
+		tools = append(tools, ups...)
 	}
 	if sc.file != nil {
 		gcfg.Allowed = sc.file.Allowed()
 	}
-	if s.gw, err = gate.New(gcfg, env); err != nil {
+	if s.gw, err = gate.New(gcfg, example.EnvelopeID, tools); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -119,7 +119,7 @@ func newStack(t *testing.T, tr peas.Tracer) *stack {
 	sys := peas.New(peas.Deps{Approvals: svc, State: db, Ledger: db, Schemas: reg, Tracer: tr, Now: now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	gw, err := gate.New(gate.Config{Registry: reg, Ledger: db, Approvals: svc, State: db, Now: now},
-		gate.Envelope{ID: "peas", Tools: sys.Tools()})
+		"peas", sys.Tools())
 	if err != nil {
 		t.Fatal(err)
 	}
