@@ -54,7 +54,7 @@ func newHarness(t testing.TB, notifiers ...approval.Notifier) *harness {
 // newHarnessIn is newHarness with its store in dir.
 func newHarnessIn(t testing.TB, dir string, notifiers ...approval.Notifier) *harness {
 	t.Helper()
-	db, err := sqlite.Open(dir, sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), dir, sqlite.Options{})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

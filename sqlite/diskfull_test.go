@@ -16,7 +16,7 @@ import (
 func TestAppendOnFullDisk(t *testing.T) {
 	dir := smallfs.Mount(t, 3<<20)
 	ctx := context.Background()
-	db, err := Open(dir, Options{})
+	db, err := Open(context.Background(), dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestOpenOnFullDisk(t *testing.T) {
 	opts := Options{}
 	dir, reserve := keptOnSmallDisk(t, opts)
 	rest := smallfs.Fill(t, dir, 0)
-	if db, err := Open(dir, opts); err == nil {
+	if db, err := Open(context.Background(), dir, opts); err == nil {
 		db.Close()
 		t.Fatal("the store opened on a full disk")
 	} else if !strings.Contains(err.Error(), "bytes free)") {

@@ -38,14 +38,6 @@ import (
 // answered unavailable, and every later write is refused until the store
 // is opened again, when recovery settles what the log holds.
 
-// Settings of the write connection's synchronous pragma: NORMAL where a
-// syncer syncs the log (the store, the pipelined raw baseline), FULL where
-// SQLite syncs it at every commit (the default raw baseline).
-const (
-	syncNormal = "NORMAL"
-	syncFull   = "FULL"
-)
-
 // synced is a committed batch waiting for its fsync.
 type synced struct {
 	b    *batch
