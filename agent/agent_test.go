@@ -26,7 +26,7 @@ type core struct {
 
 func newCore(t *testing.T) core {
 	t.Helper()
-	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, ns ...approval.Notifier) *fixture {
 	t.Helper()
-	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -452,7 +452,7 @@ func TestRunSweeps(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

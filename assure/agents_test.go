@@ -5,10 +5,11 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
-	"github.com/custody-dev/custody/internal/tempstore"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/custody-dev/custody/internal/tempstore"
 
 	"github.com/custody-dev/custody/llm"
 )
@@ -199,8 +200,8 @@ func TestCrossSessionAccessIsRefused(t *testing.T) {
 }
 
 // openTestStore opens a run's store on SQLite in a temporary directory.
-func openTestStore(context.Context) (Store, ed25519.PrivateKey, func() error, error) {
-	db, priv, release, err := tempstore.Open(nil)
+func openTestStore(ctx context.Context) (Store, ed25519.PrivateKey, func() error, error) {
+	db, priv, release, err := tempstore.Open(ctx, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}

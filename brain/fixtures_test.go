@@ -50,7 +50,7 @@ func registry(t testing.TB) *contract.Registry {
 
 func newLedger(t testing.TB) *sqlite.DB {
 	t.Helper()
-	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatalf("open ledger: %v", err)
 	}

@@ -22,7 +22,7 @@ func setup(t *testing.T) (*gate.Gateway, *approval.Service, *sqlite.DB) {
 	if err != nil {
 		t.Fatalf("load the example contract: %v", err)
 	}
-	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func newHarnessWith(t testing.TB, opts harnessOptions) *harness {
 	if opts.stoppedStore {
 		sopts.Now = clk.Now
 	}
-	db, err := sqlite.Open(opts.dir, sopts)
+	db, err := sqlite.Open(context.Background(), opts.dir, sopts)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

@@ -71,7 +71,7 @@ type stack struct {
 }
 
 func openStack(dir string) (*stack, error) {
-	db, err := sqlite.Open(dir, sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), dir, sqlite.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func TestStdio(t *testing.T) {
 type dirLedger string
 
 func (dir dirLedger) Entries(ctx context.Context, q custody.Query) ([]custody.Entry, error) {
-	db, err := sqlite.Open(string(dir), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), string(dir), sqlite.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -37,7 +38,7 @@ type refusalEnv struct {
 func newRefusalEnv(t *testing.T) *refusalEnv {
 	t.Helper()
 	e := &refusalEnv{clock: testclock.New(time.Now().UTC())}
-	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

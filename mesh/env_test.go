@@ -35,7 +35,7 @@ func newEnv(t testing.TB) *testEnv {
 		t.Fatalf("load contracts: %v", err)
 	}
 	clock := newClock()
-	db, err := sqlite.Open(t.TempDir(), sqlite.Options{Now: clock.Now})
+	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

@@ -31,7 +31,7 @@ type stack struct {
 func newStack(t *testing.T, router llm.Router, opts ...func(*peas.Deps)) *stack {
 	t.Helper()
 	clk := testclock.New(time.Date(2026, 1, 9, 14, 0, 0, 0, time.UTC))
-	db, err := sqlite.Open(t.TempDir(), sqlite.Options{Now: clk.Now})
+	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

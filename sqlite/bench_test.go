@@ -1,4 +1,4 @@
-package sqlite
+package sqlite_test
 
 import (
 	"context"
@@ -7,10 +7,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/custody-dev/custody/internal/bench"
+	"github.com/custody-dev/custody/internal/bench/rawsqlite"
+	"github.com/custody-dev/custody/sqlite"
 )
 
 // BenchmarkAppend measures durable appends from 1, 8 and 64 concurrent
-// writers. Right after each measurement it runs RawGroupCommitBaseline
+// writers. Right after each measurement it runs rawsqlite.Baseline
 // with as many writers for as long, so that both see the same machine,
 // and reports appends/s, baseline_inserts/s, their ratio and how many
 // appends shared a commit on average.
@@ -20,7 +24,7 @@ func BenchmarkAppend(b *testing.B) {
 			elapsed, batches := benchAppend(b, writers)
 			rate := float64(b.N) / elapsed.Seconds()
 			d := min(max(elapsed, 200*time.Millisecond), 5*time.Second)
-			baseline, err := RawGroupCommitBaseline(context.Background(), b.TempDir(), writers, d)
+			baseline, err := rawsqlite.Baseline(context.Background(), b.TempDir(), writers, d)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -35,7 +39,11 @@ func BenchmarkAppend(b *testing.B) {
 // benchAppend spreads b.N appends over writers goroutines and returns how
 // long they took and in how many commits.
 func benchAppend(b *testing.B, writers int) (time.Duration, int64) {
-	db := openTest(b, Options{})
+	db, err := sqlite.Open(context.Background(), b.TempDir(), sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
@@ -47,7 +55,7 @@ func benchAppend(b *testing.B, writers int) (time.Duration, int64) {
 				if i > int64(b.N) {
 					return
 				}
-				if _, err := db.Append(context.Background(), SampleEntry(w, int(i))); err != nil {
+				if _, err := db.Append(context.Background(), bench.SampleEntry(w, int(i))); err != nil {
 					b.Error(err)
 					return
 				}

@@ -160,7 +160,7 @@ func TestSigningKey(t *testing.T) {
 	if err := os.Chmod(keyFile, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir, Options{}); err == nil {
+	if _, err := Open(context.Background(), dir, Options{}); err == nil {
 		t.Fatal("Open accepted a signing key readable by others")
 	}
 }

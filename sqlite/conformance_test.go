@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"testing"
 
 	"github.com/custody-dev/custody"
@@ -9,7 +10,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) custody.Store {
-		db, err := Open(t.TempDir(), Options{})
+		db, err := Open(context.Background(), t.TempDir(), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

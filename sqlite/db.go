@@ -42,7 +42,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	msqlite "modernc.org/sqlite" // also registers the "sqlite" driver
 
 	"github.com/custody-dev/custody"
 )
@@ -156,16 +156,18 @@ var (
 // custody is refused, and so is a store that is not the one this data
 // directory kept, went backwards, fails its check since the last
 // checkpoint, or whose ledger has entries but whose signing key is
-// missing: each error says what differs (see identity.go).
-func Open(dir string, opts Options) (*DB, error) {
+// missing: each error says what differs (see identity.go). ctx bounds
+// the opening (migrations, the check of the tail, its acceptance), not
+// the store's life.
+func Open(ctx context.Context, dir string, opts Options) (*DB, error) {
 	opts = opts.withDefaults()
-	db, err := openStore(dir, opts, false)
+	db, err := openStore(ctx, dir, opts, false)
 	if err != nil {
 		return nil, err
 	}
 	db.start()
 	if opts.AcceptTail {
-		if err := db.acceptTail(context.Background()); err != nil {
+		if err := db.acceptTail(ctx); err != nil {
 			db.Close()
 			return nil, err
 		}
@@ -175,7 +177,7 @@ func Open(dir string, opts Options) (*DB, error) {
 
 // openStore opens the store and checks it, starting nothing. A store
 // opened for a key rotation may have no signing key.
-func openStore(dir string, opts Options, rotating bool) (*DB, error) {
+func openStore(ctx context.Context, dir string, opts Options, rotating bool) (*DB, error) {
 	if err := prepareDir(dir); err != nil {
 		return nil, err
 	}
@@ -191,10 +193,10 @@ func openStore(dir string, opts Options, rotating bool) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{dir: dir, opts: opts, priv: priv, reqs: make(chan *request, queueSize), stopped: make(chan struct{})}
-	if err := db.open(); err != nil {
+	if err := db.open(ctx); err != nil {
 		return nil, withFreeSpace(err, dir)
 	}
-	if err := db.establish(dirID, rotating); err != nil {
+	if err := db.establish(ctx, dirID, rotating); err != nil {
 		db.abort()
 		return nil, err
 	}
@@ -213,10 +215,10 @@ func (db *DB) abort() {
 }
 
 // open opens the connection pools, migrates, and starts nothing yet.
-func (db *DB) open() error {
-	ctx := context.Background()
+func (db *DB) open(ctx context.Context) error {
+	commitWithFdatasync()
 	path := filepath.Join(db.dir, DatabaseFile)
-	wdb, err := openWriteDB(ctx, path, db.opts.Now(), syncNormal)
+	wdb, err := openWriteDB(ctx, path, db.opts.Now())
 	if err != nil {
 		return err
 	}
@@ -241,6 +243,18 @@ func (db *DB) open() error {
 	return nil
 }
 
+// commitWithFdatasync makes SQLite commit with fdatasync, as SQLite's own
+// Linux builds do: it syncs the data and the size that reading it back
+// needs, without a journal write for timestamps. The switch belongs to
+// the driver and is process-wide; it is atomic and idempotent, so every
+// open sets it again rather than this package keeping state to do it
+// once. Where the platform lacks fdatasync the driver says so and fsync
+// stays.
+func commitWithFdatasync() {
+	// The error says only that the platform lacks it: fsync stays.
+	_, _ = msqlite.Fdatasync(true)
+}
+
 // dsn returns the data source name of the database at path with the
 // settings every connection shares.
 func dsn(path string, extra url.Values) string {
@@ -257,9 +271,10 @@ func dsn(path string, extra url.Values) string {
 
 // openWriteDB opens the single write connection and brings the schema up to
 // date. Transactions on it begin IMMEDIATE: they take the write lock at once,
-// so another process never makes them fail half-way.
-func openWriteDB(ctx context.Context, path string, now time.Time, sync string) (*sql.DB, error) {
-	wdb, err := sql.Open("sqlite", dsn(path, url.Values{"_txlock": {"immediate"}, "_synchronous": {sync}}))
+// so another process never makes them fail half-way. It commits with
+// synchronous=NORMAL: the syncer syncs the log (see sync.go).
+func openWriteDB(ctx context.Context, path string, now time.Time) (*sql.DB, error) {
+	wdb, err := sql.Open("sqlite", dsn(path, url.Values{"_txlock": {"immediate"}, "_synchronous": {"NORMAL"}}))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

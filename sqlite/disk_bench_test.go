@@ -7,17 +7,19 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/custody-dev/custody/internal/bench"
 )
 
 // BenchmarkDiskPerEntry appends b.N entries shaped like governed calls
-// (SampleEntry) from 64 writers, closes the store, which checkpoints the
+// (bench.SampleEntry) from 64 writers, closes the store, which checkpoints the
 // write-ahead log into the database file, and reports the file's size and
 // the entries table's own pages per entry. Run it with a fixed count:
 //
 //	go test ./sqlite -run '^$' -bench DiskPerEntry -benchtime 100000x
 func BenchmarkDiskPerEntry(b *testing.B) {
 	dir := b.TempDir()
-	db, err := Open(dir, Options{})
+	db, err := Open(context.Background(), dir, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -26,7 +28,7 @@ func BenchmarkDiskPerEntry(b *testing.B) {
 	for w := range 64 {
 		wg.Go(func() {
 			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
-				if _, err := db.Append(context.Background(), SampleEntry(w, int(i))); err != nil {
+				if _, err := db.Append(context.Background(), bench.SampleEntry(w, int(i))); err != nil {
 					b.Error(err)
 					return
 				}

@@ -18,7 +18,7 @@ import (
 func TestAppendOnFullDisk(t *testing.T) {
 	dir := smallfs.Mount(t, 3<<20)
 	ctx := context.Background()
-	db, err := Open(dir, smallDiskOptions())
+	db, err := Open(context.Background(), dir, smallDiskOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestOpenOnFullDisk(t *testing.T) {
 	opts := smallDiskOptions()
 	dir, reserve := keptOnSmallDisk(t, opts)
 	rest := smallfs.Fill(t, dir, 0)
-	if db, err := Open(dir, opts); err == nil {
+	if db, err := Open(context.Background(), dir, opts); err == nil {
 		db.Close()
 		t.Fatal("the store opened on a full disk")
 	} else if !strings.Contains(err.Error(), "bytes free)") {

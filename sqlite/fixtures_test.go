@@ -22,7 +22,7 @@ func openTest(t testing.TB, opts Options) *DB {
 
 func openDir(t testing.TB, dir string, opts Options) *DB {
 	t.Helper()
-	db, err := Open(dir, opts)
+	db, err := Open(context.Background(), dir, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

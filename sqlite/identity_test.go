@@ -20,7 +20,7 @@ import (
 // signs a checkpoint over them.
 func fill(t *testing.T, dir string, n int) {
 	t.Helper()
-	db, err := Open(dir, Options{CheckpointEvery: 4, CheckpointInterval: time.Hour})
+	db, err := Open(context.Background(), dir, Options{CheckpointEvery: 4, CheckpointInterval: time.Hour})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -36,7 +36,7 @@ func fill(t *testing.T, dir string, n int) {
 // every one of says.
 func wantRefused(t *testing.T, dir string, opts Options, says ...string) {
 	t.Helper()
-	db, err := Open(dir, opts)
+	db, err := Open(context.Background(), dir, opts)
 	if err == nil {
 		db.Close()
 		t.Fatalf("Open succeeded; want a refusal saying %q", says)
@@ -222,7 +222,7 @@ func TestOpenRefusesForgedTail(t *testing.T) {
 func TestCrashedTailIsVouchedFor(t *testing.T) {
 	dir := t.TempDir()
 	fill(t, dir, 4)
-	db, err := Open(dir, Options{CheckpointEvery: 100, CheckpointInterval: time.Hour})
+	db, err := Open(context.Background(), dir, Options{CheckpointEvery: 100, CheckpointInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestOpenChecksTheTail(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			fill(t, dir, 4)
-			db, err := Open(dir, Options{CheckpointEvery: 100, CheckpointInterval: time.Hour})
+			db, err := Open(context.Background(), dir, Options{CheckpointEvery: 100, CheckpointInterval: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -305,7 +305,7 @@ func TestOpenChecksTheTail(t *testing.T) {
 // refuse the store at Open, and Verify names the seq it reached.
 func TestOpenRefusesCorruptedPages(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(dir, Options{CheckpointEvery: 1 << 20, CheckpointInterval: time.Hour})
+	db, err := Open(context.Background(), dir, Options{CheckpointEvery: 1 << 20, CheckpointInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestRotateKey(t *testing.T) {
 func TestRotateKeyRefusesUnvouchedTail(t *testing.T) {
 	dir := t.TempDir()
 	fill(t, dir, 4)
-	db, err := Open(dir, Options{CheckpointEvery: 100, CheckpointInterval: time.Hour})
+	db, err := Open(context.Background(), dir, Options{CheckpointEvery: 100, CheckpointInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -380,7 +380,7 @@ func TestAppendAfterClose(t *testing.T) {
 // append either failed with EUNAVAILABLE or is on the ledger.
 func TestCloseDrains(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(dir, Options{})
+	db, err := Open(context.Background(), dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,8 +31,7 @@ func createFiles(dir, dirID string) error {
 
 // establish settles the signing key and the ledger's identity of a store
 // just opened, and checks it against its data directory.
-func (db *DB) establish(dirID string, rotating bool) error {
-	ctx := context.Background()
+func (db *DB) establish(ctx context.Context, dirID string, rotating bool) error {
 	w := db.w
 	if err := db.settleKey(rotating); err != nil {
 		return err

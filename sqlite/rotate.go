@@ -36,7 +36,7 @@ const nextKeyFile = "signing.key.next"
 func RotateKey(dir string, opts Options) (old, new ed25519.PublicKey, err error) {
 	opts = opts.withDefaults()
 	opts.ReadOnly = false
-	db, err := openStore(dir, opts, true)
+	db, err := openStore(context.Background(), dir, opts, true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -175,7 +175,7 @@ func TestMigrations(t *testing.T) {
 	t.Run("Idempotent", func(t *testing.T) {
 		dir := t.TempDir()
 		for range 3 {
-			db, err := Open(dir, Options{})
+			db, err := Open(context.Background(), dir, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,7 +213,7 @@ func TestMigrations(t *testing.T) {
 		dir := t.TempDir()
 		openDir(t, dir, Options{}).Close()
 		rawExec(t, dir, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, '0999_future.sql', '')`)
-		_, err := Open(dir, Options{})
+		_, err := Open(context.Background(), dir, Options{})
 		if kindOf(err) != custody.EUNAVAILABLE || !contains(custody.ErrorMessage(err), "newer") {
 			t.Fatalf("Open of a newer database: err = %v, want a clear refusal", err)
 		}

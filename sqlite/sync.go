@@ -38,27 +38,18 @@ import (
 // answered unavailable, and every later write is refused until the store
 // is opened again, when recovery settles what the log holds.
 
-// Settings of the write connection's synchronous pragma: NORMAL where a
-// syncer syncs the log (the store, the pipelined raw baseline), FULL where
-// SQLite syncs it at every commit (the default raw baseline).
-const (
-	syncNormal = "NORMAL"
-	syncFull   = "FULL"
-)
-
 // synced is a committed batch waiting for its fsync.
 type synced struct {
 	b    *batch
 	reqs []*request
 }
 
-// syncer makes what a writer commits durable, in commit order: items
-// of type T are the writer's committed batches.
-type syncer[T any] struct {
+// syncer makes what the writer commits durable, in commit order.
+type syncer struct {
 	path   string // the write-ahead log
 	f      *os.File
 	fsync  func(*os.File) error
-	queue  chan T
+	queue  chan synced
 	failed atomic.Pointer[error] // set once an fsync failed
 	log    *slog.Logger
 }
@@ -66,21 +57,21 @@ type syncer[T any] struct {
 // newSyncer returns a syncer of the log of the database at dbPath that
 // syncs with fsync (fdatasync when nil) and reports its failure to log
 // (nowhere when nil).
-func newSyncer[T any](dbPath string, fsync func(*os.File) error, log *slog.Logger) *syncer[T] {
+func newSyncer(dbPath string, fsync func(*os.File) error, log *slog.Logger) *syncer {
 	if fsync == nil {
 		fsync = fdatasync
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &syncer[T]{path: dbPath + "-wal", fsync: fsync, queue: make(chan T, queueSize), log: log}
+	return &syncer{path: dbPath + "-wal", fsync: fsync, queue: make(chan synced, queueSize), log: log}
 }
 
 // run syncs the batches queued, grouping those that queue while one fsync
 // runs, and hands each group to answer with the outcome, until the queue
 // is closed.
-func (s *syncer[T]) run(answer func(batches []T, err error)) {
-	buf := make([]T, 0, maxBatch)
+func (s *syncer) run(answer func(batches []synced, err error)) {
+	buf := make([]synced, 0, maxBatch)
 	for b := range s.queue {
 		buf = queue.Drain(append(buf[:0], b), s.queue, maxBatch)
 		answer(buf, s.sync())
@@ -89,7 +80,7 @@ func (s *syncer[T]) run(answer func(batches []T, err error)) {
 }
 
 // err returns the failure that stopped the syncer, or nil.
-func (s *syncer[T]) err() error {
+func (s *syncer) err() error {
 	if p := s.failed.Load(); p != nil {
 		return *p
 	}
@@ -97,7 +88,7 @@ func (s *syncer[T]) err() error {
 }
 
 // sync makes everything written to the log so far durable.
-func (s *syncer[T]) sync() error {
+func (s *syncer) sync() error {
 	if err := s.err(); err != nil {
 		return err
 	}
@@ -123,7 +114,7 @@ func (s *syncer[T]) sync() error {
 }
 
 // fail stops the syncer: err and every later sync fail.
-func (s *syncer[T]) fail(err error) error {
+func (s *syncer) fail(err error) error {
 	err = fmt.Errorf("%w; writes are refused until the store is opened again", err)
 	if s.failed.CompareAndSwap(nil, &err) {
 		s.log.Error("the store failed closed: restart it", "log", s.path, "err", err)
@@ -132,7 +123,7 @@ func (s *syncer[T]) fail(err error) error {
 }
 
 // close releases the log's file; run has returned.
-func (s *syncer[T]) close() error {
+func (s *syncer) close() error {
 	if s.f == nil {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/bench"
 	"github.com/custody-dev/custody/internal/lockedbuf"
 )
 
@@ -57,7 +58,7 @@ func TestAppendAnsweredOnceDurable(t *testing.T) {
 	h := newHeldSync()
 	db := openTest(t, Options{fsync: h.fsync})
 	t.Cleanup(h.let) // before Close, should the test stop early
-	if _, err := db.Append(ctx, SampleEntry(0, 0)); err != nil {
+	if _, err := db.Append(ctx, bench.SampleEntry(0, 0)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -65,7 +66,7 @@ func TestAppendAnsweredOnceDurable(t *testing.T) {
 	answered := make(chan error, 2)
 	appendAsync := func(i int) {
 		go func() {
-			_, err := db.Append(ctx, SampleEntry(0, i))
+			_, err := db.Append(ctx, bench.SampleEntry(0, i))
 			answered <- err
 		}()
 	}
@@ -118,16 +119,16 @@ func TestSyncFailureFailsClosed(t *testing.T) {
 		}
 		return fdatasync(f)
 	}}
-	db, err := Open(dir, opts)
+	db, err := Open(context.Background(), dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Append(ctx, SampleEntry(0, 0)); err != nil {
+	if _, err := db.Append(ctx, bench.SampleEntry(0, 0)); err != nil {
 		t.Fatal(err)
 	}
 
 	failing.Store(true)
-	_, err = db.Append(ctx, SampleEntry(0, 1))
+	_, err = db.Append(ctx, bench.SampleEntry(0, 1))
 	if kindOf(err) != custody.EUNAVAILABLE || !errors.Is(err, injected) {
 		t.Fatalf("append whose fsync failed: err = %v, want EUNAVAILABLE wrapping the fsync's error", err)
 	}
@@ -141,7 +142,7 @@ func TestSyncFailureFailsClosed(t *testing.T) {
 	// Once an fsync failed no later write is trusted, even if the disk
 	// answers again: the store refuses until it is opened again.
 	failing.Store(false)
-	if _, err := db.Append(ctx, SampleEntry(0, 2)); kindOf(err) != custody.EUNAVAILABLE || !strings.Contains(err.Error(), "opened again") {
+	if _, err := db.Append(ctx, bench.SampleEntry(0, 2)); kindOf(err) != custody.EUNAVAILABLE || !strings.Contains(err.Error(), "opened again") {
 		t.Fatalf("append after a failed fsync: err = %v, want EUNAVAILABLE saying the store must be opened again", err)
 	}
 	if n := committedRows(t, db); n > 2 {
@@ -167,7 +168,7 @@ func TestSyncFailureFailsClosed(t *testing.T) {
 	if before < 1 || before > 2 {
 		t.Fatalf("reopened ledger holds %d entries, want the first and perhaps the one whose fsync failed", before)
 	}
-	if e, err := db.Append(ctx, SampleEntry(0, 3)); err != nil || e.Seq != before+1 {
+	if e, err := db.Append(ctx, bench.SampleEntry(0, 3)); err != nil || e.Seq != before+1 {
 		t.Fatalf("append after reopening: seq %d, err %v; want seq %d", e.Seq, err, before+1)
 	}
 }

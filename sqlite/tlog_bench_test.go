@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/bench"
 )
 
 // BenchmarkAppendTree measures durable appends with the Merkle tree and
@@ -62,7 +63,7 @@ func appendRound(b *testing.B, db *DB, writers, n int) time.Duration {
 	for w := range writers {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
-				if _, err := db.Append(context.Background(), SampleEntry(w, int(next.Load()))); err != nil {
+				if _, err := db.Append(context.Background(), bench.SampleEntry(w, int(next.Load()))); err != nil {
 					b.Error(err)
 					return
 				}
@@ -104,7 +105,7 @@ func receiptFixture(b *testing.B, size int) *DB {
 	b.Helper()
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), DatabaseFile)
-	wdb, err := openWriteDB(ctx, path, time.Now(), syncNormal)
+	wdb, err := openWriteDB(ctx, path, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -181,7 +181,7 @@ func TestTreeTamperedEntryFailsProof(t *testing.T) {
 	rawExec(t, dir, `DROP TRIGGER entries_no_update`,
 		`UPDATE entries SET hash = unhex('`+forged.Hash+`') WHERE seq = 42`,
 		`DELETE FROM tlog_nodes`, `DELETE FROM tlog_checkpoints`, `DELETE FROM checkpoints`)
-	if db, err := Open(dir, Options{CheckpointEvery: 64}); err == nil {
+	if db, err := Open(context.Background(), dir, Options{CheckpointEvery: 64}); err == nil {
 		db.Close()
 		t.Fatal("a store whose checkpoints and tree were dropped over a tampered entry opened")
 	}

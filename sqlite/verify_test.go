@@ -134,7 +134,7 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("runs only as the child process of TestCrashConsistency")
 	}
-	db, err := Open(dir, Options{CheckpointEvery: 64})
+	db, err := Open(context.Background(), dir, Options{CheckpointEvery: 64})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)

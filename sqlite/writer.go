@@ -65,7 +65,7 @@ type writer struct {
 	// publish makes a durable head visible to readers.
 	publish func(custody.Receipt)
 	// sync makes committed batches durable and answers them.
-	sync *syncer[synced]
+	sync *syncer
 	// files, health, tail and record: see files.go, health.go and
 	// identity.go.
 	files  *fileWatch
@@ -97,7 +97,7 @@ type batch struct {
 }
 
 func newWriter(ctx context.Context, db *DB, conn *sql.DB, path string) (*writer, error) {
-	w := &writer{conn: conn, priv: db.priv, opts: db.opts, publish: db.publish, sync: newSyncer[synced](path, db.opts.fsync, db.opts.Logger)}
+	w := &writer{conn: conn, priv: db.priv, opts: db.opts, publish: db.publish, sync: newSyncer(path, db.opts.fsync, db.opts.Logger)}
 	var err error
 	if w.files, err = watchFile(path); err != nil {
 		return nil, err

@@ -55,7 +55,7 @@ func newEnv(t *testing.T, apps ...web.App) *env {
 func newEnvWith(t *testing.T, configure func(*web.Config), apps ...web.App) *env {
 	t.Helper()
 	e := &env{t: t, clock: testclock.New(time.Now().UTC())}
-	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

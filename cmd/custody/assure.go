@@ -220,8 +220,8 @@ func (m *Main) runAssureVerify(_ context.Context, args []string) int {
 // assureStore opens the store of one assurance run: SQLite in a
 // temporary directory, with a key made here that the harness seals its
 // pack with.
-func assureStore(context.Context) (assure.Store, ed25519.PrivateKey, func() error, error) {
-	db, priv, release, err := tempstore.Open(nil)
+func assureStore(ctx context.Context) (assure.Store, ed25519.PrivateKey, func() error, error) {
+	db, priv, release, err := tempstore.Open(ctx, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}

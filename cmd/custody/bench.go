@@ -15,7 +15,8 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/example"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/internal/bench"
+	"github.com/custody-dev/custody/internal/bench/rawsqlite"
 )
 
 // benchResult is the last line `custody bench gateway` prints.
@@ -153,12 +154,12 @@ type benchPlan struct {
 	writes   float64 // the fraction of calls to the WRITE tool
 	rounds   int     // turns per side
 	baseline bool    // whether to measure the raw baseline too
-	sync     sqlite.RawSync
+	sync     rawsqlite.Sync
 }
 
 // parseRawSync reads the --baseline-sync flag.
-func parseRawSync(s string) (sqlite.RawSync, bool) {
-	for _, m := range []sqlite.RawSync{sqlite.RawSyncFull, sqlite.RawSyncPipelined} {
+func parseRawSync(s string) (rawsqlite.Sync, bool) {
+	for _, m := range []rawsqlite.Sync{rawsqlite.SyncFull, rawsqlite.SyncPipelined} {
 		if s == m.String() {
 			return m, true
 		}
@@ -185,7 +186,7 @@ func (m *Main) benchCompare(ctx context.Context, dir string, p benchPlan) (bench
 	}
 	var raw *benchSide
 	var floor *benchSide
-	err = sqlite.RawGroupCommit(ctx, dir, p.sync, func(g *sqlite.RawGroup) error {
+	err = rawsqlite.GroupCommit(ctx, dir, p.sync, func(g *rawsqlite.Group) error {
 		raw = rawSide(g, p.load.callers)
 		if p.load.rate == 0 {
 			return m.benchRounds(ctx, p.load, p.rounds, gw, raw)
@@ -327,11 +328,11 @@ func gatewaySide(s *stack, writes float64) *benchSide {
 		committed: func() (int64, int64) { return s.db.Size(), s.db.Commits() }}
 }
 
-// rawSide inserts SampleEntry rows through the raw group commit.
-func rawSide(g *sqlite.RawGroup, callers int) *benchSide {
+// rawSide inserts bench.SampleEntry rows through the raw group commit.
+func rawSide(g *rawsqlite.Group, callers int) *benchSide {
 	return &benchSide{name: "baseline", unit: "inserts",
 		do: func(_ context.Context, n int64) error {
-			return g.Insert(sqlite.SampleEntry(int(n%int64(callers)), int(n)))
+			return g.Insert(bench.SampleEntry(int(n%int64(callers)), int(n)))
 		},
 		committed: g.Committed}
 }

@@ -6,19 +6,20 @@ import (
 	"path/filepath"
 
 	"github.com/custody-dev/custody/example"
-	"github.com/custody-dev/custody/postgres"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/internal/bench"
+	"github.com/custody-dev/custody/internal/bench/rawpg"
+	"github.com/custody-dev/custody/internal/bench/rawsqlite"
 )
 
 // benchPostgres is benchCompare on PostgreSQL: the gateway side runs
 // instances gateways on one store, in a scratch schema of the database at
 // store, calls spread over them in turn; the baseline is PostgreSQL's raw
-// group-commit insert (postgres.RawGroupCommit) in another scratch
+// group-commit insert (rawpg.GroupCommit) in another scratch
 // schema, each commit flushed (--baseline-sync full) or flushed by a
 // barrier after it as the store's are (pipelined). Both schemas are
 // dropped afterwards.
 func (m *Main) benchPostgres(ctx context.Context, dir, store string, instances int, p benchPlan) (benchResult, error) {
-	scratch, drop, err := postgres.ScratchSchema(ctx, store, "custody_bench")
+	scratch, drop, err := rawpg.ScratchSchema(ctx, store, "custody_bench")
 	if err != nil {
 		return benchResult{}, err
 	}
@@ -43,10 +44,10 @@ func (m *Main) benchPostgres(ctx context.Context, dir, store string, instances i
 		return m.benchSummary(gw, nil), nil
 	}
 	var raw *benchSide
-	err = postgres.RawGroupCommit(ctx, store, p.sync == sqlite.RawSyncPipelined, func(g *postgres.RawGroup) error {
+	err = rawpg.GroupCommit(ctx, store, p.sync == rawsqlite.SyncPipelined, func(g *rawpg.Group) error {
 		raw = &benchSide{name: "baseline", unit: "inserts", committed: g.Committed,
 			do: func(_ context.Context, n int64) error {
-				return g.Insert(sqlite.SampleEntry(int(n%int64(p.load.callers)), int(n)))
+				return g.Insert(bench.SampleEntry(int(n%int64(p.load.callers)), int(n)))
 			}}
 		return m.benchRounds(ctx, p.load, p.rounds, gw, raw)
 	})

@@ -159,7 +159,7 @@ func (m *Main) openData(dir string) (*sqlite.DB, error) {
 // openDataWith is openData with opts.
 func (m *Main) openDataWith(dir string, opts sqlite.Options) (*sqlite.DB, error) {
 	opts.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
-	db, err := sqlite.Open(dir, opts)
+	db, err := sqlite.Open(context.Background(), dir, opts)
 	var ce *custody.Error
 	if err != nil && !errors.As(err, &ce) {
 		return nil, &custody.Error{Kind: custody.EUNAVAILABLE, Message: fmt.Sprintf("cannot open the store in %s: %v", dir, err), Err: err}

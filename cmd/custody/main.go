@@ -8,15 +8,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	msqlite "modernc.org/sqlite"
 )
 
 func main() {
-	// Commit with fdatasync, as SQLite's own Linux builds do: it syncs the
-	// data and the size that reading it back needs, without a journal
-	// write for timestamps. Where the platform lacks it, fsync stays.
-	msqlite.Fdatasync(true)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	m := NewMain()
 	code := m.Run(ctx, os.Args[1:])

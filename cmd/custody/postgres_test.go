@@ -144,7 +144,7 @@ func TestStoreCopy(t *testing.T) {
 func sameState(t *testing.T, data, url string) {
 	t.Helper()
 	ctx := context.Background()
-	src, err := sqlite.Open(data, sqlite.Options{})
+	src, err := sqlite.Open(context.Background(), data, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

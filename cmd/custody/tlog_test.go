@@ -13,6 +13,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/bench"
 	"github.com/custody-dev/custody/sqlite"
 	"github.com/custody-dev/custody/tlog"
 )
@@ -21,7 +22,7 @@ import (
 func ledgerWithCheckpoints(t *testing.T, n int) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "data")
-	db, err := sqlite.Open(dir, sqlite.Options{CheckpointEvery: 16})
+	db, err := sqlite.Open(context.Background(), dir, sqlite.Options{CheckpointEvery: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func mustRead(t *testing.T, path string) []byte {
 	return b
 }
 
-func sampleEntry(i int) custody.Entry { return sqlite.SampleEntry(i%4, i) }
+func sampleEntry(i int) custody.Entry { return bench.SampleEntry(i%4, i) }
 
 // newWitnessKey returns a witness's private key and its verifier key.
 func newWitnessKey(t *testing.T, name string) (ed25519.PrivateKey, string) {

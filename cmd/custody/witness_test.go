@@ -189,7 +189,7 @@ func callTool(t *testing.T, base, token string, n int) {
 // origin and the verifier key of its checkpoints.
 func storeOrigin(t *testing.T, data string) (origin, vkey string) {
 	t.Helper()
-	db, err := sqlite.Open(data, sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), data, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestLitewitnessCosignsAndRefusesARewrite(t *testing.T) {
 
 func storeNotes(t *testing.T, data string) []sqlite.Note {
 	t.Helper()
-	db, err := sqlite.Open(data, sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), data, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func forge(t *testing.T, data string, keep, size uint64) string {
 		}
 	}
 	raw.Close()
-	db, err := sqlite.Open(forged, sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), forged, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@
 package tempstore
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -17,8 +18,8 @@ import (
 
 // Open makes a new SQLite store in a temporary directory with a new
 // signing key, and returns it, the key and the function that closes and
-// removes it. now is the store's clock (time.Now when nil).
-func Open(now func() time.Time) (*sqlite.DB, ed25519.PrivateKey, func() error, error) {
+// removes it. ctx bounds the opening; now is the store's clock (time.Now when nil).
+func Open(ctx context.Context, now func() time.Time) (*sqlite.DB, ed25519.PrivateKey, func() error, error) {
 	parent, err := os.MkdirTemp("", "custody-assure-")
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("data directory: %w", err)
@@ -30,7 +31,7 @@ func Open(now func() time.Time) (*sqlite.DB, ed25519.PrivateKey, func() error, e
 	}
 	var db *sqlite.DB
 	if err == nil {
-		db, err = sqlite.Open(dir, sqlite.Options{Now: now})
+		db, err = sqlite.Open(ctx, dir, sqlite.Options{Now: now})
 	}
 	if err != nil {
 		os.RemoveAll(parent)

@@ -76,7 +76,7 @@ func newStack(t testing.TB) stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sqlite.Open(t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

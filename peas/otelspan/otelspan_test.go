@@ -103,7 +103,7 @@ type stack struct {
 func newStack(t *testing.T, tr peas.Tracer) *stack {
 	t.Helper()
 	now := func() time.Time { return time.Date(2026, 1, 9, 14, 0, 0, 0, time.UTC) }
-	db, err := sqlite.Open(t.TempDir(), sqlite.Options{Now: now})
+	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
