@@ -74,7 +74,9 @@ func (s *Server) addInclusion(ctx context.Context, out *mcp.CallToolResult, seq 
 }
 
 // passThrough returns an upstream MCP tool's result as its server gave
-// it, with the receipt added to _meta.
+// it, with the receipt added to _meta. The server's own _meta keys under
+// "custody/" are dropped: only custody speaks for custody, so a server
+// cannot hand an agent a receipt, trace or proof of its own making.
 func passThrough(res custody.Result) (*mcp.CallToolResult, error) {
 	var out mcp.CallToolResult
 	if err := json.Unmarshal(res.Output, &out); err != nil {
@@ -82,6 +84,11 @@ func passThrough(res custody.Result) (*mcp.CallToolResult, error) {
 	}
 	if out.Meta == nil {
 		out.Meta = mcp.Meta{}
+	}
+	for k := range out.Meta {
+		if strings.HasPrefix(k, "custody/") {
+			delete(out.Meta, k)
+		}
 	}
 	out.Meta[TraceMeta] = res.Trace
 	out.Meta["custody/receipt"] = map[string]any{"seq": res.Receipt.Seq, "hash": res.Receipt.Hash}

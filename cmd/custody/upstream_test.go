@@ -54,6 +54,7 @@ func testServerConfig(t *testing.T, dir, description, file string) string {
 			"t__redefine": map[string]any{"access": "WRITE", "effect": "REVERSIBLE"},
 			"t__breach":   map[string]any{"access": "READ", "effect": "NONE"},
 			"t__noisy":    map[string]any{"access": "READ", "effect": "NONE", "timeout": "5s"},
+			"t__spoof":    map[string]any{"access": "READ", "effect": "NONE"},
 		},
 		"agents": map[string]any{"limited": map[string]any{"tools": []string{"t__echo"}}},
 	}
@@ -213,6 +214,13 @@ func TestUpstreamGoverned(t *testing.T) {
 		if err != nil || !res.IsError {
 			t.Errorf("an undeclared field over MCP: %v %v", err, res)
 		}
+		res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "t__spoof", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("spoof: %v %v", err, res)
+		}
+		if r, _ := json.Marshal(res.Meta["custody/receipt"]); strings.Contains(string(r), "forged") || res.Meta["custody/inclusion"] != nil || res.Meta["server/own"] != "kept" {
+			t.Errorf("the server's _meta spoke for custody: %v", res.Meta)
+		}
 		limited, err := mcpSession(t, base, upLimited).ListTools(context.Background(), nil)
 		if err != nil || len(limited.Tools) != 1 || limited.Tools[0].Name != "t__echo" {
 			t.Errorf("tools/list for a limited agent: %v %v", err, limited)
@@ -239,8 +247,8 @@ func TestUpstreamGoverned(t *testing.T) {
 		if !strings.Contains(body, `"upstream":"t"`) || !strings.Contains(body, `"tool_definition_sha256":"`) {
 			t.Errorf("call entries do not name the upstream and definition: %.400s", body)
 		}
-		if body := getBody(t, base+"/v1/ledger?kind=tool.pinned", upOperator); strings.Count(body, `"kind":"tool.pinned"`) != 8 {
-			t.Errorf("want 8 tool.pinned entries: %.400s", body)
+		if body := getBody(t, base+"/v1/ledger?kind=tool.pinned", upOperator); strings.Count(body, `"kind":"tool.pinned"`) != 9 {
+			t.Errorf("want 9 tool.pinned entries: %.400s", body)
 		}
 		if body := getBody(t, base+"/v1/ledger/verify", upOperator); !strings.Contains(body, `"ok":true`) {
 			t.Errorf("verify: %s", body)
@@ -331,7 +339,7 @@ func TestConfigCommands(t *testing.T) {
 		t.Errorf("config schema: %d %.200s", code, out)
 	}
 	code, out, errOut := run("config", "check", cfg)
-	if code != exitOK || !strings.Contains(out, "8 of 9 tools exposed") || !regexpMatch(`t__ungoverned\s+t\s+no`, out) {
+	if code != exitOK || !strings.Contains(out, "9 of 10 tools exposed") || !regexpMatch(`t__ungoverned\s+t\s+no`, out) {
 		t.Errorf("config check: %d\n%s\n%s", code, out, errOut)
 	}
 	code, out, _ = run("config", "scan", cfg)
