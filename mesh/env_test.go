@@ -8,6 +8,7 @@ import (
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/contract"
+	"github.com/custody-dev/custody/peas"
 	"github.com/custody-dev/custody/sqlite"
 
 	"github.com/custody-dev/custody/internal/testclock"
@@ -30,7 +31,7 @@ type testEnv struct {
 
 func newEnv(t testing.TB) *testEnv {
 	t.Helper()
-	reg, err := contract.Load(contract.Options{})
+	reg, err := contract.Load(contract.Options{Contracts: []contract.Source{peas.Contract()}})
 	if err != nil {
 		t.Fatalf("load contracts: %v", err)
 	}
