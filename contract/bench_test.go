@@ -151,7 +151,7 @@ func BenchmarkDecode(b *testing.B) {
 	})
 }
 
-// BenchmarkLoad measures loading and compiling the embedded contracts.
+// BenchmarkLoad measures loading and compiling the seed contracts.
 func BenchmarkLoad(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {

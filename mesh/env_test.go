@@ -19,7 +19,7 @@ func newClock() *testclock.Clock {
 	return testclock.New(time.Date(2026, 7, 14, 14, 0, 0, 0, time.UTC))
 }
 
-// testEnv is a real stack: the embedded contracts, SQLite in a temp dir,
+// testEnv is a real stack: the PEAS contract, SQLite in a temp dir,
 // the approval service and a loopback transport.
 type testEnv struct {
 	clock     *testclock.Clock
