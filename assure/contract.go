@@ -4,6 +4,7 @@ import (
 	_ "embed"
 
 	"github.com/custody-dev/custody/contract"
+	"github.com/custody-dev/custody/gate"
 )
 
 // contractID is the $id of the ward round tools contract.
@@ -27,14 +28,15 @@ func Contract() (name string, raw []byte) {
 // WardRoundEnvelope returns the example envelope DF-SYN-WF-WARD-ROUND.
 func WardRoundEnvelope() []byte { return append([]byte(nil), wardRoundJSON...) }
 
-// LoadRegistry loads the embedded contracts, the ward round tools contract
-// and any extra contracts.
+// LoadRegistry loads what assurance reads: the gateway's Clinical Action
+// Envelope contract, the ward round tools contract and any extra
+// contracts.
 func LoadRegistry(extra map[string][]byte) (*contract.Registry, error) {
 	all := map[string][]byte{contractFile: contractJSON}
 	for k, v := range extra {
 		all[k] = v
 	}
-	return contract.Load(contract.Options{Extra: all})
+	return contract.Load(contract.Options{Contracts: []contract.Source{gate.EnvelopeContract()}, Extra: all})
 }
 
 // schemaRef returns the ref of a tool's input or output schema.

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 }
 
 func serveStdioForTest() int {
-	reg, err := contract.Load(contract.Options{})
+	reg, err := contract.Load(contract.Options{Contracts: []contract.Source{Contract()}})
 	if err != nil {
 		return 3
 	}
@@ -41,7 +41,7 @@ func serveStdioForTest() int {
 
 func registry(t testing.TB) *contract.Registry {
 	t.Helper()
-	reg, err := contract.Load(contract.Options{})
+	reg, err := contract.Load(contract.Options{Contracts: []contract.Source{Contract()}})
 	if err != nil {
 		t.Fatalf("load contracts: %v", err)
 	}

@@ -26,7 +26,7 @@ var benchCases = []struct {
 // compiled schema and bytes. Refused measures a document the fast path
 // refuses, which pays for both paths.
 func BenchmarkValidate(b *testing.B) {
-	r := mustLoad(b, Options{})
+	r := mustLoad(b, Options{Contracts: seeds(b)})
 	for _, bc := range benchCases {
 		raw := readTestdata(b, bc.file)
 		uri, err := r.Resolve(bc.ref)
@@ -90,7 +90,7 @@ func benchLibrary(b *testing.B, sch *jsonschema.Schema, raw []byte) {
 // registry over library, so that load from other processes on a shared
 // machine hits both sides alike.
 func BenchmarkOverhead(b *testing.B) {
-	r := mustLoad(b, Options{})
+	r := mustLoad(b, Options{Contracts: seeds(b)})
 	for _, bc := range benchCases {
 		raw := readTestdata(b, bc.file)
 		uri, _ := r.Resolve(bc.ref)
@@ -151,11 +151,11 @@ func BenchmarkDecode(b *testing.B) {
 	})
 }
 
-// BenchmarkLoad measures loading and compiling the embedded contracts.
+// BenchmarkLoad measures loading and compiling the seed contracts.
 func BenchmarkLoad(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Load(Options{}); err != nil {
+		if _, err := Load(Options{Contracts: seeds(b)}); err != nil {
 			b.Fatal(err)
 		}
 	}

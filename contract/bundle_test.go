@@ -52,7 +52,7 @@ func sameVerdicts(t *testing.T, r *Registry, ref string, docs []string) {
 }
 
 func TestBundleSeeds(t *testing.T) {
-	r := mustLoad(t, Options{})
+	r := mustLoad(t, Options{Contracts: seeds(t)})
 	advisory := string(readTestdata(t, "advisory.json"))
 	vms := string(readTestdata(t, "vms_update.json"))
 	docs := []string{
@@ -68,7 +68,7 @@ func TestBundleSeeds(t *testing.T) {
 }
 
 func TestBundleShape(t *testing.T) {
-	r := mustLoad(t, Options{})
+	r := mustLoad(t, Options{Contracts: seeds(t)})
 	raw, err := r.Bundle("peas:issue_vms_update/input")
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestBundleRewritesPointers(t *testing.T) {
 		}
 	}`)
 	writeFile(t, dir, "outside.json", `{"$id": "https://example.test/outside.json", "$ref": "https://example.test/shapes.json#/$defs/unit"}`)
-	r := mustLoad(t, Options{Dir: dir})
+	r := mustLoad(t, Options{Contracts: seeds(t), Dir: dir})
 	sameVerdicts(t, r, "shapes:box", []string{
 		`{"code": "ABC", "inner": 1, "unit": "cm", "default": "in", "self": {"code": "XYZ"}}`,
 		`{"code": "abc"}`, `{"inner": 1.5}`, `{"unit": "own"}`, `{"default": "mm"}`,

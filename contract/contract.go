@@ -1,14 +1,13 @@
 // Package contract is the JSON Schema registry of custody: it loads the
-// embedded seed contracts and the user's, compiles every schema once
+// contracts it is given and the user's, compiles every schema once
 // (draft 2020-12, format assertions on), and validates the exact bytes of
 // a document against a schema named by a short name or by contract $id
 // plus JSON pointer, reporting structured violations.
 //
-// Short names: "peas:TOOL/input" and "peas:TOOL/output" for the tools of
-// the PEAS contract and "peas:DEF" for its $defs; "brain:JOB/in" and
-// "brain:JOB/out" for the Brain packet jobs; "cae:envelope" for the
-// Clinical Action Envelope. A user contract FILE.json names its root
-// "FILE" and each $defs entry "FILE:DEF".
+// The package knows no particular contract. A package that owns one (a
+// seed system's tools contract, the gateway's envelope format) hands it
+// to Load as a Source that names its own schemas. A user contract
+// FILE.json names its root "FILE" and each $defs entry "FILE:DEF".
 //
 // Each schema is also compiled, when it uses only the keywords typical
 // contracts do, into the fast path of package contract/fast, which checks
@@ -18,7 +17,6 @@
 package contract
 
 import (
-	"embed"
 	"encoding/json"
 	"sync"
 
@@ -32,14 +30,11 @@ import (
 // DefaultMaxBytes is the document size cap when Options.MaxBytes is 0.
 const DefaultMaxBytes = 1 << 20
 
-// embedded holds the seed contracts, byte for byte as published (seed 000
-// without its leading file-name line).
-//
-//go:embed contracts/*.json
-var embedded embed.FS
-
-// Options says where the contracts come from besides the embedded seeds.
+// Options says where the contracts come from.
 type Options struct {
+	// Contracts are the contracts packages own, loaded first and listed
+	// in this order.
+	Contracts []Source
 	// Dir is a user directory: every *.json file in it is a contract.
 	Dir string
 	// Extra holds more contracts by file name.
@@ -67,7 +62,7 @@ type Contract struct {
 	ID string `json:"id"`
 	// Title is the contract's title, if it has one.
 	Title string `json:"title,omitempty"`
-	// File is where the contract came from: the embedded file name, the
+	// File is where the contract came from: its Source's file name, the
 	// path in the user directory, or the name it was given in Extra.
 	File string `json:"file"`
 	// Schemas counts the named schemas in the contract.
@@ -104,7 +99,7 @@ type document struct {
 	fast *fast.Compiler // under Registry.mu after Load
 }
 
-// Contracts lists the loaded contracts: the embedded seeds first, then
+// Contracts lists the loaded contracts: Options.Contracts first, then
 // the user directory's files and the extra contracts, each in name order.
 func (r *Registry) Contracts() []Contract {
 	out := make([]Contract, len(r.docs))

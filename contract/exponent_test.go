@@ -12,7 +12,7 @@ import (
 // exact arithmetic cannot hold: it is refused with a clear message, and
 // validation neither panics nor lets it through.
 func TestHugeExponentRefused(t *testing.T) {
-	r := mustLoad(t, Options{})
+	r := mustLoad(t, Options{Contracts: seeds(t)})
 	for _, doc := range []string{
 		`{"tier":"info","rule_signature":"rule","wfigs_proximity_km":1e10000000}`,
 		`{"tier":"info","rule_signature":"rule","wfigs_proximity_km":-2.5E+99999}`,

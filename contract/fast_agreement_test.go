@@ -128,7 +128,7 @@ func runFastSuiteFile(t *testing.T, suite, file string, bySuite bool, count *fas
 // seed schema and accepts the benchmarked documents: without it, the
 // registry would run the library alone on the seeds.
 func TestFastPathCoversSeeds(t *testing.T) {
-	r := mustLoad(t, Options{})
+	r := mustLoad(t, Options{Contracts: seeds(t)})
 	for _, n := range r.Named() {
 		d := r.byID[n.Contract]
 		_, ptr, _ := strings.Cut(n.URI, "#")
@@ -152,7 +152,7 @@ func TestFastPathCoversSeeds(t *testing.T) {
 // path refuses still gets the library's violations: the refusal of a
 // schema the fast path compiles equals that of the library alone.
 func TestValidateFastPathRefusalsUnchanged(t *testing.T) {
-	r := mustLoad(t, Options{})
+	r := mustLoad(t, Options{Contracts: seeds(t)})
 	vms := string(readTestdata(t, "vms_update.json"))
 	for _, doc := range []string{
 		strings.Replace(vms, "900", "900.5", 1),
@@ -174,7 +174,7 @@ func TestValidateFastPathRefusalsUnchanged(t *testing.T) {
 }
 
 func TestValidateFastPathConcurrent(t *testing.T) {
-	r := mustLoad(t, Options{})
+	r := mustLoad(t, Options{Contracts: seeds(t)})
 	docs := map[string][]byte{}
 	for _, bc := range benchCases {
 		docs[bc.ref] = readTestdata(t, bc.file)
@@ -213,7 +213,7 @@ var fuzzSeeds = []struct{ name, doc string }{
 // whatever the fast path accepts must be strict JSON that the library
 // accepts too.
 func FuzzFastPathAgrees(f *testing.F) {
-	r := mustLoad(f, Options{})
+	r := mustLoad(f, Options{Contracts: seeds(f)})
 	named := r.Named()
 	index := map[string]int{}
 	for i, n := range named {

@@ -18,68 +18,42 @@ import (
 	"github.com/custody-dev/custody/contract/internal/strictjson"
 )
 
-// nameRef is a short name and the JSON pointer it stands for.
-type nameRef struct {
-	name, ptr string
+// Source is a contract that a package owning it hands to Load: a seed
+// system's tools contract, the gateway's envelope format.
+type Source struct {
+	// File is the name the contract is listed under, e.g.
+	// "peas-tools.json".
+	File string
+	// Raw is the contract's exact bytes. It must declare an absolute $id.
+	Raw []byte
+	// Names names the contract's schemas. It is given the contract as
+	// decoded JSON (objects as map[string]any, arrays as []any, numbers
+	// as json.Number); nil names none.
+	Names func(tree any) []Name
 }
 
-// seed is an embedded contract and how its schemas are named.
-type seed struct {
-	file  string
-	names func(tree any) []nameRef
+// Name is a short name and the JSON pointer, within its contract, of the
+// schema it stands for ("" for the root).
+type Name struct {
+	Name, Pointer string
 }
 
-// seeds lists the embedded contracts, in listing order.
-func seeds() []seed {
-	return []seed{
-		{"peas-tools.json", peasNames},
-		{"brain-packet.json", brainNames},
-		{"clinical-action-envelope.json", func(any) []nameRef { return []nameRef{{"cae:envelope", ""}} }},
-	}
-}
+// Pointer returns the JSON pointer made of tokens, each escaped.
+func Pointer(tokens ...string) string { return strictjson.Pointer(tokens) }
 
-// peasNames names every tool input and output by tool name, and every
-// $defs entry.
-func peasNames(tree any) []nameRef {
-	var out []nameRef
-	tools, _ := member(tree, "tools").([]any)
-	for i, t := range tools {
-		name, _ := member(t, "name").(string)
-		for _, io := range []string{"input", "output"} {
-			if member(t, io) != nil {
-				out = append(out, nameRef{fmt.Sprintf("peas:%s/%s", name, io), fmt.Sprintf("/tools/%d/%s", i, io)})
-			}
-		}
-	}
-	return append(out, defNames("peas", tree)...)
-}
-
-// brainNames names the in and out shape of every job: each $defs entry
-// that has them.
-func brainNames(tree any) []nameRef {
-	var out []nameRef
+// DefNames names each $defs entry of tree PREFIX:DEF, in key order.
+func DefNames(prefix string, tree any) []Name {
+	var out []Name
 	for _, def := range sortedKeys(member(tree, "$defs")) {
-		for _, io := range []string{"in", "out"} {
-			if member(member(tree, "$defs", def), io) != nil {
-				out = append(out, nameRef{"brain:" + def + "/" + io, "/$defs/" + strictjson.EscapeToken(def) + "/" + io})
-			}
-		}
+		out = append(out, Name{prefix + ":" + def, Pointer("$defs", def)})
 	}
 	return out
 }
 
 // userNames names a user contract's root by its file's base name and each
 // $defs entry as base:def.
-func userNames(base string, tree any) []nameRef {
-	return append([]nameRef{{base, ""}}, defNames(base, tree)...)
-}
-
-func defNames(prefix string, tree any) []nameRef {
-	var out []nameRef
-	for _, def := range sortedKeys(member(tree, "$defs")) {
-		out = append(out, nameRef{prefix + ":" + def, "/$defs/" + strictjson.EscapeToken(def)})
-	}
-	return out
+func userNames(base string, tree any) []Name {
+	return append([]Name{{base, ""}}, DefNames(base, tree)...)
 }
 
 // member walks object members by key; it returns nil where one is missing.
@@ -104,8 +78,7 @@ func sortedKeys(v any) []string {
 	return keys
 }
 
-// Load reads the embedded contracts, every *.json in opts.Dir and
-// opts.Extra, and compiles every named schema. A contract that is not
+// Load reads opts.Contracts, every *.json in opts.Dir and opts.Extra, and compiles every named schema. A contract that is not
 // strict JSON, has no usable $id, repeats another's $id or a short name,
 // or does not compile is an EINVALID error naming its file; a directory
 // that does not exist is ENOTFOUND.
@@ -121,7 +94,7 @@ func Load(opts Options) (*Registry, error) {
 	if r.maxBytes <= 0 {
 		r.maxBytes = DefaultMaxBytes
 	}
-	if err := r.addSeeds(); err != nil {
+	if err := r.addSources(opts.Contracts); err != nil {
 		return nil, err
 	}
 	if err := r.addDir(opts.Dir); err != nil {
@@ -136,13 +109,13 @@ func Load(opts Options) (*Registry, error) {
 	return r, nil
 }
 
-func (r *Registry) addSeeds() error {
-	for _, s := range seeds() {
-		raw, err := embedded.ReadFile("contracts/" + s.file)
-		if err != nil {
-			return &custody.Error{Kind: custody.EINTERNAL, Message: "embedded contract " + s.file + " is missing", Err: err}
+func (r *Registry) addSources(sources []Source) error {
+	for _, s := range sources {
+		names := s.Names
+		if names == nil {
+			names = func(any) []Name { return nil }
 		}
-		if err := r.add(s.file, "", raw, s.names); err != nil {
+		if err := r.add(s.File, "", s.Raw, names); err != nil {
 			return err
 		}
 	}
@@ -202,14 +175,14 @@ func (r *Registry) addExtra(extra map[string][]byte) error {
 }
 
 // userNamer names a user contract after its file's base name.
-func userNamer(file string) func(any) []nameRef {
+func userNamer(file string) func(any) []Name {
 	base := strings.TrimSuffix(filepath.Base(file), ".json")
-	return func(tree any) []nameRef { return userNames(base, tree) }
+	return func(tree any) []Name { return userNames(base, tree) }
 }
 
 // add registers one contract. defaultID is its id when it declares no
 // $id ("" when it must declare one).
-func (r *Registry) add(file, defaultID string, raw []byte, names func(any) []nameRef) error {
+func (r *Registry) add(file, defaultID string, raw []byte, names func(any) []Name) error {
 	tree, err := strictjson.Decode(raw)
 	if err != nil {
 		return contractError(file, "is not valid JSON: %v", err)
@@ -251,14 +224,14 @@ func contractID(tree any, defaultID string) (string, error) {
 	return id, nil
 }
 
-func (r *Registry) addNames(d *document, refs []nameRef) error {
+func (r *Registry) addNames(d *document, refs []Name) error {
 	for _, n := range refs {
-		if prev, dup := r.byName[n.name]; dup {
-			return contractError(d.File, "repeats the schema name %q already given to %s", n.name, prev)
+		if prev, dup := r.byName[n.Name]; dup {
+			return contractError(d.File, "repeats the schema name %q already given to %s", n.Name, prev)
 		}
-		uri := d.ID + "#" + n.ptr
-		r.byName[n.name] = uri
-		r.named = append(r.named, Named{Name: n.name, URI: uri, Contract: d.ID})
+		uri := d.ID + "#" + n.Pointer
+		r.byName[n.Name] = uri
+		r.named = append(r.named, Named{Name: n.Name, URI: uri, Contract: d.ID})
 		d.Schemas++
 	}
 	return nil

@@ -47,7 +47,7 @@ func asError(t *testing.T, err error) *custody.Error {
 }
 
 func TestLoadSeeds(t *testing.T) {
-	r := mustLoad(t, Options{})
+	r := mustLoad(t, Options{Contracts: seeds(t)})
 	want := map[string]int{peasID: 23, brainID: 24, caeID: 1}
 	got := r.Contracts()
 	if len(got) != len(want) {
@@ -64,7 +64,7 @@ func TestLoadSeeds(t *testing.T) {
 }
 
 func TestNamedSchemas(t *testing.T) {
-	r := mustLoad(t, Options{})
+	r := mustLoad(t, Options{Contracts: seeds(t)})
 	named := map[string]string{}
 	for _, n := range r.Named() {
 		named[n.Name] = n.URI
@@ -108,7 +108,7 @@ func TestEmbeddedContractsAreSeeds(t *testing.T) {
 		{brainID, "002_ad30d7b73ccf68b1.txt", 0},
 		{caeID, "003_89b3f9ba2a8b89f8.txt", 0},
 	}
-	r := mustLoad(t, Options{})
+	r := mustLoad(t, Options{Contracts: seeds(t)})
 	for _, tc := range tests {
 		seed, err := os.ReadFile(filepath.Join(seedDir, tc.seed))
 		if err != nil {
@@ -128,7 +128,7 @@ func TestEmbeddedContractsAreSeeds(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
-	r := mustLoad(t, Options{})
+	r := mustLoad(t, Options{Contracts: seeds(t)})
 	tests := []struct {
 		name, ref, want, wantKind string
 	}{
@@ -159,7 +159,7 @@ func TestResolve(t *testing.T) {
 }
 
 func TestUnknownRefSuggestsContracts(t *testing.T) {
-	r := mustLoad(t, Options{})
+	r := mustLoad(t, Options{Contracts: seeds(t)})
 	err := r.Validate("peas:nope", []byte(`{}`))
 	e := asError(t, err)
 	if e.Kind != custody.ENOTFOUND || !strings.Contains(e.Message, `"peas:nope"`) || !strings.Contains(e.Message, "custody contracts") {
@@ -222,7 +222,7 @@ func TestValidate(t *testing.T) {
 			[]violationWant{{"", "", "unexpected end of JSON at byte 0"}}},
 		{"ErrUnknownRef", "peas:issue_vms_update/inputs", vms, custody.ENOTFOUND, nil},
 	}
-	r := mustLoad(t, Options{})
+	r := mustLoad(t, Options{Contracts: seeds(t)})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			checkRefusal(t, r.Validate(tc.ref, []byte(tc.doc)), tc.wantKind, tc.want)
@@ -254,7 +254,7 @@ func checkRefusal(t *testing.T, err error, wantKind string, want []violationWant
 
 func TestValidateOverSize(t *testing.T) {
 	vms := readTestdata(t, "vms_update.json")
-	r := mustLoad(t, Options{MaxBytes: len(vms)})
+	r := mustLoad(t, Options{Contracts: seeds(t), MaxBytes: len(vms)})
 	if err := r.Validate("peas:issue_vms_update/input", vms); err != nil {
 		t.Fatalf("document at the cap: %v", err)
 	}
@@ -264,13 +264,13 @@ func TestValidateOverSize(t *testing.T) {
 	if e.Kind != custody.EINVALID || !strings.Contains(e.Message, "over the limit of") {
 		t.Errorf("got %v, want EINVALID over the limit", err)
 	}
-	if r := mustLoad(t, Options{}); r.maxBytes != DefaultMaxBytes {
+	if r := mustLoad(t, Options{Contracts: seeds(t)}); r.maxBytes != DefaultMaxBytes {
 		t.Errorf("default cap %d, want %d", r.maxBytes, DefaultMaxBytes)
 	}
 }
 
 func TestValidateReportsEveryCause(t *testing.T) {
-	r := mustLoad(t, Options{})
+	r := mustLoad(t, Options{Contracts: seeds(t)})
 	doc := `{"approval_request_id": 7, "billboard_id": "", "message": "x", "a": 1, "b": 2}`
 	e := asError(t, r.Validate("peas:issue_vms_update/input", []byte(doc)))
 	got := map[string]bool{}
@@ -294,7 +294,7 @@ func TestValidatePropertyNamesLocation(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "names.json", `{"$id": "https://example.test/names.json",
 		"type": "array", "items": {"propertyNames": {"maxLength": 1}}}`)
-	r := mustLoad(t, Options{Dir: dir})
+	r := mustLoad(t, Options{Contracts: seeds(t), Dir: dir})
 	e := asError(t, r.Validate("names", []byte(`[{"ab": 1}, {}]`)))
 	if len(e.Violations) != 1 || e.Violations[0].Instance != "/0" || !strings.Contains(e.Violations[0].Message, `invalid property name "ab"`) {
 		t.Errorf("got %+v, want one violation at /0 naming \"ab\"", e.Violations)
@@ -302,7 +302,7 @@ func TestValidatePropertyNamesLocation(t *testing.T) {
 }
 
 func TestValidateConcurrentLazy(t *testing.T) {
-	r := mustLoad(t, Options{})
+	r := mustLoad(t, Options{Contracts: seeds(t)})
 	refs := []string{
 		peasID + "#/tools/3/input/properties/duration_s",
 		peasID + "#/tools/3/input/properties/message",
@@ -343,7 +343,7 @@ func TestLoadDir(t *testing.T) {
 	}`)
 	writeFile(t, dir, "noid.json", `{"type": "integer"}`)
 	writeFile(t, dir, "notes.txt", `not a contract`)
-	r := mustLoad(t, Options{Dir: dir, Extra: map[string][]byte{"envelope.json": []byte(`{"$id": "https://example.test/env", "type": "string"}`)}})
+	r := mustLoad(t, Options{Contracts: seeds(t), Dir: dir, Extra: map[string][]byte{"envelope.json": []byte(`{"$id": "https://example.test/env", "type": "string"}`)}})
 	if n := len(r.Contracts()); n != 6 {
 		t.Fatalf("got %d contracts, want 6: %+v", n, r.Contracts())
 	}
@@ -386,7 +386,7 @@ func TestLoadErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFile(t, dir, tc.file, tc.content)
-			_, err := Load(Options{Dir: dir})
+			_, err := Load(Options{Contracts: seeds(t), Dir: dir})
 			e := asError(t, err)
 			path := filepath.Join(dir, tc.file)
 			if e.Kind != tc.wantKind || !strings.Contains(e.Message, "contract "+path+" ") || !strings.Contains(e.Message, tc.wantMsg) {
@@ -418,7 +418,7 @@ func TestValidateViolationPerKeyword(t *testing.T) {
 		"multipleOf": {"multipleOf": 0.5},
 		"items": {"prefixItems": [{"type": "integer"}], "items": false}
 	}}`)
-	r := mustLoad(t, Options{Dir: dir})
+	r := mustLoad(t, Options{Contracts: seeds(t), Dir: dir})
 	tests := []struct {
 		name, def, doc, wantInstance, wantKeyword, wantMessage string
 	}{

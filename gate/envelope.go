@@ -1,6 +1,7 @@
 package gate
 
 import (
+	_ "embed"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -12,6 +13,24 @@ import (
 // EnvelopeSchema names the Clinical Action Envelope contract (seed 003) in
 // the registry.
 const EnvelopeSchema = "cae:envelope"
+
+// envelopeContractJSON is the Clinical Action Envelope contract, byte for
+// byte as published. The envelope is the gateway's own format, not a seed
+// system's: LoadEnvelope reads it, so the gateway owns its contract.
+//
+//go:embed contracts/clinical-action-envelope.json
+var envelopeContractJSON []byte
+
+// EnvelopeContract returns the Clinical Action Envelope contract for
+// contract.Options.Contracts, its root named EnvelopeSchema. A registry
+// given to LoadEnvelope must hold it.
+func EnvelopeContract() contract.Source {
+	return contract.Source{
+		File:  "clinical-action-envelope.json",
+		Raw:   append([]byte(nil), envelopeContractJSON...),
+		Names: func(any) []contract.Name { return []contract.Name{{Name: EnvelopeSchema}} },
+	}
+}
 
 // envelopeDoc is the part of a Clinical Action Envelope the gateway
 // enforces.

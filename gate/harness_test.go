@@ -40,7 +40,7 @@ func loadRegistry(t testing.TB) *contract.Registry {
 		t.Fatal(err)
 	}
 	name, ex := example.Contract()
-	reg, err := contract.Load(contract.Options{Extra: map[string][]byte{"gate-test.json": raw, name: ex}})
+	reg, err := contract.Load(contract.Options{Contracts: []contract.Source{gate.EnvelopeContract()}, Extra: map[string][]byte{"gate-test.json": raw, name: ex}})
 	if err != nil {
 		t.Fatalf("load contracts: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/peas"
 )
 
 // chainRecorder seals entries into an in-memory hash chain: the CPU cost
@@ -64,7 +65,7 @@ const benchNodes = 10000
 // advisory of 10,000 nodes, and the raw advisories of two rounds.
 func benchMesh(b *testing.B, onAgg func(Aggregation, []byte, string)) (*Aggregator, *Loopback, [][]byte, World) {
 	b.Helper()
-	reg, err := contract.Load(contract.Options{})
+	reg, err := contract.Load(contract.Options{Contracts: []contract.Source{peas.Contract()}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -252,7 +253,7 @@ func BenchmarkAggregatorIngestParallel(b *testing.B) {
 // $defs schema with strict JSON, numbers canonical JSON refuses) of one
 // advisory: the floor of ingest cost.
 func BenchmarkAdvisoryContract(b *testing.B) {
-	reg, err := contract.Load(contract.Options{})
+	reg, err := contract.Load(contract.Options{Contracts: []contract.Source{peas.Contract()}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/contract"
+	"github.com/custody-dev/custody/peas"
 	"github.com/custody-dev/custody/sqlite"
 
 	"github.com/custody-dev/custody/internal/testclock"
@@ -18,7 +19,7 @@ func newClock() *testclock.Clock {
 	return testclock.New(time.Date(2026, 7, 14, 14, 0, 0, 0, time.UTC))
 }
 
-// testEnv is a real stack: the embedded contracts, SQLite in a temp dir,
+// testEnv is a real stack: the PEAS contract, SQLite in a temp dir,
 // the approval service and a loopback transport.
 type testEnv struct {
 	clock     *testclock.Clock
@@ -30,7 +31,7 @@ type testEnv struct {
 
 func newEnv(t testing.TB) *testEnv {
 	t.Helper()
-	reg, err := contract.Load(contract.Options{})
+	reg, err := contract.Load(contract.Options{Contracts: []contract.Source{peas.Contract()}})
 	if err != nil {
 		t.Fatalf("load contracts: %v", err)
 	}

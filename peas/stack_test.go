@@ -36,7 +36,7 @@ func newStack(t *testing.T, router llm.Router, opts ...func(*peas.Deps)) *stack 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	reg, err := contract.Load(contract.Options{})
+	reg, err := contract.Load(contract.Options{Contracts: []contract.Source{peas.Contract()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestBrainSpawnedServer(t *testing.T) {
 
 func TestBrainPacketCommand(t *testing.T) {
 	e := newBrainEnv(t).imported(t)
-	reg, err := contract.Load(contract.Options{})
+	reg, err := contract.Load(contract.Options{Contracts: seedContracts()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestBrainServeHTTPAndAsk(t *testing.T) {
 
 func TestBrainCheckSchemaCommand(t *testing.T) {
 	dir := t.TempDir()
-	reg, err := contract.Load(contract.Options{})
+	reg, err := contract.Load(contract.Options{Contracts: seedContracts()})
 	if err != nil {
 		t.Fatal(err)
 	}

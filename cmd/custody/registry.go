@@ -3,19 +3,29 @@ package main
 import (
 	"flag"
 
+	"github.com/custody-dev/custody/brain"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
+	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/peas"
 )
 
+// seedContracts returns the contracts custody serves before any user's:
+// the PEAS tools, the Brain packet and the gateway's own Clinical Action
+// Envelope, in the order 'custody contracts' lists them.
+func seedContracts() []contract.Source {
+	return []contract.Source{peas.Contract(), brain.Contract(), gate.EnvelopeContract()}
+}
+
 // registry adds the --contracts flag to fs and returns a function that
-// loads the contract registry once the flags are parsed: the embedded
-// seeds, the example contract, and every *.json in the directory named by
+// loads the contract registry once the flags are parsed: the seed
+// contracts, the example contract, and every *.json in the directory named by
 // --contracts (default $CUSTODY_CONTRACTS).
 func (m *Main) registry(fs *flag.FlagSet) func() (*contract.Registry, error) {
 	dir := fs.String("contracts", m.env("CUSTODY_CONTRACTS", ""),
 		"directory of user contracts: every *.json in it (default $CUSTODY_CONTRACTS)")
 	return func() (*contract.Registry, error) {
 		name, raw := example.Contract()
-		return contract.Load(contract.Options{Dir: *dir, Extra: map[string][]byte{name: raw}})
+		return contract.Load(contract.Options{Contracts: seedContracts(), Dir: *dir, Extra: map[string][]byte{name: raw}})
 	}
 }

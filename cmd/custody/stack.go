@@ -101,7 +101,7 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 			return nil, err
 		}
 	}
-	if s.reg, err = contract.Load(contract.Options{Dir: sc.contracts, Extra: extra}); err != nil {
+	if s.reg, err = contract.Load(contract.Options{Contracts: seedContracts(), Dir: sc.contracts, Extra: extra}); err != nil {
 		return nil, err
 	}
 	if s.db, err = m.openStore(sc.data); err != nil {

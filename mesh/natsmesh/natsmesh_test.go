@@ -16,6 +16,7 @@ import (
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/mesh"
+	"github.com/custody-dev/custody/peas"
 	"github.com/custody-dev/custody/sqlite"
 )
 
@@ -72,7 +73,7 @@ type stack struct {
 }
 
 func newStack(t testing.TB) stack {
-	reg, err := contract.Load(contract.Options{})
+	reg, err := contract.Load(contract.Options{Contracts: []contract.Source{peas.Contract()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ func newStack(t *testing.T, tr peas.Tracer) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	reg, err := contract.Load(contract.Options{})
+	reg, err := contract.Load(contract.Options{Contracts: []contract.Source{peas.Contract()}})
 	if err != nil {
 		t.Fatal(err)
 	}
