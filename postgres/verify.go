@@ -25,36 +25,12 @@ func (db *DB) Verify(ctx context.Context) (ledger.Report, error) {
 // key obtained elsewhere; a nil pub checks checkpoints against the entries
 // only.
 func (db *DB) VerifyWith(ctx context.Context, pub ed25519.PublicKey) (ledger.Report, error) {
-	v := ledger.NewVerifier(pub)
-	page := make([]custody.Entry, 0, verifyPage)
-	flush := func() error {
-		err := v.Entries(page)
-		page = page[:0]
-		return err
-	}
-	entry := func(e *custody.Entry) error {
-		if page = append(page, *e); len(page) == verifyPage {
-			return flush()
-		}
-		return nil
-	}
-	checkpoint := func(cp custody.Checkpoint) error {
-		if err := flush(); err != nil {
-			return err
-		}
-		return v.Checkpoint(cp)
-	}
-	if err := db.walk(ctx, entry, checkpoint); err != nil {
+	p := ledger.NewPager(ledger.NewVerifier(pub))
+	if err := db.walk(ctx, p.Entry, p.Checkpoint); err != nil {
 		return ledger.Report{}, err
 	}
-	if err := flush(); err != nil {
-		return ledger.Report{}, err
-	}
-	return v.Finish()
+	return p.Finish()
 }
-
-// verifyPage is how many entries Verify hands the verifier at once.
-const verifyPage = 1024
 
 // ExportJSONL writes the ledger as JSONL, one entry a line in seq order,
 // each checkpoint on its own line right after the entry it covers, as the

@@ -172,7 +172,7 @@ func verifyFrom(ctx context.Context, q querier, v *ledger.Verifier, from int64, 
 		return fmt.Errorf("seq %d: cannot read: %w", from, err)
 	}
 	defer rows.Close()
-	page := make([]custody.Entry, 0, verifyPage)
+	p := ledger.NewPager(v)
 	next := from
 	for rows.Next() {
 		e, err := scanEntry(rows)
@@ -181,20 +181,14 @@ func verifyFrom(ctx context.Context, q querier, v *ledger.Verifier, from int64, 
 		}
 		next = e.Seq + 1
 		c.link(&e)
-		if page = append(page, e); len(page) == verifyPage {
-			if err := v.Entries(page); err != nil {
-				return err
-			}
-			page = page[:0]
+		if err := p.Entry(&e); err != nil {
+			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return walkError(err, next)
 	}
-	if err := v.Entries(page); err != nil {
-		return err
-	}
-	_, err = v.Finish()
+	_, err = p.Finish()
 	return err
 }
 
