@@ -38,3 +38,21 @@ func BenchmarkBody(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLookup compares reading a ref out of a tool's output in place
+// with finding it by decoding (lookupByDecoding), in the same run.
+func BenchmarkLookup(b *testing.B) {
+	out := json.RawMessage(`{"note_id":"00001234","title":"bench","text":"a note written by the benchmark","written":true}`)
+	for _, v := range []struct {
+		name string
+		find func(json.RawMessage, string) (json.RawMessage, bool)
+	}{{"in-place", lookup}, {"decoding", lookupByDecoding}} {
+		b.Run(v.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, ok := v.find(out, "/written"); !ok {
+					b.Fatal("no ref")
+				}
+			}
+		})
+	}
+}
