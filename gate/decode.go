@@ -1,12 +1,9 @@
 package gate
 
 import (
-	"bufio"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -24,7 +21,7 @@ const maxTraceBytes = 128
 // strict JSON (invalid UTF-8, duplicate keys) or holding integers beyond
 // ±2^53.
 func (g *Gateway) decode(_ context.Context, f *flight) error {
-	if err := settleTrace(f, g.ids.newID); err != nil {
+	if err := settleTrace(f, uuid.NewString); err != nil {
 		return err
 	}
 	if len(f.Args) > g.maxArgs {
@@ -33,7 +30,7 @@ func (g *Gateway) decode(_ context.Context, f *flight) error {
 	if len(f.Args) == 0 {
 		return invalid("", "arguments are empty: send a JSON object, {} when there are none")
 	}
-	if err := g.check(f.Args); err != nil {
+	if err := ledger.Check(f.Args); err != nil {
 		var se *ledger.SyntaxError
 		if errors.As(err, &se) {
 			return invalid("", fmt.Sprintf("arguments are not strict JSON: at byte %d: %s", se.Offset, se.Msg))
@@ -42,17 +39,6 @@ func (g *Gateway) decode(_ context.Context, f *flight) error {
 	}
 	f.argsOK = true
 	return nil
-}
-
-// check is ledger.Check with a pooled canonicalizer.
-func (g *Gateway) check(raw []byte) error {
-	z, _ := g.canons.Get().(*ledger.Canonicalizer)
-	if z == nil {
-		z = new(ledger.Canonicalizer)
-	}
-	err := z.Check(raw)
-	g.canons.Put(z)
-	return err
 }
 
 // settleTrace gives a call without a trace a new one (a UUID v4) and
@@ -70,27 +56,6 @@ func settleTrace(f *flight, newID func() string) error {
 	return &custody.Error{Kind: custody.EINVALID,
 		Message:    fmt.Sprintf("trace id must be 1 to %d bytes of printable UTF-8", maxTraceBytes),
 		Violations: []custody.Violation{{Instance: "", Keyword: "trace_id", Message: "unusable trace id"}}}
-}
-
-// idSource makes UUID v4 ids from crypto/rand read in blocks: one read
-// of the system's source per 256 ids rather than one per call. Each
-// processor takes ids from a block of its own, so that callers do not
-// queue for one. The zero value is ready to use.
-type idSource struct {
-	blocks sync.Pool // of *bufio.Reader over crypto/rand
-}
-
-func (s *idSource) newID() string {
-	r, _ := s.blocks.Get().(*bufio.Reader)
-	if r == nil {
-		r = bufio.NewReaderSize(rand.Reader, 16*256)
-	}
-	u, err := uuid.NewRandomFromReader(r)
-	s.blocks.Put(r)
-	if err != nil {
-		panic(fmt.Sprintf("gate: crypto/rand failed: %v", err)) // as uuid.New does
-	}
-	return u.String()
 }
 
 // validTrace reports whether a trace id is short printable UTF-8.

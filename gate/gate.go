@@ -169,14 +169,6 @@ type Gateway struct {
 	// approvalMu serialises finding and requesting approvals, so that
 	// concurrent calls of one action share one request.
 	approvalMu sync.Mutex
-	// canons holds *ledger.Canonicalizer for strict-JSON checks, which
-	// then stop allocating under load.
-	canons sync.Pool
-	// ids makes the trace ids of calls that come without one.
-	ids idSource
-	// outcomes holds the channels handlers answer on (chan outcome, with
-	// room for one), back from calls whose handler did answer.
-	outcomes sync.Pool
 	// linked holds the refs some custody link checks, as refKey's tool
 	// and ref ("" tool: a link that takes any tool's), so that only they
 	// are recorded as state.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/ledger"
 )
 
 // succeed is step 8 for a call that ran: the call.succeeded entry holds
@@ -94,7 +95,7 @@ func (g *Gateway) fail(ctx context.Context, f *flight, err error) error {
 	body = appendJSON(body, newErrorDoc(ce))
 	if ce.Err != nil {
 		body = append(body, `,"detail":`...)
-		body = appendString(body, ce.Err.Error())
+		body = appendJSON(body, ce.Err.Error())
 	}
 	body = appendElapsed(body, f.elapsed)
 	e, aerr := g.append(ctx, f, custody.KindCallFailed, append(body, '}'))
@@ -113,7 +114,7 @@ func (g *Gateway) breach(ctx context.Context, f *flight, out json.RawMessage, er
 		Message: fmt.Sprintf("tool %q returned an output that breaks its contract; the output was withheld", f.Tool)}
 	g.logError("contract breach", f, ce)
 	body := f.bodyStart(make([]byte, 0, 256+len(f.Args)+len(out)))
-	if g.check(out) == nil {
+	if ledger.Check(out) == nil {
 		body = append(body, `,"output":`...)
 		body = append(body, out...)
 	} else {
@@ -161,12 +162,22 @@ func (g *Gateway) append(ctx context.Context, f *flight, kind string, body []byt
 // exact argument bytes. Arguments that are not strict JSON cannot be
 // embedded; their digest, size and (within the size cap) base64 bytes are
 // recorded instead.
+//
+// The bodies are built by hand rather than with json.Marshal because the
+// ledger must hold the caller's arguments and the tool's output as the
+// bytes that came: json.Marshal compacts a json.RawMessage and escapes
+// <, > and & in it. TestBodyAgreesWithMarshal and FuzzBody hold them to
+// json.Marshal of the same document. Building by hand is also cheaper,
+// 172 ns against 661 ns for a call.succeeded body, which no caller feels
+// beside a durable commit:
+//
+//	go test -run '^$' -bench Body -count 6 ./gate/ (2026-12-01, 2 vCPU Xeon)
 func (f *flight) bodyStart(dst []byte) []byte {
 	dst = append(dst, `{"tool":`...)
-	dst = appendString(dst, f.Tool)
+	dst = appendJSON(dst, f.Tool)
 	if f.badTrace != "" {
 		dst = append(dst, `,"requested_trace":`...)
-		dst = appendString(dst, f.badTrace)
+		dst = appendJSON(dst, f.badTrace)
 	}
 	if f.argsOK {
 		dst = append(dst, `,"arguments":`...)

@@ -63,10 +63,7 @@ type outcome struct {
 func (g *Gateway) run(ctx context.Context, f *flight) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.deadlineOf(f.tool))
 	defer cancel()
-	done, _ := g.outcomes.Get().(chan outcome)
-	if done == nil {
-		done = make(chan outcome, 1)
-	}
+	done := make(chan outcome, 1) // room for an abandoned handler's answer
 	start := g.now()
 	go func() {
 		defer func() {
@@ -80,8 +77,6 @@ func (g *Gateway) run(ctx context.Context, f *flight) (json.RawMessage, error) {
 	var o outcome
 	select {
 	case o = <-done:
-		// Empty again, and the handler's goroutine is done with it.
-		g.outcomes.Put(done)
 	case <-ctx.Done():
 		// An abandoned handler still answers on done: it is not reused.
 		o.err = ctx.Err()

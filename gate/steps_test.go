@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -171,12 +170,14 @@ func TestWithoutMembers(t *testing.T) {
 	}
 }
 
-func TestAppendString(t *testing.T) {
-	for _, s := range []string{"", "plain", `q"b\s`, "tab\tnl\ncr\r", "ctl\x01\x1f", "é✓😀", "bad\xffutf8"} {
-		enc := appendString(nil, s)
+// TestAppendJSONString: every string, even one that is not UTF-8, goes
+// into a body as a JSON string that reads back as its valid UTF-8 form.
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"b\s`, "tab\tnl\ncr\r", "ctl\x01\x1f", "é✓😀", "bad\xffutf8", "<&>"} {
+		enc := appendJSON(nil, s)
 		var back string
 		if err := json.Unmarshal(enc, &back); err != nil {
-			t.Fatalf("appendString(%q) = %s is not JSON: %v", s, enc, err)
+			t.Fatalf("appendJSON(%q) = %s is not JSON: %v", s, enc, err)
 		}
 		if want := strings.ToValidUTF8(s, "\uFFFD"); back != want {
 			t.Errorf("round trip of %q = %q", s, back)
@@ -314,33 +315,33 @@ func hasDuplicateNames(doc []byte) bool {
 	}
 }
 
-// TestIDSource: trace ids are distinct UUID v4s, from any number of
-// goroutines, across the blocks of randomness they are cut from.
-func TestIDSource(t *testing.T) {
-	var s idSource
-	const workers, each = 8, 300 // more ids than one block holds
-	ids := make([][]string, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for range each {
-				ids[w] = append(ids[w], s.newID())
-			}
-		})
-	}
-	wg.Wait()
+// TestSettleTrace: a call without a trace gets a distinct UUID v4, a
+// usable trace is kept, and an unusable one is set aside for a new id.
+func TestSettleTrace(t *testing.T) {
 	seen := map[string]bool{}
-	for _, list := range ids {
-		for _, id := range list {
-			u, err := uuid.Parse(id)
-			if err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 || u.String() != id {
-				t.Fatalf("id %q is not a canonical UUID v4 (%v)", id, err)
-			}
-			if seen[id] {
-				t.Fatalf("id %q made twice", id)
-			}
-			seen[id] = true
+	for range 1000 {
+		f := &flight{}
+		if err := settleTrace(f, uuid.NewString); err != nil {
+			t.Fatal(err)
 		}
+		u, err := uuid.Parse(f.Trace)
+		if err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 || u.String() != f.Trace {
+			t.Fatalf("trace %q is not a canonical UUID v4 (%v)", f.Trace, err)
+		}
+		if seen[f.Trace] {
+			t.Fatalf("trace %q made twice", f.Trace)
+		}
+		seen[f.Trace] = true
+	}
+	f := &flight{}
+	f.Trace = "mine"
+	if err := settleTrace(f, uuid.NewString); err != nil || f.Trace != "mine" {
+		t.Fatalf("usable trace: got %q, %v; want it kept", f.Trace, err)
+	}
+	f = &flight{}
+	f.Trace = "bad\x00"
+	if err := settleTrace(f, uuid.NewString); err == nil || f.badTrace != "bad\x00" || f.Trace == "bad\x00" {
+		t.Fatalf("unusable trace: got trace %q, set aside %q, %v; want it set aside and refused", f.Trace, f.badTrace, err)
 	}
 }
 
