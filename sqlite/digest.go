@@ -46,7 +46,9 @@ func (d *digest) Scan(src any) error {
 
 // appendDigest appends the bytes that hexDigits spells to dst. Anything
 // but a SHA-256 in lowercase hex is refused: the store writes only what
-// the sealer computed, and reads back exactly what it wrote.
+// the sealer computed, and reads back exactly what it wrote. It is not
+// encoding/hex because that accepts upper case, which would read back as
+// another spelling of the digest than the one the chain hashed.
 func appendDigest(dst []byte, field, hexDigits string) ([]byte, error) {
 	if len(hexDigits) != 2*digestSize {
 		return dst, fmt.Errorf("%s %q is not a SHA-256 in lowercase hex", field, hexDigits)
