@@ -37,7 +37,8 @@ func (e *LineError) Unwrap() error { return e.Err }
 // speed: encoding/json takes the last of duplicate members, so two
 // readers of one export could see different entries, and it hands a body
 // back as re-read bytes where verification needs the exact ones its
-// body_sha256 covers. FuzzDecoder proves it against the chain it reads.
+// body_sha256 covers. FuzzDecoder checks that whatever it accepts is one
+// entry, checkpoint or note that encodes back and decodes the same.
 type Decoder struct {
 	r    *bufio.Reader
 	line int64
