@@ -122,6 +122,8 @@ type DB struct {
 
 	// head is the last head this instance saw committed.
 	head atomic.Pointer[custody.Receipt]
+	// appends holds *request for Commit.
+	appends sync.Pool
 	// channel is where changes of approvals are notified (notify.go).
 	channel string
 }

@@ -41,7 +41,13 @@ func (db *DB) Commit(ctx context.Context, e custody.Entry, changes ...custody.Ch
 	if e.At == "" {
 		e.At = custody.FormatTime(db.opts.Now())
 	}
-	r := &request{what: "append evidence", entry: e, changes: changes, checkpoint: cpNone, done: make(chan struct{}, 1)}
+	r, _ := db.appends.Get().(*request)
+	if r == nil {
+		r = &request{done: make(chan struct{}, 1)}
+	}
+	defer db.appends.Put(r)
+	r.what, r.entry, r.changes, r.checkpoint = "append evidence", e, changes, cpNone
+	defer func() { r.entry, r.changes, r.ctx, r.resp = custody.Entry{}, nil, nil, response{} }()
 	if err := r.z.Prepare(&r.prep, &r.entry); err != nil {
 		return custody.Entry{}, &custody.Error{Kind: custody.EINVALID, Message: "entry: " + err.Error(), Err: err}
 	}

@@ -138,6 +138,9 @@ type DB struct {
 
 	// head is the receipt of the last committed entry.
 	head atomic.Pointer[custody.Receipt]
+
+	// appends holds *appendReq for Append.
+	appends sync.Pool
 }
 
 var (

@@ -46,11 +46,17 @@ func (db *DB) Commit(ctx context.Context, e custody.Entry, changes ...custody.Ch
 	if e.At == "" {
 		e.At = custody.FormatTime(db.opts.Now())
 	}
-	a := &appendReq{e: e}
+	a, _ := db.appends.Get().(*appendReq)
+	if a == nil {
+		a = &appendReq{done: make(chan struct{}, 1)}
+	}
+	defer db.appends.Put(a)
+	defer a.reset() // the writer is done with a once do returns
+	a.e = e
 	if err := a.prepare(); err != nil {
 		return custody.Entry{}, err
 	}
-	a.req = request{what: "append evidence", entry: &a.e, prepared: &a.p, changes: changes}
+	a.req = request{what: "append evidence", entry: &a.e, prepared: &a.p, changes: changes, done: a.done}
 	resp, err := db.do(ctx, &a.req)
 	if err != nil {
 		return custody.Entry{}, err
@@ -59,12 +65,20 @@ func (db *DB) Commit(ctx context.Context, e custody.Entry, changes ...custody.Ch
 }
 
 // appendReq is an append on its way to the writer: the entry, prepared
-// for sealing, and the request carrying it.
+// for sealing, and the request carrying it. The DB pools them, so that an
+// append stops allocating its request, and the canonicalizer's buffers,
+// under load.
 type appendReq struct {
-	e   custody.Entry
-	z   ledger.Canonicalizer
-	p   ledger.Prepared
-	req request
+	e    custody.Entry
+	z    ledger.Canonicalizer
+	p    ledger.Prepared
+	req  request
+	done chan struct{} // req's, kept from one append to the next
+}
+
+// reset lets go of the last append's entry, keeping the buffers.
+func (a *appendReq) reset() {
+	a.e, a.req = custody.Entry{}, request{}
 }
 
 // prepare refuses, in the caller's goroutine, what the writer would
