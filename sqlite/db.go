@@ -139,7 +139,14 @@ type DB struct {
 	// head is the receipt of the last committed entry.
 	head atomic.Pointer[custody.Receipt]
 
-	// appends holds *appendReq for Append.
+	// appends holds *appendReq for Append: a request and its
+	// canonicalizer's buffers, reused from one append to the next. It
+	// earns its place end to end: `custody bench gateway --seconds 5
+	// --rounds 2 --baseline=false`, builds with and without it alternated
+	// (2026-12-01, 2 vCPU, load 2): 39,984–40,075 calls/s with it,
+	// 35,923–36,487 without, 10% (an append's own benchmark does not show
+	// it: the allocations it saves are paid by the callers' GC, not the
+	// writer).
 	appends sync.Pool
 }
 

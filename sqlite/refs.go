@@ -11,7 +11,12 @@ import (
 // {"key":"value",...} with no escapes, which are read here without the
 // JSON decoder's reflection: reading the ledger, for a verification of
 // millions of entries, spends much of its time here otherwise. Anything
-// else goes to the decoder.
+// else goes to the decoder. On a two-ref column the plain reader takes
+// 268 ns and 6 allocations against encoding/json's 906 ns and 12
+// (3.4 times faster); TestParseRefs and FuzzParseRefs hold it to
+// encoding/json:
+//
+//	go test -run '^$' -bench ParseRefs -count 6 ./sqlite/ (2026-12-01, 2 vCPU Xeon)
 func parseRefs(b []byte) (map[string]string, error) {
 	if len(b) == 2 && b[0] == '{' && b[1] == '}' {
 		return map[string]string{}, nil
