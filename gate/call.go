@@ -56,43 +56,94 @@ type flight struct {
 //	7 checkOutput validate.go   the output against the output contract
 //	8 record      record.go     succeed, refuse, fail, toolFailed or breach
 func (g *Gateway) Call(ctx context.Context, c custody.Call) (custody.Result, error) {
+	ctx, sp := g.startCall(ctx, c)
+	res, err := g.call(ctx, c, sp)
+	sp.end(res, err)
+	return res, err
+}
+
+// call runs the steps of Call, each stage under its span when sp is not
+// nil.
+func (g *Gateway) call(ctx context.Context, c custody.Call, sp *callSpan) (custody.Result, error) {
 	f := &flight{Call: c, start: g.now()}
-	if err := g.admitCall(ctx, f); err != nil {
-		return custody.Result{Trace: f.Trace}, g.refuse(ctx, f, err)
+	if err := g.admitCall(ctx, f, sp); err != nil {
+		done := sp.step(SpanRecord)
+		err = g.refuse(ctx, f, err)
+		done(err)
+		return custody.Result{Trace: f.Trace}, err
 	}
-	out, err := g.run(ctx, f)
+	done := sp.step(SpanRun)
+	out, runErr := g.run(ctx, f)
+	done(runErr)
+	var outErr error
+	if runErr == nil {
+		done = sp.step(SpanValidate)
+		outErr = g.checkOutput(ctx, f, out)
+		done(outErr)
+	}
+	done = sp.step(SpanRecord)
+	res, err := g.finish(ctx, f, out, runErr, outErr)
+	done(err)
+	return res, err
+}
+
+// finish records how a call that ran ended: the tool's own error, the
+// handler's failure, an output that breaches its contract, or success.
+func (g *Gateway) finish(ctx context.Context, f *flight, out json.RawMessage, runErr, outErr error) (custody.Result, error) {
 	var te *ToolError
-	if errors.As(err, &te) {
+	switch {
+	case errors.As(runErr, &te):
 		return g.toolFailed(ctx, f, te.Output)
-	}
-	if err != nil {
-		return custody.Result{Trace: f.Trace}, g.fail(ctx, f, err)
-	}
-	if err := g.checkOutput(ctx, f, out); err != nil {
-		return custody.Result{Trace: f.Trace}, g.breach(ctx, f, out, err)
+	case runErr != nil:
+		return custody.Result{Trace: f.Trace}, g.fail(ctx, f, runErr)
+	case outErr != nil:
+		return custody.Result{Trace: f.Trace}, g.breach(ctx, f, out, outErr)
 	}
 	return g.succeed(ctx, f, out)
 }
 
 // admitCall runs steps 1 to 5, the ones before the handler, in order, and
-// returns the first refusal.
-func (g *Gateway) admitCall(ctx context.Context, f *flight) error {
+// returns the first refusal: decode, the tool and the input contract under
+// a validate span, policy and approval under an approve span, and the
+// durable intent under a record span.
+func (g *Gateway) admitCall(ctx context.Context, f *flight, sp *callSpan) error {
+	done := sp.step(SpanValidate)
+	err := g.validateCall(ctx, f)
+	done(err)
+	if err != nil {
+		return err
+	}
+	done = sp.step(SpanApprove)
+	err = g.approveCall(ctx, f)
+	done(err)
+	if err != nil {
+		return err
+	}
+	done = sp.step(SpanRecord)
+	err = g.intend(ctx, f)
+	done(err)
+	return err
+}
+
+// validateCall runs steps 1 and 2: the call's bytes, its tool and its
+// arguments against the input contract.
+func (g *Gateway) validateCall(ctx context.Context, f *flight) error {
 	if err := g.decode(ctx, f); err != nil {
 		return err
 	}
 	if err := g.lookupTool(ctx, f); err != nil {
 		return err
 	}
-	if err := g.checkInput(ctx, f); err != nil {
-		return err
-	}
+	return g.checkInput(ctx, f)
+}
+
+// approveCall runs steps 3 and 4: the envelope's policy and the approval
+// of a HUMAN_CONFIRMATION action.
+func (g *Gateway) approveCall(ctx context.Context, f *flight) error {
 	if err := g.policy(ctx, f); err != nil {
 		return err
 	}
-	if err := g.authorize(ctx, f); err != nil {
-		return err
-	}
-	return g.intend(ctx, f)
+	return g.authorize(ctx, f)
 }
 
 // lookupTool finds the called tool in the envelope: a tool outside it is

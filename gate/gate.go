@@ -67,6 +67,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/contract"
@@ -150,6 +152,9 @@ type Config struct {
 	// and call a tool; a tool it may not is denied as if outside the
 	// envelope. Every agent may call every tool when nil.
 	Allowed func(actor, tool string) bool
+	// Tracer, when set, makes each call a span with a child span for
+	// each stage (see SpanCall); nil turns tracing off at no cost.
+	Tracer trace.Tracer
 }
 
 // Gateway is the chokepoint. It is safe for concurrent use.
@@ -163,6 +168,7 @@ type Gateway struct {
 	maxArgs   int
 	log       *slog.Logger
 	allowed   func(actor, tool string) bool
+	tracer    trace.Tracer
 	envelope  string
 	tools     map[string]*tool
 	order     []string
@@ -201,7 +207,7 @@ func New(cfg Config, envelope string, tools []Tool) (*Gateway, error) {
 	}
 	g := &Gateway{
 		reg: cfg.Registry, ledger: cfg.Ledger, approvals: cfg.Approvals, state: cfg.State,
-		now: cfg.Now, deadline: cfg.Deadline, maxArgs: cfg.MaxArgBytes, log: cfg.Logger, allowed: cfg.Allowed,
+		now: cfg.Now, deadline: cfg.Deadline, maxArgs: cfg.MaxArgBytes, log: cfg.Logger, allowed: cfg.Allowed, tracer: cfg.Tracer,
 		envelope: envelope, tools: make(map[string]*tool, len(tools)),
 	}
 	if g.now == nil {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/contract"
@@ -67,6 +69,8 @@ type harnessOptions struct {
 	// stoppedStore gives the store the harness's clock, which moves only
 	// when the test moves it, instead of the wall clock.
 	stoppedStore bool
+	// tracer, when set, traces every call.
+	tracer trace.Tracer
 }
 
 // newHarnessWith builds a harness as opts say.
@@ -94,7 +98,7 @@ func newHarnessWith(t testing.TB, opts harnessOptions) *harness {
 	}
 	h.gw, err = gate.New(gate.Config{
 		Registry: h.reg, Ledger: h.led, Approvals: h.svc, State: db, Now: h.clk.Now,
-		Deadline: cmp.Or(opts.deadline, 200*time.Millisecond), Logger: discard(),
+		Deadline: cmp.Or(opts.deadline, 200*time.Millisecond), Logger: discard(), Tracer: opts.tracer,
 	}, example.EnvelopeID, tools)
 	if err != nil {
 		t.Fatalf("new gateway: %v", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/mcpserver"
 	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/telemetry"
 	"github.com/custody-dev/custody/tlog"
 	"github.com/custody-dev/custody/web"
 )
@@ -389,7 +390,7 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 		return p.ID, ok && p.Role == web.RoleAgent
 	}))
 	mux.Handle("/", ws.Handler())
-	return mux, nil
+	return telemetry.Continue(mux), nil
 }
 
 // announce prints where the server listens and how to get in.

@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
@@ -15,6 +18,7 @@ import (
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/telemetry"
 	"github.com/custody-dev/custody/upstream"
 )
 
@@ -28,6 +32,9 @@ type stack struct {
 	gw        *gate.Gateway
 	// up is the configured upstreams; nil without any.
 	up *upstream.Set
+	// flushSpans exports the calls' spans still buffered; nil when
+	// tracing is off.
+	flushSpans func(context.Context) error
 }
 
 // stackConfig says what a stack is made of.
@@ -112,6 +119,9 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 	}
 	tools := append(example.Tools(s.db, nil), sc.tools...)
 	gcfg := gate.Config{Registry: s.reg, Ledger: s.db, Approvals: s.approvals, State: s.db, Logger: m.warnLogger()}
+	if gcfg.Tracer, s.flushSpans, err = m.callTracer(ctx); err != nil {
+		return nil, err
+	}
 	if s.up != nil {
 		ups, err := s.up.Tools(ctx, upstream.NewPins(s.db, s.db, s.approvals))
 		if err != nil {
@@ -192,6 +202,11 @@ func (m *Main) warnLogger() *slog.Logger {
 // Close stops the upstreams and closes the store.
 func (s *stack) Close() error {
 	var errs []error
+	if s.flushSpans != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, s.flushSpans(ctx))
+		cancel()
+	}
 	if s.up != nil {
 		errs = append(errs, s.up.Close())
 	}
@@ -200,6 +215,21 @@ func (s *stack) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// callTracer returns the tracer that makes every gateway call a span,
+// exported over OTLP/HTTP to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT (or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) names, and the func that flushes
+// it; with neither set tracing is off and both are nil.
+func (m *Main) callTracer(ctx context.Context) (trace.Tracer, func(context.Context) error, error) {
+	tp, flush, err := telemetry.NewProvider(ctx, "", m.Getenv)
+	if err != nil || tp == nil {
+		return nil, nil, err
+	}
+	return tp.Tracer(gateScope), flush, nil
+}
+
+// gateScope is the instrumentation scope of the calls' spans.
+const gateScope = "github.com/custody-dev/custody/gate"
 
 // notifiers reads $CUSTODY_NOTIFY.
 func (m *Main) notifiers() ([]approval.Notifier, error) {

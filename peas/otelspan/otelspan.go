@@ -12,21 +12,15 @@ package otelspan
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/url"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/custody-dev/custody/peas"
+	"github.com/custody-dev/custody/telemetry"
 )
 
 // Names of the spans and their attributes.
@@ -39,7 +33,7 @@ const (
 	AttrChain = "custody.trace"
 	// DefaultServiceName is the service.name of the exported resource
 	// unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES set one.
-	DefaultServiceName = "custody"
+	DefaultServiceName = telemetry.DefaultServiceName
 	// DefaultIdle is how long a chain's root span stays open without a
 	// hop before the next Start ends it.
 	DefaultIdle = time.Hour
@@ -47,12 +41,9 @@ const (
 
 // Environment variables that turn tracing on.
 const (
-	EnvTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-	EnvEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	EnvTracesEndpoint = telemetry.EnvTracesEndpoint
+	EnvEndpoint       = telemetry.EnvEndpoint
 )
-
-// tracesPath is the OTLP/HTTP path of the traces signal.
-const tracesPath = "/v1/traces"
 
 // Tracer is a peas.Tracer on an OpenTelemetry trace provider. It keeps
 // the root span of every open chain until peas ends the chain, the root
@@ -203,56 +194,10 @@ func (t *Tracer) Close() {
 	}
 }
 
-// Endpoint returns the OTLP/HTTP traces URL spans go to: endpoint when
-// given, else the URL of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (as it is)
-// or OTEL_EXPORTER_OTLP_ENDPOINT (with /v1/traces appended), as getenv
-// (os.Getenv when nil) reads them, and "" when none is set. An explicit
-// endpoint is a base URL like the latter, with /v1/traces appended unless
-// its path already ends so.
+// Endpoint returns the OTLP/HTTP traces URL spans go to; see
+// telemetry.Endpoint.
 func Endpoint(endpoint string, getenv func(string) string) (string, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	if endpoint = strings.TrimSpace(endpoint); endpoint != "" {
-		return tracesURL(endpoint, "endpoint")
-	}
-	if v := strings.TrimSpace(getenv(EnvTracesEndpoint)); v != "" {
-		u, err := parseURL(v, EnvTracesEndpoint)
-		if err != nil {
-			return "", err
-		}
-		if u.Path == "" {
-			u.Path = "/"
-		}
-		return u.String(), nil
-	}
-	if v := strings.TrimSpace(getenv(EnvEndpoint)); v != "" {
-		return tracesURL(v, EnvEndpoint)
-	}
-	return "", nil
-}
-
-// tracesURL returns the traces URL of a base OTLP/HTTP endpoint.
-func tracesURL(base, what string) (string, error) {
-	u, err := parseURL(base, what)
-	if err != nil {
-		return "", err
-	}
-	if !strings.HasSuffix(u.Path, tracesPath) {
-		u.Path = strings.TrimSuffix(u.Path, "/") + tracesPath
-	}
-	return u.String(), nil
-}
-
-func parseURL(raw, what string) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("otlp %s %q: %w", what, raw, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("otlp %s %q: want an http:// or https:// URL", what, raw)
-	}
-	return u, nil
+	return telemetry.Endpoint(endpoint, getenv)
 }
 
 // NewTracer returns a Tracer exporting spans over OTLP/HTTP to endpoint,
@@ -264,35 +209,14 @@ func parseURL(raw, what string) (*url.URL, error) {
 // timeout, compression, TLS) and OTEL_SERVICE_NAME /
 // OTEL_RESOURCE_ATTRIBUTES apply from the process environment as usual.
 func NewTracer(ctx context.Context, endpoint string, opts ...Option) (peas.Tracer, func(context.Context) error, error) {
-	target, err := Endpoint(endpoint, newConfig(opts).getenv)
-	if err != nil {
-		return nil, nil, err
+	tp, flush, err := telemetry.NewProvider(ctx, endpoint, newConfig(opts).getenv)
+	if err != nil || tp == nil {
+		return nil, flush, err
 	}
-	if target == "" {
-		return nil, func(context.Context) error { return nil }, nil
-	}
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(target))
-	if err != nil {
-		return nil, nil, fmt.Errorf("otlp exporter for %s: %w", target, err)
-	}
-	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", DefaultServiceName)),
-		resource.WithFromEnv(),
-		resource.WithTelemetrySDK(),
-	)
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		_ = exp.Shutdown(ctx)
-		return nil, nil, fmt.Errorf("otel resource: %w", err)
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	t := New(tp, opts...)
 	shutdown := func(ctx context.Context) error {
 		t.Close()
-		err := errors.Join(tp.ForceFlush(ctx), tp.Shutdown(ctx))
-		if err != nil {
-			return fmt.Errorf("flush spans to %s: %w", target, err)
-		}
-		return nil
+		return flush(ctx)
 	}
 	return t, shutdown, nil
 }

@@ -2,94 +2,27 @@ package otelspan_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/internal/otlptest"
 	"github.com/custody-dev/custody/peas"
 	"github.com/custody-dev/custody/peas/otelspan"
 	"github.com/custody-dev/custody/sqlite"
 )
-
-// receiver is an OTLP/HTTP traces receiver: it accepts POST /v1/traces
-// with a protobuf ExportTraceServiceRequest and keeps the spans.
-type receiver struct {
-	*httptest.Server
-	mu    sync.Mutex
-	spans []*tracepb.Span
-	posts int
-}
-
-func newReceiver(t *testing.T) *receiver {
-	t.Helper()
-	r := &receiver{}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/traces", r.export)
-	r.Server = httptest.NewServer(mux)
-	t.Cleanup(r.Close)
-	return r
-}
-
-func (r *receiver) export(w http.ResponseWriter, req *http.Request) {
-	var body io.Reader = req.Body
-	if req.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(req.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = zr
-	}
-	raw, err := io.ReadAll(body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	if ct := req.Header.Get("Content-Type"); ct != "application/x-protobuf" {
-		http.Error(w, "content type "+ct, http.StatusUnsupportedMediaType)
-		return
-	}
-	var msg coltracepb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(raw, &msg); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	r.mu.Lock()
-	r.posts++
-	for _, rs := range msg.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			r.spans = append(r.spans, ss.GetSpans()...)
-		}
-	}
-	r.mu.Unlock()
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	w.Write(out)
-}
-
-func (r *receiver) received() []*tracepb.Span {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]*tracepb.Span(nil), r.spans...)
-}
 
 // stack is the pile-up chain on a real gateway, SQLite store and approval
 // service.
@@ -172,14 +105,7 @@ func hops(ch *peas.Chain) map[string]int {
 	return n
 }
 
-func attr(sp *tracepb.Span, key string) string {
-	for _, kv := range sp.GetAttributes() {
-		if kv.GetKey() == key {
-			return kv.GetValue().GetStringValue()
-		}
-	}
-	return ""
-}
+func attr(sp *tracepb.Span, key string) string { return otlptest.Attr(sp, key) }
 
 var (
 	traceIDRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -240,7 +166,7 @@ func checkSpans(t *testing.T, spans []*tracepb.Span, ch *peas.Chain, brief peas.
 // at the OTLP receiver as a span under one prediction root, in the trace
 // the brief reports.
 func TestChainSpans(t *testing.T) {
-	rcv := newReceiver(t)
+	rcv := otlptest.New(t)
 	ctx := context.Background()
 	tr, shutdown, err := otelspan.NewTracer(ctx, rcv.URL)
 	if err != nil || tr == nil {
@@ -255,7 +181,7 @@ func TestChainSpans(t *testing.T) {
 	if err := json.Unmarshal(raw, &brief); err != nil {
 		t.Fatal(err)
 	}
-	spans := rcv.received()
+	spans := rcv.Spans()
 	want := hops(ch)
 	for _, tool := range []string{peas.ToolDetect, peas.ToolBrief, peas.ToolApprove, peas.ToolVMS, peas.ToolNotify} {
 		if want["peas."+tool] == 0 {
@@ -267,7 +193,7 @@ func TestChainSpans(t *testing.T) {
 
 // TestEnvEndpoint: OTEL_EXPORTER_OTLP_ENDPOINT turns tracing on.
 func TestEnvEndpoint(t *testing.T) {
-	rcv := newReceiver(t)
+	rcv := otlptest.New(t)
 	t.Setenv(otelspan.EnvTracesEndpoint, "")
 	t.Setenv(otelspan.EnvEndpoint, rcv.URL)
 	ctx := context.Background()
@@ -284,7 +210,7 @@ func TestEnvEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := map[string]int{}
-	for _, sp := range rcv.received() {
+	for _, sp := range rcv.Spans() {
 		names[sp.GetName()]++
 	}
 	if names[otelspan.RootSpan] != 1 || names["peas."+peas.ToolDetect] != 1 || len(names) != 2 {
