@@ -17,7 +17,7 @@ func (m *Main) commands() map[string]command {
 		"mesh":      {"wildfire mesh pods: forward node, aggregator, simulation", (*Main).runMesh},
 		"peas":      {"pile-up early alert tools: detect a signature from sensor readings", (*Main).runPeas},
 		"serve":     {"serve the HTTP API, MCP at /mcp and the operator console", (*Main).runServe},
-		"store":     {"copy a SQLite store into PostgreSQL (copy --from DIR --to postgres://...)", (*Main).runStore},
+		"store":     {"back a SQLite data directory up while serve runs, or copy it into PostgreSQL", (*Main).runStore},
 		"validate":  {"validate JSON documents against a schema", (*Main).runValidate},
 	}
 }

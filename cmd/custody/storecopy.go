@@ -14,13 +14,56 @@ import (
 	"github.com/custody-dev/custody/sqlite"
 )
 
-// runStore dispatches `custody store SUBCOMMAND`; copy is the one.
+// storeUsage is the usage of `custody store`.
+const storeUsage = `usage: custody store SUBCOMMAND [flags]
+
+subcommands:
+  backup     copy a SQLite data directory while serve runs: --data DIR --to NEWDIR
+  copy       move a SQLite store into PostgreSQL: --from DIR --to postgres://...`
+
+// runStore dispatches `custody store SUBCOMMAND`.
 func (m *Main) runStore(ctx context.Context, args []string) int {
-	if len(args) == 0 || args[0] != "copy" {
-		fmt.Fprintln(m.Stderr, "usage: custody store copy --from DIR --to postgres://...")
-		return exitUsage
+	if len(args) > 0 {
+		switch args[0] {
+		case "copy":
+			return m.runStoreCopy(ctx, args[1:])
+		case "backup":
+			return m.runStoreBackup(ctx, args[1:])
+		}
 	}
-	return m.runStoreCopy(ctx, args[1:])
+	fmt.Fprintln(m.Stderr, storeUsage)
+	return exitUsage
+}
+
+// runStoreBackup writes a verified copy of a SQLite data directory:
+//
+//	custody store backup --data DIR --to NEWDIR
+//
+// It may run beside a serve on the same directory: the copy is the
+// database as of one read transaction, with the directory's ledger id,
+// keys and checkpoint record (see sqlite.DB.Backup). Restoring is moving
+// NEWDIR into place with custody stopped.
+func (m *Main) runStoreBackup(ctx context.Context, args []string) int {
+	fs := m.flags("store backup", "--data DIR --to NEWDIR")
+	data := m.dataFlag(fs)
+	to := fs.String("to", "", "the new `DIR` to write the backup into; it must not exist or be empty")
+	if ok, code := m.parse(fs, args); !ok {
+		return code
+	}
+	if *to == "" {
+		return m.flagError(fs, "--to is required")
+	}
+	src, code := m.sqliteOnly().openExisting(*data)
+	if src == nil {
+		return code
+	}
+	defer src.Close()
+	rep, err := src.(*sqlite.DB).Backup(ctx, *to)
+	if err != nil {
+		return m.fail(err)
+	}
+	fmt.Fprintf(m.Stdout, "backed up %s to %s: %s\n", *data, *to, rep)
+	return exitOK
 }
 
 // runStoreCopy moves a SQLite store into an empty PostgreSQL one:
