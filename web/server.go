@@ -48,6 +48,9 @@ type Config struct {
 	// when set, /metrics reports it, and entries over commits is how
 	// many appends shared each commit.
 	Commits func() int64
+	// Schemas serves the tools' schemas on GET /v1/tools/{name}; nil
+	// answers 503 there.
+	Schemas Schemas
 	Tokens  Tokens
 	// Apps are domain systems mounted at /apps/{Name}/ and linked from
 	// the console.
@@ -128,6 +131,8 @@ func (s *Server) routes() (*http.ServeMux, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/calls", s.require(s.handleCall, RoleAgent))
 	mux.HandleFunc("GET /v1/tools", s.require(s.handleTools, allRoles()...))
+	mux.HandleFunc("GET /v1/tools/{name}", s.require(s.handleTool, allRoles()...))
+	mux.HandleFunc("GET /v1/openapi.json", s.handleOpenAPI)
 	mux.HandleFunc("GET /v1/approvals", s.require(s.handleApprovals, readers()...))
 	mux.HandleFunc("GET /v1/approvals/{id}", s.require(s.handleApproval, readers()...))
 	mux.HandleFunc("POST /v1/approvals/{id}/decision", s.require(s.handleDecision, RoleOperator))

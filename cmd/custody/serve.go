@@ -370,7 +370,7 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 	wcfg := web.Config{
 		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify, Commits: st.db.Commits,
 		Checkpoint: st.db.LatestCheckpoint, Witnesses: witnesses, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
-		ApprovalChanges: approvalChanges(ctx, st.db),
+		ApprovalChanges: approvalChanges(ctx, st.db), Schemas: st.reg,
 	}
 	if sq, ok := st.db.(*sqlite.DB); ok {
 		// Write health and Merkle proofs are the SQLite store's.
