@@ -102,4 +102,3 @@ func (ws *Worlds) guard(name string, h gate.Handler) gate.Handler {
 		return out, nil
 	}
 }
-

@@ -91,7 +91,7 @@ func (t tally) rate() float64 {
 func measureCategory(cat string, traces []*Trace, breached map[string]bool, k int) CategoryMetrics {
 	c := CategoryMetrics{Category: cat, Invariant: JudgedBy(cat), K: k}
 	var breach, util tally
-	groups := map[string]bool{} // case/injection -> all repeats passed
+	groups := map[string]bool{}  // case/injection -> all repeats passed
 	errored := map[string]bool{} // case/injection -> a repeat errored
 	for _, t := range traces {
 		tc := t.Spec.Category
