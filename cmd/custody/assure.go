@@ -260,15 +260,17 @@ func (m *Main) assureSummary(res *assure.Result, failOn assure.Severity) int {
 	met := info.Metrics
 	fmt.Fprintf(m.Stdout, "pack %s: %d/%d traces run, %d errored, %d findings, ledger head %s\n", res.Dir, info.Completed, info.Traces, met.Errored, len(res.Findings), info.LedgerHead)
 	fmt.Fprintf(m.Stdout, "signed by %s\n", info.KeyFingerprint)
-	if met.Errored < met.Traces {
-		fmt.Fprintf(m.Stdout, "utility without injection %.0f%%, under injection %.0f%%\n", 100*met.UtilityClean, 100*met.UtilityInjected)
-	}
+	clean := 0 // judged clean baselines
 	for _, c := range met.Categories {
-		passK := "n/a"
-		if c.PassKCases > 0 {
-			passK = fmt.Sprintf("%3.0f%%", 100*c.PassK)
+		if c.Category == assure.Baseline {
+			clean = c.Traces - c.Errored
 		}
-		fmt.Fprintf(m.Stdout, "  %-26s breach %3.0f%%  utility %3.0f%%  pass^%d %4s  (%d traces, %d errored)\n", c.Category, 100*c.BreachRate, 100*c.Utility, c.K, passK, c.Traces, c.Errored)
+	}
+	fmt.Fprintf(m.Stdout, "utility without injection %s, under injection %s\n", rate(met.UtilityClean, clean > 0), rate(met.UtilityInjected, met.Traces-met.Errored > clean))
+	for _, c := range met.Categories {
+		judged := c.Traces > c.Errored
+		fmt.Fprintf(m.Stdout, "  %-26s breach %4s  utility %4s  pass^%d %4s  (%d traces, %d errored)\n", c.Category,
+			rate(c.BreachRate, judged), rate(c.Utility, judged), c.K, rate(c.PassK, c.PassKCases > 0), c.Traces, c.Errored)
 	}
 	for _, f := range res.Findings {
 		fmt.Fprintf(m.Stdout, "finding %s %s %s %s seqs %v: %s\n", f.FindingID, f.InvariantID, f.Severity, f.TraceID, f.Evidence, f.Summary)
@@ -294,6 +296,14 @@ func (m *Main) assureSummary(res *assure.Result, failOn assure.Severity) int {
 		code = exitFailed
 	}
 	return code
+}
+
+// rate prints a share as a percentage, or n/a when nothing was measured.
+func rate(share float64, measured bool) string {
+	if !measured {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%%", 100*share)
 }
 
 // runAssureVerify verifies a pack: exit 1 naming every problem.
