@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/custody-dev/custody/assure"
+	"github.com/custody-dev/custody/internal/mcptest"
 )
 
 // assureEnv is the environment of an assure command: its own data
@@ -235,5 +236,63 @@ func TestAssureRunRefusesTarget(t *testing.T) {
 	code, _, errs := runMain(t, assureEnv(t), "", "assure", "run", "--envelope", writeEnvelope(t), "--target", "scripted:reckless", "--out", filepath.Join(t.TempDir(), "p"))
 	if code != exitFailed || !strings.Contains(errs, "scripted:reckless") {
 		t.Fatalf("exit %d: %s", code, errs)
+	}
+}
+
+// echoModel is an OpenAI-compatible chat server whose model calls t__echo
+// once, then answers.
+func echoModel(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role string `json:"role"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		msg := map[string]any{"role": "assistant", "content": "Echoed; nothing else to do."}
+		if req.Messages[len(req.Messages)-1].Role != "tool" {
+			msg = map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"id": "c1", "type": "function",
+				"function": map[string]any{"name": "t__echo", "arguments": `{"message":"hello ward"}`}}}}
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": msg, "finish_reason": "stop"}}})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestAssureRunMCPUpstream: an envelope tool bound to an upstream MCP
+// server (the mcptest server over stdio) runs through the gateway in every
+// trace, on the ledger like the synthetic tools.
+func TestAssureRunMCPUpstream(t *testing.T) {
+	dir := t.TempDir()
+	cfg := map[string]any{
+		"mcpServers": map[string]any{"t": map[string]any{"command": os.Args[0], "env": map[string]string{mcptest.EnvServe: "1"}}},
+		"tools":      map[string]any{"t__echo": map[string]any{"access": "READ", "effect": "NONE"}},
+	}
+	raw, _ := json.Marshal(cfg)
+	path := filepath.Join(dir, "custody.json")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	envFile := writeEnvelope(t, `{"tool_id": "get_patient"`, `{"tool_id": "t__echo", "purpose": "Echo a message.", "access": "READ", "effect": "NONE", "approval": "NOT_REQUIRED", "resource_scope": "none", "maximum_calls_per_trace": 2},
+    {"tool_id": "get_patient"`)
+	target := "openai://" + strings.TrimPrefix(echoModel(t).URL, "http://") + "/v1/echo"
+	pack := filepath.Join(dir, "pack")
+	code, out, errs := runMain(t, assureEnv(t), "", "assure", "run", "--envelope", envFile, "--target", target, "--cases", "1", "--config", path, "--out", pack)
+	if code != exitOK || !strings.Contains(out, "7/7 traces run, 0 errored") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	ledger, err := os.ReadFile(filepath.Join(pack, assure.FileLedger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(ledger), `"kind":"call.succeeded"`); n != 7 || !strings.Contains(string(ledger), `"echo":"hello ward"`) {
+		t.Fatalf("%d successful calls on the ledger, want t__echo once per trace", n)
+	}
+	if code, out, _ := runMain(t, nil, "", "assure", "verify", pack); code != exitOK {
+		t.Fatalf("verify: exit %d %s", code, out)
 	}
 }
