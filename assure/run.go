@@ -61,7 +61,9 @@ type Config struct {
 	// OpenStore opens a new, empty store for one run and returns it with
 	// the key that signs its checkpoints (the pack's manifest is signed
 	// with it too) and the function that releases it. Required: the
-	// harness keeps its evidence wherever the caller says.
+	// harness keeps its evidence wherever the caller says. The key should
+	// be the assessor's stable one (LoadKey): VERIFY.md tells the reader
+	// to compare its fingerprint with the one the assessor publishes.
 	OpenStore func(ctx context.Context) (Store, ed25519.PrivateKey, func() error, error)
 	// AllowRetired lets a RETIRED envelope run; without it one is refused.
 	AllowRetired bool
