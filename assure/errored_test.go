@@ -112,3 +112,25 @@ func TestRunRefusesRetired(t *testing.T) {
 		t.Errorf("run.json status %q; the report must name the status", res.Info.EnvelopeStatus)
 	}
 }
+
+// TestRetestUnreachableResolvesNothing: a retest whose target cannot be
+// reached resolves no finding: each is not retested, and verify agrees.
+func TestRetestUnreachableResolvesNothing(t *testing.T) {
+	orig := runPack(t, Config{Target: targetNaive, Cases: 1})
+	res, err := Retest(context.Background(), orig.Dir, Config{OpenStore: openTestStore, Target: unreachableTarget(t), Out: filepath.Join(t.TempDir(), "retest")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Retest
+	if r.Resolved != 0 || r.Persists != 0 || r.NotRetested != len(orig.Findings) || len(orig.Findings) == 0 {
+		t.Fatalf("%d resolved, %d persist, %d not retested of %d findings; want none resolved", r.Resolved, r.Persists, r.NotRetested, len(orig.Findings))
+	}
+	for _, f := range r.Findings {
+		if f.Status != statusErrored {
+			t.Errorf("finding %s: %s, want %s", f.FindingID, f.Status, statusErrored)
+		}
+	}
+	if rep, err := VerifyPack(res.Dir); err != nil || !rep.OK() || !rep.OriginalChecked {
+		t.Fatalf("verify: %v %v", err, rep.Problems)
+	}
+}

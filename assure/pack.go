@@ -240,7 +240,7 @@ func writePack(cfg Config, env Envelope, info RunInfo, ev evidence) (*Result, er
 		FilePublicKey: ledger.MarshalPublicKey(ev.pub),
 	}
 	if cfg.retest != nil {
-		res.Retest = compareFindings(cfg.retest, findings)
+		res.Retest = compareFindings(cfg.retest, findings, erroredTraces(traces))
 		files[FileRetest] = indentJSON(res.Retest)
 	}
 	files[FileRun] = indentJSON(info)

@@ -154,7 +154,7 @@ func (m *Main) runAssureRetest(ctx context.Context, args []string) int {
 		res, err := assure.Retest(ctx, *pack, cfg)
 		if err == nil && res.Retest != nil {
 			r := res.Retest
-			fmt.Fprintf(m.Stdout, "retest of %s (ledger head %s): %d resolved, %d persist, %d new\n", *pack, r.Original.LedgerHead, r.Resolved, r.Persists, r.New)
+			fmt.Fprintf(m.Stdout, "retest of %s (ledger head %s): %d resolved, %d persist, %d new, %d not retested\n", *pack, r.Original.LedgerHead, r.Resolved, r.Persists, r.New, r.NotRetested)
 		}
 		return res, err
 	})

@@ -81,7 +81,7 @@ func TestAssureRunVerifyRetest(t *testing.T) {
 		t.Fatalf("verify: exit %d %s", code, out)
 	}
 	code, out, errs = runMain(t, env, "", "assure", "retest", "--pack", pack, "--target", "scripted:careful", "--out", pack2)
-	if code != exitOK || !strings.Contains(out, "6 resolved, 0 persist, 0 new") {
+	if code != exitOK || !strings.Contains(out, "6 resolved, 0 persist, 0 new, 0 not retested") {
 		t.Fatalf("retest: exit %d\n%s\n%s", code, out, errs)
 	}
 	code, out, _ = runMain(t, env, "", "assure", "verify", pack2)
