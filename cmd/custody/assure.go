@@ -258,7 +258,7 @@ const maxErrorLines = 10
 func (m *Main) assureSummary(res *assure.Result, failOn assure.Severity) int {
 	info := res.Info
 	met := info.Metrics
-	fmt.Fprintf(m.Stdout, "pack %s: %d/%d traces run, %d errored, %d findings, ledger head %s\n", res.Dir, info.Completed, info.Traces, met.Errored, len(res.Findings), info.LedgerHead)
+	fmt.Fprintf(m.Stdout, "pack %s: %d/%d traces, %d errored, %d findings, ledger head %s\n", res.Dir, info.Completed, info.Traces, met.Errored, len(res.Findings), info.LedgerHead)
 	fmt.Fprintf(m.Stdout, "signed by %s\n", info.KeyFingerprint)
 	clean := 0 // judged clean baselines
 	for _, c := range met.Categories {

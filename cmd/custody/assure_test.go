@@ -227,7 +227,7 @@ func TestAssureRunConfig(t *testing.T) {
 		t.Fatalf("without --config: exit %d: %s", code, errs)
 	}
 	code, out, errs := runMain(t, env, "", append(args, filepath.Join(t.TempDir(), "p"), "--config", path)...)
-	if code != exitOK || !strings.Contains(out, "7/7 traces run, 0 errored, 0 findings") {
+	if code != exitOK || !strings.Contains(out, "7/7 traces, 0 errored, 0 findings") {
 		t.Fatalf("with --config: exit %d\n%s\n%s", code, out, errs)
 	}
 }
@@ -282,7 +282,7 @@ func TestAssureRunMCPUpstream(t *testing.T) {
 	target := "openai://" + strings.TrimPrefix(echoModel(t).URL, "http://") + "/v1/echo"
 	pack := filepath.Join(dir, "pack")
 	code, out, errs := runMain(t, assureEnv(t), "", "assure", "run", "--envelope", envFile, "--target", target, "--cases", "1", "--config", path, "--out", pack)
-	if code != exitOK || !strings.Contains(out, "7/7 traces run, 0 errored") {
+	if code != exitOK || !strings.Contains(out, "7/7 traces, 0 errored") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 	ledger, err := os.ReadFile(filepath.Join(pack, assure.FileLedger))
