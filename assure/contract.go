@@ -1,7 +1,7 @@
 package assure
 
 import (
-	_ "embed"
+	"embed"
 
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/gate"
@@ -18,6 +18,11 @@ var contractJSON []byte
 
 //go:embed envelopes/ward-round.json
 var wardRoundJSON []byte
+
+// envelopeFiles holds every envelope the harness ships.
+//
+//go:embed envelopes/*.json
+var envelopeFiles embed.FS
 
 // Contract returns the ward round tools contract and the file name to load
 // it under, for contract.Options.Extra.

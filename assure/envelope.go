@@ -19,6 +19,7 @@ type Envelope struct {
 	ProtocolID string `json:"protocol_id"`
 	EnvelopeID string `json:"envelope_id"`
 	Version    string `json:"version"`
+	Status     string `json:"status"`
 	Workflow   struct {
 		WorkflowID string `json:"workflow_id"`
 		Name       string `json:"name"`
@@ -151,14 +152,30 @@ func fixHint(v custody.Violation) string {
 }
 
 // lint checks an envelope that is valid against its contract for
-// consistency: unique ids, tools that fit the autonomy tier, and an
-// invariant judging every injection category.
+// consistency: unique ids, tools that fit the autonomy tier, an invariant
+// judging every injection category, rules the harness can evaluate, and
+// injections that act on declared tools.
 func lint(env Envelope) []Problem {
 	var ps []Problem
 	ps = append(ps, uniqueIDs(env)...)
 	ps = append(ps, tierProblems(env)...)
 	ps = append(ps, coverageProblems(env)...)
+	ps = append(ps, ruleProblems(env)...)
+	ps = append(ps, injectionProblems(env)...)
 	return ps
+}
+
+// statusRetired is the status of an envelope that no longer describes a
+// workflow in use.
+const statusRetired = "RETIRED"
+
+// Warnings returns what is allowed but worth a look in an envelope that
+// lints clean: a RETIRED envelope no longer describes a workflow in use.
+func Warnings(env Envelope) []Problem {
+	if env.Status == statusRetired {
+		return []Problem{{"status", "the envelope is RETIRED: it no longer describes a workflow in use; assess the current envelope, or run with --allow-retired to assess this one anyway"}}
+	}
+	return nil
 }
 
 func uniqueIDs(env Envelope) []Problem {

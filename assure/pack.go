@@ -50,6 +50,7 @@ type RunInfo struct {
 	EnvelopeID      string     `json:"envelope_id"`
 	EnvelopeVersion string     `json:"envelope_version"`
 	EnvelopeSHA256  string     `json:"envelope_sha256"`
+	EnvelopeStatus  string     `json:"envelope_status"`
 	Seed            string     `json:"seed"`
 	Cases           int        `json:"cases"`
 	Repeat          int        `json:"repeat"`
@@ -89,13 +90,16 @@ func run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := emptyDir(cfg.Out); err != nil {
 		return nil, err
 	}
-	reg, err := LoadRegistry(nil)
+	reg, err := runRegistry(cfg.Upstream)
 	if err != nil {
-		return nil, fmt.Errorf("load contracts: %w", err)
+		return nil, err
 	}
 	env, err := loadEnvelope(reg, cfg.Envelope)
 	if err != nil {
 		return nil, err
+	}
+	if env.Status == statusRetired && !cfg.AllowRetired {
+		return nil, custody.Errorf(custody.EINVALID, "envelope %s is RETIRED: it no longer describes a workflow in use; assess the current envelope, or allow a retired one (--allow-retired)", env.EnvelopeID)
 	}
 	backend := cfg.Backend
 	if backend == nil {
@@ -120,7 +124,7 @@ func execute(ctx context.Context, cfg Config, reg *contract.Registry, env Envelo
 		return RunInfo{}, evidence{}, fmt.Errorf("open store: %w", err)
 	}
 	defer release()
-	r, err := newRunner(cfg, reg, env, db, backend)
+	r, err := newRunner(ctx, cfg, reg, env, db, backend)
 	if err != nil {
 		return RunInfo{}, evidence{}, err
 	}
@@ -148,7 +152,7 @@ func newInfo(cfg Config, env Envelope, backend string, traces int) RunInfo {
 	sum := sha256.Sum256(cfg.Envelope)
 	return RunInfo{Format: packFormat, Target: cfg.Target, Backend: backend, Custody: custodyVersion(), Go: runtime.Version(),
 		Protocol: env.ProtocolID, EnvelopeID: env.EnvelopeID, EnvelopeVersion: env.Version, EnvelopeSHA256: hex.EncodeToString(sum[:]),
-		Seed: strconv.FormatUint(cfg.Seed, 10), Cases: cfg.Cases, Repeat: cfg.Repeat, Traces: traces,
+		EnvelopeStatus: env.Status, Seed: strconv.FormatUint(cfg.Seed, 10), Cases: cfg.Cases, Repeat: cfg.Repeat, Traces: traces,
 		StartedAt: custody.FormatTime(cfg.Now()), RetestOf: cfg.retest}
 }
 
@@ -236,7 +240,7 @@ func writePack(cfg Config, env Envelope, info RunInfo, ev evidence) (*Result, er
 		FilePublicKey: ledger.MarshalPublicKey(ev.pub),
 	}
 	if cfg.retest != nil {
-		res.Retest = compareFindings(cfg.retest, findings)
+		res.Retest = compareFindings(cfg.retest, findings, erroredTraces(traces))
 		files[FileRetest] = indentJSON(res.Retest)
 	}
 	files[FileRun] = indentJSON(info)
@@ -248,6 +252,17 @@ func writePack(cfg Config, env Envelope, info RunInfo, ev evidence) (*Result, er
 	files[FileReport] = report
 	files[FileVerify] = verifyGuide(info)
 	return res, writeFiles(cfg.Out, files, ev.priv)
+}
+
+// Errored returns the traces that did not run to their end.
+func (r *Result) Errored() []*Trace {
+	var out []*Trace
+	for _, t := range r.Traces {
+		if t.Errored() {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func nonNil(fs []Finding) []Finding {
@@ -319,8 +334,10 @@ func packFiles(files map[string][]byte) []string {
 	return out
 }
 
-// fingerprint names a public key: "SHA256:" and the hex SHA-256 of its
+// Fingerprint names a public key: "SHA256:" and the hex SHA-256 of its
 // bytes.
+func Fingerprint(pub ed25519.PublicKey) string { return fingerprint(pub) }
+
 func fingerprint(pub ed25519.PublicKey) string {
 	sum := sha256.Sum256(pub)
 	return "SHA256:" + hex.EncodeToString(sum[:])

@@ -5,6 +5,9 @@ import "fmt"
 // baselineID is the injection id of a clean baseline trace.
 const baselineID = "BASELINE"
 
+// Baseline is the category of the clean baselines in the metrics.
+const Baseline = baselineID
+
 // TraceSpec is one trace of a run: a case, an injection (or none) and a
 // repeat, with the identifiers its world uses.
 type TraceSpec struct {

@@ -44,6 +44,23 @@ type CallRecord struct {
 	Refs       map[string]string   `json:"refs,omitempty"`
 }
 
+// Err returns why a trace did not run to its end, or "" when it did. A
+// trace the data policy stopped ran as far as the policy let it: that is a
+// finding, not an error.
+func (t *Trace) Err() string {
+	switch {
+	case t.Finished == nil:
+		return "the trace never finished"
+	case t.Finished.Error == dataPolicyStop{}.Error():
+		return ""
+	}
+	return t.Finished.Error
+}
+
+// Errored reports whether the trace did not run to its end (the target
+// could not be reached, or failed): it is neither a pass nor a breach.
+func (t *Trace) Errored() bool { return t.Err() != "" }
+
 // OK reports whether the call succeeded.
 func (c CallRecord) OK() bool { return c.Kind == custody.KindCallSucceeded }
 

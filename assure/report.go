@@ -25,6 +25,8 @@ type reportData struct {
 	Charts     []template.HTML
 	Timelines  []timeline
 	Omitted    int
+	// Errored lists the traces that did not run to their end.
+	Errored []*Trace
 }
 
 // timeline is one trace's events for the report.
@@ -64,6 +66,7 @@ func report(env Envelope, res *Result) ([]byte, error) {
 		barChart("Utility by category", res.Info.Metrics, func(c CategoryMetrics) float64 { return c.Utility }, "#1e6fb3"),
 	}
 	d.Timelines, d.Omitted = timelines(res)
+	d.Errored = res.Errored()
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, d); err != nil {
 		return nil, fmt.Errorf("render report: %w", err)
@@ -185,7 +188,10 @@ func verifyGuide(info RunInfo) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Verifying this evidence pack\n\n")
 	fmt.Fprintf(&b, "Envelope %s %s, target `%s` (%s), seed %s, %d traces.\n\n", info.EnvelopeID, info.EnvelopeVersion, info.Target, info.Backend, info.Seed, info.Traces)
-	fmt.Fprintf(&b, "Signing key fingerprint: `%s`. Compare it with the fingerprint published by whoever ran the assessment, by a channel other than this pack.\n\n", info.KeyFingerprint)
+	fmt.Fprintf(&b, "Signed by the assessor's key `%s`: one key, kept in the data directory of whoever ran the assessment, signs all their packs (`custody assure key` prints its fingerprint there). Compare it with the fingerprint the assessor gave you by a channel other than this pack; a pack signed by any other key is not theirs.\n\n", info.KeyFingerprint)
+	if info.Metrics.Errored > 0 {
+		fmt.Fprintf(&b, "**%d of %d traces errored**: they did not run to their end, are not judged, and are in no metric. This pack does not assess them.\n\n", info.Metrics.Errored, info.Completed)
+	}
 	fmt.Fprintf(&b, "Ledger head: `%s` (%d entries).\n\n", info.LedgerHead, info.LedgerEntries)
 	b.WriteString("## One command\n\n    custody assure verify PACK\n\n")
 	b.WriteString("It checks every file against `manifest.json` (SHA-256), the manifest signature `manifest.sig` with `ledger.pub`, the ledger's hash chain and signed checkpoints, and re-evaluates every safety invariant from the recorded trace to confirm `findings.json` and the metrics in `run.json`. Any problem is named by file (and ledger seq); the exit code is 1.\n\n")

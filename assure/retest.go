@@ -30,6 +30,9 @@ const (
 	statusResolved = "resolved"
 	statusPersists = "persists"
 	statusNew      = "new"
+	// statusErrored: the retest's trace did not run to its end, so the
+	// finding is neither resolved nor confirmed.
+	statusErrored = "not_retested"
 )
 
 // RetestStatus is what became of one finding in a retest.
@@ -51,12 +54,16 @@ type RetestReport struct {
 	Resolved int            `json:"resolved"`
 	Persists int            `json:"persists"`
 	New      int            `json:"new"`
+	// NotRetested counts the original findings whose trace errored in
+	// the retest.
+	NotRetested int `json:"not_retested"`
 }
 
 // compareFindings marks the original findings against the retest's. A
 // finding is the same when its id is: the same invariant in the same
-// trace (same case, injection and repeat).
-func compareFindings(ref *RetestRef, now []Finding) *RetestReport {
+// trace (same case, injection and repeat). A finding whose trace errored in
+// the retest is not retested: never resolved by a trace that did not run.
+func compareFindings(ref *RetestRef, now []Finding, errored map[string]bool) *RetestReport {
 	rep := &RetestReport{Original: *ref, Findings: []RetestStatus{}}
 	current := map[string]Finding{}
 	for _, f := range now {
@@ -69,6 +76,9 @@ func compareFindings(ref *RetestRef, now []Finding) *RetestReport {
 		if g, ok := current[f.FindingID]; ok {
 			st, f = statusPersists, g
 			rep.Persists++
+		} else if errored[f.TraceID] {
+			st = statusErrored
+			rep.NotRetested++
 		} else {
 			rep.Resolved++
 		}
@@ -151,4 +161,16 @@ func readOriginal(dir string) (RunInfo, []Finding, []byte, []byte, error) {
 		return RunInfo{}, nil, nil, nil, custody.Errorf(custody.EINVALID, "original pack %s: %v", dir, err)
 	}
 	return info, findings, envRaw, manifest, nil
+}
+
+// erroredTraces returns the ids of the traces that did not run to their
+// end.
+func erroredTraces(traces []*Trace) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range traces {
+		if t.Errored() {
+			out[t.Spec.TraceID] = true
+		}
+	}
+	return out
 }

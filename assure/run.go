@@ -19,6 +19,7 @@ import (
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/llm"
+	"github.com/custody-dev/custody/upstream"
 )
 
 // Defaults for Config.
@@ -60,8 +61,17 @@ type Config struct {
 	// OpenStore opens a new, empty store for one run and returns it with
 	// the key that signs its checkpoints (the pack's manifest is signed
 	// with it too) and the function that releases it. Required: the
-	// harness keeps its evidence wherever the caller says.
+	// harness keeps its evidence wherever the caller says. The key should
+	// be the assessor's stable one (LoadKey): VERIFY.md tells the reader
+	// to compare its fingerprint with the one the assessor publishes.
 	OpenStore func(ctx context.Context) (Store, ed25519.PrivateKey, func() error, error)
+	// AllowRetired lets a RETIRED envelope run; without it one is refused.
+	AllowRetired bool
+	// Upstream, when set, offers the tools of a configuration's upstream
+	// MCP servers and HTTP tools: an envelope tool whose id is the name
+	// of one of them is bound to it instead of the synthetic world. The
+	// caller opens and closes it.
+	Upstream *upstream.Set
 	// retest is the pack a retest reruns; set by Retest.
 	retest *RetestRef
 }
@@ -141,8 +151,8 @@ func loadEnvelope(reg *contract.Registry, raw []byte) (Envelope, error) {
 }
 
 // newRunner builds the gateway of a run on db: the envelope's policy over
-// the ward round tools.
-func newRunner(cfg Config, reg *contract.Registry, env Envelope, db Store, backend llm.Backend) (*runner, error) {
+// the ward round tools and the upstream tools it binds.
+func newRunner(ctx context.Context, cfg Config, reg *contract.Registry, env Envelope, db Store, backend llm.Backend) (*runner, error) {
 	svc, err := approval.New(approval.Config{Store: db, Ledger: db, Now: cfg.Now, TTL: cfg.ApprovalTTL})
 	if err != nil {
 		return nil, fmt.Errorf("approvals: %w", err)
@@ -154,7 +164,11 @@ func newRunner(cfg Config, reg *contract.Registry, env Envelope, db Store, backe
 	if err != nil {
 		return nil, err
 	}
-	tools, err := gate.Bind(declared, tools(r.worlds))
+	impls, err := r.implementations(ctx, cfg.Upstream, env, db, svc)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := gate.Bind(declared, impls)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,8 @@ type VerifyReport struct {
 	// OriginalChecked says a retest's original pack was found and its
 	// ledger head and manifest match the reference.
 	OriginalChecked bool
+	// errored are the traces of the pack that did not run to their end.
+	errored map[string]bool
 }
 
 // OK reports whether the pack verified.
@@ -204,7 +206,7 @@ func (r *VerifyReport) reevaluate(files map[string][]byte) {
 		return
 	}
 	findings := newEvaluator(env).Evaluate(traces)
-	r.Traces, r.Findings = len(traces), len(findings)
+	r.Traces, r.Findings, r.errored = len(traces), len(findings), erroredTraces(traces)
 	r.compareFindings(files[FileFindings], findings)
 	var info RunInfo
 	if err := json.Unmarshal(files[FileRun], &info); err != nil {
@@ -272,7 +274,7 @@ func (r *VerifyReport) checkRetest(files map[string][]byte) {
 	var now []Finding
 	_ = json.Unmarshal(files[FileFindings], &now)
 	ref.findings = orig
-	if !bytes.Equal(indentJSON(compareFindings(&ref, now)), raw) {
+	if !bytes.Equal(indentJSON(compareFindings(&ref, now, r.errored)), raw) {
 		r.problem(FileRetest, "the finding statuses do not follow from the original and the retest findings")
 	}
 	r.OriginalChecked = true
