@@ -167,6 +167,49 @@ func TestCheckSchema(t *testing.T) {
 		{"ErrOpenNestedObject", edit(func(m map[string]any) {
 			obj(defs(m)["BankedOpportunities"], "properties", "items", "items")["additionalProperties"] = true
 		}), []string{"/$defs/BankedOpportunities/properties/items/items: object"}},
+		{"ErrSummaryCapRemoved", edit(func(m map[string]any) { delete(obj(defs(m)["FocusNode"], "properties", "summary"), "maxLength") }),
+			[]string{"/$defs/FocusNode/properties/summary: maxLength must be at most 120", "/$defs/FocusNode/properties/summary: maxLength must be at most 120, as shipped"}},
+		{"ErrSummaryCapRaised", edit(func(m map[string]any) { obj(defs(m)["ClaimProjection"], "properties", "summary")["maxLength"] = 5000 }),
+			[]string{"/$defs/ClaimProjection/properties/summary: maxLength must be at most 120", "/$defs/ClaimProjection/properties/summary: maxLength must be at most 120, as shipped"}},
+		{"ErrExplanationCapRaised", edit(func(m map[string]any) {
+			obj(defs(m)["ContradictionProjection"], "properties", "explanation")["maxLength"] = 121
+		}), []string{"/$defs/ContradictionProjection/properties/explanation: maxLength", "/$defs/ContradictionProjection/properties/explanation: maxLength"}},
+		{"ErrNewUncappedSummary", edit(func(m map[string]any) {
+			obj(defs(m)["RecentChangeProjection"], "properties")["summary"] = map[string]any{"type": "string"}
+		}), []string{"/$defs/RecentChangeProjection/properties/summary: maxLength must be at most 120"}},
+		{"ErrTagCapRaised", edit(func(m map[string]any) {
+			obj(defs(m)["BankedOpportunities"], "properties", "items", "items", "properties", "tags", "items")["maxLength"] = 400
+		}), []string{"/$defs/BankedOpportunities/properties/items/items/properties/tags/items: maxLength must be at most 40"}},
+		{"ErrMaxItemsRaised", edit(func(m map[string]any) { obj(defs(m)["BankedOpportunities"], "properties", "items")["maxItems"] = 300 }),
+			[]string{"/$defs/BankedOpportunities/properties/items: maxItems must be at most 3"}},
+		{"ErrMaxItemsRemoved", edit(func(m map[string]any) { delete(obj(defs(m)["FrameworkChainHint"], "properties", "edges"), "maxItems") }),
+			[]string{"/$defs/FrameworkChainHint/properties/edges: maxItems must be at most 50"}},
+		{"ErrPrivacyModeEnum", edit(func(m map[string]any) {
+			obj(defs(m)["suggest_next_move"], "in", "properties")["privacy_mode"] = map[string]any{"$ref": "#/$defs/PrivacyMode"}
+		}), []string{"$defs/suggest_next_move/in/properties/privacy_mode: const must be \"local_summary_only\""}},
+		{"ErrPrivacyModeConstAndEnum", edit(func(m map[string]any) {
+			obj(defs(m)["suggest_next_move"], "in", "properties")["privacy_mode"] = map[string]any{"enum": []any{"local_summary_only", "allow_excerpts"}}
+		}), []string{"$defs/suggest_next_move/in/properties/privacy_mode: const"}},
+		{"ErrPrivacyModeAllowExcerpts", edit(func(m map[string]any) {
+			obj(defs(m)["select_methodology"], "in", "properties", "privacy_mode")["const"] = "allow_excerpts"
+		}), []string{"$defs/select_methodology/in/properties/privacy_mode: const"}},
+		{"ErrPrivacyModeNotRequired", edit(func(m map[string]any) {
+			in := obj(defs(m)["rank_assumptions"], "in")
+			var req []any
+			for _, r := range in["required"].([]any) {
+				if r != "privacy_mode" {
+					req = append(req, r)
+				}
+			}
+			in["required"] = req
+		}), []string{"$defs/rank_assumptions/in/required: must list \"privacy_mode\""}},
+		{"ErrPacketVersionLoose", edit(func(m map[string]any) {
+			obj(defs(m)["opportunity_rank"], "in", "properties")["packet_version"] = map[string]any{"type": "string"}
+		}), []string{"$defs/opportunity_rank/in/properties/packet_version: const"}},
+		{"TightenedCapsPass", edit(func(m map[string]any) {
+			obj(defs(m)["FocusNode"], "properties", "summary")["maxLength"] = 80
+			obj(defs(m)["BankedOpportunities"], "properties", "items")["maxItems"] = 2
+		}), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -390,7 +390,7 @@ func (m *Main) runBrainCheckSchema(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "custody: the packet contract has %d problem(s)\n", len(problems))
 		return exitFailed
 	}
-	fmt.Fprintf(m.Stdout, "ok: %d jobs, each with in and out; shared definitions only; every object closed\n", len(brain.Jobs()))
+	fmt.Fprintf(m.Stdout, "ok: %d jobs, each with in and out, privacy_mode pinned to local_summary_only; shared definitions only; every object closed; summaries and explanations capped at 120; no cap loosened\n", len(brain.Jobs()))
 	return exitOK
 }
 

@@ -197,6 +197,12 @@ func TestBrainCheckSchemaCommand(t *testing.T) {
 	if err := os.WriteFile(path, []byte(broken), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	loose := strings.Replace(string(doc), `"summary": { "type": "string", "maxLength": 120 }`, `"summary": { "type": "string", "maxLength": 5000 }`, 1)
+	loose = strings.Replace(loose, `"privacy_mode": { "const": "local_summary_only" }`, `"privacy_mode": { "$ref": "#/$defs/PrivacyMode" }`, 1)
+	loosePath := filepath.Join(dir, "loose.json")
+	if loose == string(doc) || os.WriteFile(loosePath, []byte(loose), 0o600) != nil {
+		t.Fatal("could not loosen the contract")
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -208,6 +214,10 @@ func TestBrainCheckSchemaCommand(t *testing.T) {
 			"$defs/opportunity_rank/in/properties/job: const",
 			"$defs/Transcript: neither a job nor a shared definition",
 			"/$defs/Transcript: object with properties lacks additionalProperties: false",
+		}},
+		{"ErrLoosened", []string{"--file", loosePath}, exitFailed, []string{
+			"/$defs/FocusNode/properties/summary: maxLength must be at most 120",
+			"$defs/select_methodology/in/properties/privacy_mode: const must be",
 		}},
 		{"ErrMissingFile", []string{"--file", filepath.Join(dir, "none.json")}, exitUsage, nil},
 	}
