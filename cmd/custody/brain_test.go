@@ -103,6 +103,26 @@ func TestBrainPacketCommand(t *testing.T) {
 	}
 }
 
+// TestBrainPacketTheWireWouldRefuse: a packet built with a privacy mode
+// the wire refuses is printed for inspection, but the command says so,
+// with the violation, and fails.
+func TestBrainPacketTheWireWouldRefuse(t *testing.T) {
+	e := newBrainEnv(t).imported(t)
+	code, out, errs := e.run(t, context.Background(), "brain", "packet", "--job", "detect_contradiction", "--focus", "claim-core", "--privacy", "allow_filenames")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want %d: %s", code, exitFailed, errs)
+	}
+	var p brain.Packet
+	if err := json.Unmarshal([]byte(out), &p); err != nil || p.PrivacyMode != "allow_filenames" {
+		t.Fatalf("printed packet %q (%v), want the allow_filenames packet", out, err)
+	}
+	for _, want := range []string{"the wire would refuse this packet", brain.InRef("detect_contradiction"), "/privacy_mode"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+}
+
 func TestBrainAskOverStdioThenReview(t *testing.T) {
 	e := newBrainEnv(t).imported(t)
 	ctx := context.Background()
