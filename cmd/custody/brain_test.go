@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -277,5 +280,47 @@ func TestBrainUsage(t *testing.T) {
 				t.Fatalf("exit %d, want %d: %s", code, tt.code, errs)
 			}
 		})
+	}
+}
+
+// TestServeBrainReviewIsThePrincipals: on the console's Brain page a
+// confirmation is recorded in the name of the signed-in operator; a typed
+// name is refused.
+func TestServeBrainReviewIsThePrincipals(t *testing.T) {
+	e := newBrainEnv(t).imported(t)
+	env := map[string]string{"CUSTODY_OPERATOR_TOKENS": "maya:operator-secret-0000001"}
+	base, _, stop := startServe(t, env, "--data", e.data, "--room", e.room)
+	defer stop()
+	r, err := brain.OpenRoom(context.Background(), e.room, brain.RoomOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := r.Proposals(context.Background())
+	r.Close()
+	if err != nil || len(ps) == 0 {
+		t.Fatalf("proposals %v (%v)", ps, err)
+	}
+	id := ps[0].ID
+	review := func(form url.Values) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/apps/brain/", strings.NewReader(form.Encode()))
+		req.Header.Set("Authorization", "Bearer operator-secret-0000001")
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, body := review(url.Values{"id": {id}, "action": {"confirm"}, "user": {"mallory"}}); code != http.StatusBadRequest || strings.Contains(body, "by mallory") {
+		t.Fatalf("typed name: %d, want 400:\n%s", code, body)
+	}
+	if code, body := review(url.Values{"id": {id}, "action": {"confirm"}}); code != http.StatusOK || !strings.Contains(body, "confirmed by maya") {
+		t.Fatalf("review: %d, want confirmed by maya:\n%s", code, body)
+	}
+	page := getBody(t, base+"/apps/brain/", "operator-secret-0000001")
+	if !strings.Contains(page, `href="/style.css"`) || !strings.Contains(page, "maya") {
+		t.Errorf("page lacks the console stylesheet or the principal:\n%s", page)
 	}
 }
