@@ -52,17 +52,13 @@ func CheckSchema(doc []byte) ([]string, error) {
 	}
 	problems = append(problems, openObjects(root, "")...)
 	problems = append(problems, packetTextCaps(defs)...)
-	return append(problems, loosenedCaps(shippedContract(), root, "")...), nil
-}
-
-// shippedContract returns the packet contract as published, decoded: the
-// caps a checked contract may tighten but never loosen.
-func shippedContract() any {
-	var v any
-	if err := json.Unmarshal(contractJSON, &v); err != nil {
-		panic(fmt.Sprintf("brain: the embedded packet contract does not decode: %v", err))
+	var shipped any
+	if err := json.Unmarshal(contractJSON, &shipped); err != nil {
+		return nil, &custody.Error{Kind: custody.EINTERNAL, Message: "internal error",
+			Err: fmt.Errorf("decode the shipped packet contract %s: %w", contractFile, err)}
 	}
-	return v
+	// The shipped contract's caps may be tightened, never loosened.
+	return append(problems, loosenedCaps(shipped, root, "")...), nil
 }
 
 // checkJob checks one job's in and out.
