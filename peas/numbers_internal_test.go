@@ -1,6 +1,10 @@
 package peas
 
-import "testing"
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
 
 func TestIntegralNumbers(t *testing.T) {
 	tests := []struct{ in, want string }{
@@ -20,4 +24,26 @@ func TestIntegralNumbers(t *testing.T) {
 	if _, err := integralNumbers([]byte(`{"a":`)); err == nil {
 		t.Error("truncated document accepted")
 	}
+}
+
+// FuzzIntegralNumbers: for any JSON document, the rewrite is JSON of the
+// same value.
+func FuzzIntegralNumbers(f *testing.F) {
+	for _, seed := range []string{`{"a":1800.0,"b":[3e2,"x",null,true,{}]}`, `[1.5,-0.0,2E+3]`, `"s"`, `{"k":{"n":[[]]}}`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		var want any
+		if json.Unmarshal([]byte(doc), &want) != nil {
+			return
+		}
+		out, err := integralNumbers([]byte(doc))
+		if err != nil {
+			t.Fatalf("integralNumbers(%s): %v", doc, err)
+		}
+		var got any
+		if err := json.Unmarshal(out, &got); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("integralNumbers(%s) = %s (%v), a different value", doc, out, err)
+		}
+	})
 }
