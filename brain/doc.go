@@ -17,7 +17,10 @@
 //     the job's out schema and records every packet and reply on the
 //     evidence ledger.
 //   - Ingest turns suggestions into proposals only. Nothing the Brain said
-//     becomes confirmed without a named user (Room.Confirm).
+//     becomes confirmed without a named user (Room.Confirm), and what a
+//     user reviewed never changes: a later suggestion about it is a new
+//     proposal beside it. On the console's page the reviewer is the
+//     signed-in operator, never a typed name (Handler).
 //
 // # Room import form
 //

@@ -1,6 +1,7 @@
 package brain
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -30,8 +31,13 @@ type IngestReport struct {
 
 // Ingest stores a Brain reply as proposals, in one transaction: each
 // suggestion becomes node brain_insight:<job>:<index> (review_status
-// proposed, created_by brain, confidence 0.5 unless given); ingesting the
-// same id again updates it in place and keeps its review status. Proposed
+// proposed, created_by brain, confidence 0.5 unless given). Ingesting the
+// same id again updates it in place only while it is still a proposal: a
+// node a user reviewed (confirmed, validated, rejected) is never changed,
+// and a different suggestion about it becomes a new proposal,
+// brain_insight:<job>:<index>.r<N>, whose "beside" property names the
+// reviewed node (the same words again are not proposed twice). Proposed
+// edges follow their insight to the id it was stored under. Proposed
 // edges with a missing field or naming an unknown node are skipped, those
 // of a type outside proposableEdgeTypes are rejected. One
 // brain_suggestion_received memory event about focus records the call. Any
@@ -43,15 +49,17 @@ func (r *Room) Ingest(ctx context.Context, job, focus string, resp Response) (In
 	rep := IngestReport{Nodes: []string{}, Skipped: []string{}, Rejected: []string{}}
 	now := r.now().UTC().Truncate(time.Millisecond)
 	err := r.inTx(ctx, func(tx *sql.Tx) error {
+		storedAs := map[string]string{}
 		for i, s := range resp.Suggestions {
-			id, err := ingestSuggestion(ctx, tx, job, i, s, now)
+			base, id, err := ingestSuggestion(ctx, tx, job, i, s, now)
 			if err != nil {
 				return fmt.Errorf("suggestion %d: %w", i, err)
 			}
+			storedAs[base] = id
 			rep.Nodes = append(rep.Nodes, id)
 		}
 		for _, s := range resp.Suggestions {
-			if err := ingestEdges(ctx, tx, job, s.GraphUpdatesProposed, &rep); err != nil {
+			if err := ingestEdges(ctx, tx, job, storedAs, s.GraphUpdatesProposed, &rep); err != nil {
 				return err
 			}
 		}
@@ -81,52 +89,94 @@ type insightProps struct {
 	Summary     string  `json:"summary,omitempty"`
 	Methodology *string `json:"methodology,omitempty"`
 	Body        string  `json:"body,omitempty"`
+	// Beside names the reviewed insight this proposal would revise: the
+	// two are shown side by side, and the reviewed one never changes.
+	Beside string `json:"beside,omitempty"`
 }
 
-// ingestSuggestion writes one insight node and returns its id. It refuses
-// to overwrite a node the Brain did not create.
-func ingestSuggestion(ctx context.Context, tx *sql.Tx, job string, pos int, s Suggestion, now time.Time) (string, error) {
+// maxRevisions bounds the proposals standing beside one reviewed insight.
+const maxRevisions = 100
+
+// ingestSuggestion writes one insight node and returns the id the
+// suggestion names (its base) and the id it was stored under. It refuses
+// to overwrite a node the Brain did not create and never changes a node a
+// user reviewed.
+func ingestSuggestion(ctx context.Context, tx *sql.Tx, job string, pos int, s Suggestion, now time.Time) (base, id string, err error) {
 	idx := pos
 	if s.SuggestionIndex != nil {
 		idx = *s.SuggestionIndex
 	}
-	id := insightID(job, idx)
+	base = insightID(job, idx)
 	conf := defaultInsightConfidence
 	if s.Confidence != nil {
 		conf = *s.Confidence
 	}
-	n := Node{ID: id, Type: "brain_insight", ReviewStatus: statusProposed, CreatedBy: createdByBrain,
-		Confidence: &conf, CreatedAt: now, UpdatedAt: now}
-	props, err := json.Marshal(insightProps{Job: job, Summary: s.Summary, Methodology: s.Methodology, Body: s.Body})
+	props := insightProps{Job: job, Summary: s.Summary, Methodology: s.Methodology, Body: s.Body}
+	for rev := 1; rev <= maxRevisions; rev++ {
+		id = base
+		if rev > 1 {
+			id = fmt.Sprintf("%s.r%d", base, rev)
+			props.Beside = base
+		}
+		done, err := putInsight(ctx, tx, id, props, conf, now)
+		if err != nil || done {
+			return base, id, err
+		}
+	}
+	return "", "", custody.Errorf(custody.ECONFLICT, "insight %s already has %d revisions", base, maxRevisions)
+}
+
+// putInsight writes insight id when it is new or still a Brain proposal,
+// and reports whether the suggestion is settled there: written, or the
+// same words a user already reviewed. A reviewed node with other words
+// is left as it is (done false), and the caller tries the next revision.
+func putInsight(ctx context.Context, tx *sql.Tx, id string, p insightProps, conf float64, now time.Time) (bool, error) {
+	raw, err := json.Marshal(p)
 	if err != nil {
-		return "", fmt.Errorf("encode insight %s: %w", id, err)
+		return false, fmt.Errorf("encode insight %s: %w", id, err)
 	}
-	n.Properties = props
+	n := Node{ID: id, Type: "brain_insight", ReviewStatus: statusProposed, CreatedBy: createdByBrain,
+		Confidence: &conf, CreatedAt: now, UpdatedAt: now, Properties: raw}
 	if err := checkNode(n); err != nil {
-		return "", err
+		return false, err
 	}
-	var by string
-	err = tx.QueryRowContext(ctx, `SELECT created_by FROM nodes WHERE id = ?`, id).Scan(&by)
+	var by, status, cur string
+	err = tx.QueryRowContext(ctx, `SELECT created_by, review_status, properties FROM nodes WHERE id = ?`, id).Scan(&by, &status, &cur)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return id, upsertNode(ctx, tx, n)
+		return true, upsertNode(ctx, tx, n)
 	case err != nil:
-		return "", fmt.Errorf("look up %s: %w", id, err)
+		return false, fmt.Errorf("look up %s: %w", id, err)
 	case by != createdByBrain:
-		return "", custody.Errorf(custody.ECONFLICT, "node %s exists and was not created by the Brain", id)
+		return false, custody.Errorf(custody.ECONFLICT, "node %s exists and was not created by the Brain", id)
+	case status != statusProposed:
+		return sameWords(cur, p), nil
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE nodes SET properties = ?, confidence = ?, updated_at = ? WHERE id = ?`,
-		string(props), conf, now.UnixMilli(), id)
+		string(raw), conf, now.UnixMilli(), id)
 	if err != nil {
-		return "", fmt.Errorf("update insight %s: %w", id, err)
+		return false, fmt.Errorf("update insight %s: %w", id, err)
 	}
-	return id, nil
+	return true, nil
+}
+
+// sameWords reports whether the stored insight properties say what p
+// says, whichever insight each stands beside.
+func sameWords(stored string, p insightProps) bool {
+	var cur insightProps
+	if json.Unmarshal([]byte(stored), &cur) != nil {
+		return false
+	}
+	cur.Beside, p.Beside = "", ""
+	return cur.Job == p.Job && cur.Summary == p.Summary && cur.Body == p.Body &&
+		(cur.Methodology == nil) == (p.Methodology == nil) && (cur.Methodology == nil || *cur.Methodology == *p.Methodology)
 }
 
 // ingestEdges writes the proposed edges that pass, reporting the others.
-func ingestEdges(ctx context.Context, tx *sql.Tx, job string, ups []GraphUpdate, rep *IngestReport) error {
+func ingestEdges(ctx context.Context, tx *sql.Tx, job string, storedAs map[string]string, ups []GraphUpdate, rep *IngestReport) error {
 	allowed := proposableEdgeTypes()
 	for _, u := range ups {
+		u.Source, u.Target = cmp.Or(storedAs[u.Source], u.Source), cmp.Or(storedAs[u.Target], u.Target)
 		label := u.Source + " -" + u.Type + "-> " + u.Target
 		if u.Source == "" || u.Target == "" || u.Type == "" {
 			rep.Skipped = append(rep.Skipped, label)

@@ -18,11 +18,20 @@ func sharedDefs() []string {
 		"Origin", "PrivacyMode", "RecentChangeProjection", "UnsupportedProjection"}
 }
 
+// packetTextCap is the value-space cap of every summary and explanation a
+// packet carries (the contract's review finding H5).
+const packetTextCap = 120
+
 // CheckSchema verifies the packet contract itself and returns each problem
-// found, or none: all twelve jobs have in and out with job.const equal to
-// the job's name, every other $def is a shared definition, and every
-// object schema with properties has additionalProperties false. A document
-// that is not JSON is an EINVALID error.
+// found, or none. It checks every discipline the contract's description
+// names: all twelve jobs have in and out; each in pins job to the job's
+// name, packet_version to 1.0 and privacy_mode to local_summary_only
+// (const, not the enum), all three required; every other $def is a
+// shared definition; every object schema with properties has
+// additionalProperties false; every summary or explanation a packet
+// carries has maxLength at most 120; and no maxLength or maxItems of the
+// shipped contract is removed or raised. A document that is not JSON is
+// an EINVALID error.
 func CheckSchema(doc []byte) ([]string, error) {
 	var root map[string]any
 	if err := json.Unmarshal(doc, &root); err != nil {
@@ -41,7 +50,15 @@ func CheckSchema(doc []byte) ([]string, error) {
 			problems = append(problems, fmt.Sprintf("$defs/%s: neither a job nor a shared definition", name))
 		}
 	}
-	return append(problems, openObjects(root, "")...), nil
+	problems = append(problems, openObjects(root, "")...)
+	problems = append(problems, packetTextCaps(defs)...)
+	var shipped any
+	if err := json.Unmarshal(contractJSON, &shipped); err != nil {
+		return nil, &custody.Error{Kind: custody.EINTERNAL, Message: "internal error",
+			Err: fmt.Errorf("decode the shipped packet contract %s: %w", contractFile, err)}
+	}
+	// The shipped contract's caps may be tightened, never loosened.
+	return append(problems, loosenedCaps(shipped, root, "")...), nil
 }
 
 // checkJob checks one job's in and out.
@@ -57,10 +74,97 @@ func checkJob(defs map[string]any, job string) []string {
 		}
 	}
 	in, _ := def["in"].(map[string]any)
+	if in == nil {
+		return problems
+	}
 	props, _ := in["properties"].(map[string]any)
-	jobProp, _ := props["job"].(map[string]any)
-	if c, ok := jobProp["const"]; in != nil && (!ok || c != job) {
-		problems = append(problems, fmt.Sprintf("$defs/%s/in/properties/job: const must be %q", job, job))
+	required, _ := in["required"].([]any)
+	for _, pin := range []struct{ prop, value string }{{"job", job}, {"packet_version", packetVersion}, {"privacy_mode", localSummaryOnly}} {
+		p, _ := props[pin.prop].(map[string]any)
+		if c, ok := p["const"]; !ok || c != pin.value || len(p) != 1 {
+			problems = append(problems, fmt.Sprintf("$defs/%s/in/properties/%s: const must be %q, and nothing else", job, pin.prop, pin.value))
+		}
+		if !slices.Contains(required, any(pin.prop)) {
+			problems = append(problems, fmt.Sprintf("$defs/%s/in/required: must list %q", job, pin.prop))
+		}
+	}
+	return problems
+}
+
+// packetTextCaps returns a problem for every summary or explanation
+// property reachable from a job's in (through $refs) that lacks maxLength
+// or allows more than packetTextCap characters.
+func packetTextCaps(defs map[string]any) []string {
+	var problems []string
+	seen := map[string]bool{}
+	var walk func(v any, at string)
+	walk = func(v any, at string) {
+		switch x := v.(type) {
+		case map[string]any:
+			if ref, ok := x["$ref"].(string); ok && strings.HasPrefix(ref, "#/$defs/") {
+				name := strings.TrimPrefix(ref, "#/$defs/")
+				if !seen[name] {
+					seen[name] = true
+					walk(defs[name], "/$defs/"+escapePointer(name))
+				}
+			}
+			props, _ := x["properties"].(map[string]any)
+			for _, name := range []string{"summary", "explanation"} {
+				if p, ok := props[name].(map[string]any); ok && !capped(p["maxLength"], packetTextCap) {
+					problems = append(problems, fmt.Sprintf("%s/properties/%s: maxLength must be at most %d", at, name, packetTextCap))
+				}
+			}
+			for _, k := range sortedKeys(x) {
+				walk(x[k], at+"/"+escapePointer(k))
+			}
+		case []any:
+			for i, e := range x {
+				walk(e, fmt.Sprintf("%s/%d", at, i))
+			}
+		}
+	}
+	for _, job := range Jobs() {
+		def, _ := defs[job].(map[string]any)
+		walk(def["in"], "/$defs/"+job+"/in")
+	}
+	return problems
+}
+
+// capped reports whether v is a number at most limit.
+func capped(v any, limit float64) bool {
+	n, ok := v.(float64)
+	return ok && n <= limit
+}
+
+// loosenedCaps returns a problem for every maxLength or maxItems of the
+// shipped schema (at JSON pointer at) that the checked schema drops or
+// raises.
+func loosenedCaps(shipped, checked any, at string) []string {
+	var problems []string
+	switch s := shipped.(type) {
+	case map[string]any:
+		c, _ := checked.(map[string]any)
+		for _, kw := range []string{"maxLength", "maxItems"} {
+			limit, ok := s[kw].(float64)
+			if !ok {
+				continue
+			}
+			if !capped(c[kw], limit) {
+				problems = append(problems, fmt.Sprintf("%s: %s must be at most %g, as shipped", cmpPointer(at), kw, limit))
+			}
+		}
+		for _, k := range sortedKeys(s) {
+			problems = append(problems, loosenedCaps(s[k], c[k], at+"/"+escapePointer(k))...)
+		}
+	case []any:
+		c, _ := checked.([]any)
+		for i, e := range s {
+			var ce any
+			if i < len(c) {
+				ce = c[i]
+			}
+			problems = append(problems, loosenedCaps(e, ce, fmt.Sprintf("%s/%d", at, i))...)
+		}
 	}
 	return problems
 }

@@ -76,6 +76,9 @@ func (s *System) requestApproval(ctx context.Context, call custody.Call) (json.R
 	if err := s.getDoc(ctx, NSBriefs, in.BriefID, "brief", &b); err != nil {
 		return nil, err
 	}
+	if err := s.checkWatch(ctx, b); err != nil {
+		return nil, err
+	}
 	a, err := s.page(ctx, call, in, b)
 	if err != nil {
 		return nil, err

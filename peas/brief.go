@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/guard"
@@ -151,6 +153,9 @@ func sameJSON(a, b []byte) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
 }
 
+// briefMaxChars is the contract's bound on ops_brief_text.
+const briefMaxChars = 1400
+
 // brief composes the brief: the template, then the language hop, guarded.
 func (s *System) brief(ctx context.Context, trace string, sig Signature, sigRaw json.RawMessage, given []Comparison) (Brief, error) {
 	c, _ := s.corridor(sig.LocationID)
@@ -159,23 +164,22 @@ func (s *System) brief(ctx context.Context, trace string, sig Signature, sigRaw 
 		billboard = "VMS:" + sig.LocationID
 	}
 	msg, dur := signMessage(sig)
-	cmps := s.comparisons(sig.Severity, given)
 	action := fmt.Sprintf("Post %q on sign %s for %d minutes.", msg, billboard, dur/60)
-	tmpl := templateBrief(sig, cmps, action)
+	fit := fitBrief(sig, s.comparisons(sig.Severity, given), action)
 	traceID, spanID := hopIDs(ctx)
-	composed := s.composeText(ctx, sig, sigRaw, cmps, tmpl)
+	composed := s.composeText(ctx, sig, sigRaw, fit.cited, fit.text)
 	b := Brief{
 		BriefOutput: BriefOutput{
 			BriefID: s.d.NewID(), Text: composed.Text, RecommendedAction: action,
-			Urgency: urgency(sig.Severity), CitationIncluded: len(cmps) > 0,
+			Urgency: urgency(sig.Severity), CitationIncluded: citesGiven(composed.Text, fit.cited, given),
 			TraceID: traceID, SpanID: spanID,
 		},
 		Signature: sig, Trace: trace, Billboard: billboard, Message: msg, DurationS: dur, Backend: composed.Backend,
 	}
-	for _, c := range cmps {
+	for _, c := range fit.cited {
 		b.Comparison = append(b.Comparison, c.Label)
 	}
-	b.Reasoning = briefReasoning(sig, composed, len(cmps))
+	b.Reasoning = briefReasoning(sig, composed, fit)
 	if composed.Breach != nil {
 		b.Breach = composed.Breach.Error()
 		s.recordBreach(ctx, trace, b.BriefID, composed)
@@ -183,28 +187,89 @@ func (s *System) brief(ctx context.Context, trace string, sig Signature, sigRaw 
 	return b, nil
 }
 
-// comparisons returns what a brief of this severity cites: none below warn,
-// else Galesburg, the system's and the caller's comparisons.
+// comparisons returns what a brief of this severity may cite, in order of
+// preference: none below warn, else Galesburg (the caller's own entry for
+// it when given, the built-in one otherwise), then the caller's and the
+// system's other comparisons, at most four.
 func (s *System) comparisons(severity string, given []Comparison) []Comparison {
 	if severity == Watch {
 		return nil
 	}
-	out := []Comparison{galesburg()}
-	for _, c := range append(append([]Comparison(nil), s.d.Comparisons...), given...) {
-		if !strings.Contains(c.Label, galesburgKey) && len(out) < 4 {
+	g := galesburg()
+	for _, c := range given {
+		if isGalesburg(c) {
+			g = c
+			break
+		}
+	}
+	out := []Comparison{g}
+	for _, c := range append(append([]Comparison(nil), given...), s.d.Comparisons...) {
+		if !isGalesburg(c) && len(out) < 4 {
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// templateBrief is the deterministic brief.
-func templateBrief(sig Signature, cmps []Comparison, action string) string {
+func isGalesburg(c Comparison) bool { return strings.Contains(c.Label, galesburgKey) }
+
+// citesGiven reports whether text cites a comparison of given: one the
+// caller passed in historical_comparisons, not a built-in one. A
+// comparison is cited when text names its label, or says Galesburg for
+// the caller's Galesburg entry.
+func citesGiven(text string, cited, given []Comparison) bool {
+	for _, c := range cited {
+		if !slices.Contains(given, c) {
+			continue
+		}
+		if strings.Contains(text, c.Label) || isGalesburg(c) && strings.Contains(text, galesburgKey) {
+			return true
+		}
+	}
+	return false
+}
+
+// fitted is a template brief within the contract's length: which
+// comparisons it cites and how many it shortened or left out to fit.
+type fitted struct {
+	text      string
+	cited     []Comparison
+	labelOnly int // cited by label alone, their summaries left out
+	dropped   int // not cited at all
+}
+
+// fitBrief builds the template brief within briefMaxChars characters:
+// four comparisons of the contract's maximum size do not fit in full. It
+// first cites the last comparisons by label alone, then leaves them out
+// from the last, keeping the first (Galesburg, which severity warn and
+// above must cite).
+func fitBrief(sig Signature, cmps []Comparison, action string) fitted {
+	n, full := len(cmps), len(cmps)
+	for {
+		text := templateBrief(sig, cmps[:n], full, action)
+		if utf8.RuneCountInString(text) <= briefMaxChars || n == 0 || (n == 1 && full == 0) {
+			return fitted{text: text, cited: cmps[:n], labelOnly: n - full, dropped: len(cmps) - n}
+		}
+		if full > 0 {
+			full--
+		} else {
+			n--
+		}
+	}
+}
+
+// templateBrief is the deterministic brief. It cites the first full
+// comparisons with their summaries and the rest by label alone.
+func templateBrief(sig Signature, cmps []Comparison, full int, action string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s pile-up signature at %s (confidence %.2f). ", strings.ToUpper(sig.Severity), sig.LocationID, sig.Confidence)
 	fmt.Fprintf(&b, "Factors: %s. ", strings.Join(sig.ContributingFactors, "; "))
-	for _, c := range cmps {
-		fmt.Fprintf(&b, "Compare %s: %s ", c.Label, c.Summary)
+	for i, c := range cmps {
+		if i < full {
+			fmt.Fprintf(&b, "Compare %s: %s ", c.Label, c.Summary)
+		} else {
+			fmt.Fprintf(&b, "Compare %s. ", c.Label)
+		}
 	}
 	fmt.Fprintf(&b, "Recommended: %s", action)
 	return b.String()
@@ -227,7 +292,7 @@ func (s *System) composeText(ctx context.Context, sig Signature, sigRaw json.Raw
 	}
 	check := guard.All(
 		briefGuard{Signature: string(factRaw), Comparisons: string(cmpRaw), Template: tmpl, Citations: cites}.check(),
-		guard.MaxChars(1400),
+		guard.MaxChars(briefMaxChars),
 	)
 	p := llm.Prompt{
 		System: "You write ops briefs for highway operators. Use only the facts given: no number, place, field or measurement that is not in the signature, the comparisons or the draft. At most 200 words, plain text.",
@@ -245,9 +310,13 @@ func citeHint(cites []string) string {
 	return " Cite the " + cites[0] + " comparison."
 }
 
-func briefReasoning(sig Signature, c llm.Composed, cited int) string {
-	r := fmt.Sprintf("Brief for signature %s: severity=%s maps to urgency %s; confidence=%.3f and contributing_factors are restated from the signature; %d historical comparison(s) cited; text by %s",
-		sig.SignatureID, sig.Severity, urgency(sig.Severity), sig.Confidence, cited, c.Backend)
+func briefReasoning(sig Signature, c llm.Composed, f fitted) string {
+	r := fmt.Sprintf("Brief for signature %s: severity=%s maps to urgency %s; confidence=%.3f and contributing_factors are restated from the signature; %d historical comparison(s) cited",
+		sig.SignatureID, sig.Severity, urgency(sig.Severity), sig.Confidence, len(f.cited))
+	if f.labelOnly > 0 || f.dropped > 0 {
+		r += fmt.Sprintf(" (%d by label only and %d left out to keep ops_brief_text within %d characters)", f.labelOnly, f.dropped, briefMaxChars)
+	}
+	r += "; text by " + c.Backend
 	if c.Breach != nil {
 		r += " after the model's text failed the brief guard"
 	}

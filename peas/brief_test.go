@@ -58,8 +58,8 @@ func TestBriefComposer(t *testing.T) {
 			if b.Backend != tt.wantBackend || (b.Breach != "") != tt.breach {
 				t.Fatalf("brief by %q breach %q, want %q breach %v", b.Backend, b.Breach, tt.wantBackend, tt.breach)
 			}
-			if !b.CitationIncluded || !strings.Contains(b.Text, "Galesburg") || b.Urgency != "critical" {
-				t.Errorf("brief %+v: want the Galesburg citation and critical urgency", b.BriefOutput)
+			if b.CitationIncluded || !strings.Contains(b.Text, "Galesburg") || b.Urgency != "critical" {
+				t.Errorf("brief %+v: want the built-in Galesburg citation, historical_citation_included false (no comparison was given) and critical urgency", b.BriefOutput)
 			}
 			if !strings.Contains(b.RecommendedAction, sign) || !strings.Contains(b.RecommendedAction, b.Message) {
 				t.Errorf("recommended action %q does not name the sign and message", b.RecommendedAction)

@@ -39,13 +39,14 @@ type Chain struct {
 }
 
 // loop returns the agent loop of the chain: the tool-calling backend, or
-// the scripted planner when no model is configured.
+// the scripted planner when no model is configured, stopped at a watch
+// signature whatever it would do next.
 func (s *System) loop(gw agent.Gateway) *agent.Loop {
 	b := s.d.LLM.For(llm.HopTools)
 	if llm.IsTemplate(b) {
 		b = Planner{}
 	}
-	return &agent.Loop{Backend: b, Gateway: gw, Schemas: s.d.Schemas, Actor: "peas-agent", PauseAfter: []string{ToolApprove}}
+	return &agent.Loop{Backend: stopAtWatch{Backend: b, sys: s}, Gateway: gw, Schemas: s.d.Schemas, Actor: "peas-agent", PauseAfter: []string{ToolApprove}}
 }
 
 // Start runs the chain on one sensor window of a corridor up to the

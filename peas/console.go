@@ -47,6 +47,8 @@ func (s *System) Snapshot(ctx context.Context) (Snapshot, error) {
 //	GET  .../              the page
 //	GET  .../api/state     the Snapshot
 //	POST .../api/voice     {"approval_request_id","tts_voice_style","operator_id"}
+//	POST .../api/watch-ask {"signature_id"}: the authenticated operator
+//	                       asks for a watch signature's approval
 //
 // The pending approval itself is decided in the core console inbox; the
 // voice choice is the one operator input of this page. Mount it behind
@@ -58,6 +60,8 @@ func (s *System) Handler() http.Handler {
 			s.serveState(w, r)
 		case strings.HasSuffix(r.URL.Path, "/api/voice"):
 			s.serveVoice(w, r)
+		case strings.HasSuffix(r.URL.Path, "/api/watch-ask"):
+			s.serveWatchAsk(w, r)
 		case r.Method == http.MethodGet || r.Method == http.MethodHead:
 			page, _ := consoleFS.ReadFile("console/index.html")
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -109,6 +113,39 @@ func (s *System) serveVoice(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"approval_request_id": in.ID, "tts_voice_style": in.Voice})
+}
+
+// serveWatchAsk records an operator's ask past a watch signature. The
+// operator is the request's authenticated principal: a name in the body
+// is refused, and without OperatorOf no ask is taken.
+func (s *System) serveWatchAsk(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, custody.Errorf(custody.EINVALID, "use POST"))
+		return
+	}
+	var in struct {
+		SignatureID string `json:"signature_id"`
+	}
+	d := json.NewDecoder(io.LimitReader(r.Body, 4096))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&in); err != nil {
+		writeError(w, custody.Errorf(custody.EINVALID, "body must be {signature_id}: %v", err))
+		return
+	}
+	operator := ""
+	if s.d.OperatorOf != nil {
+		operator = s.d.OperatorOf(r)
+	}
+	if operator == "" {
+		writeError(w, custody.Errorf(custody.EDENIED, "asking past a watch signature needs an authenticated operator"))
+		return
+	}
+	ask, err := s.AskWatchApproval(r.Context(), in.SignatureID, operator)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ask)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }

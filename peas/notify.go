@@ -69,6 +69,9 @@ func (s *System) notifyDriver(ctx context.Context, call custody.Call) (json.RawM
 	if err := s.checkVoice(ctx, in.TTSVoiceStyle, u); err != nil {
 		return nil, err
 	}
+	if err := checkWarning(in.WarningText, u); err != nil {
+		return nil, err
+	}
 	out := NotifyOutput{
 		NotificationID: s.d.NewID(), DeliveredAt: custody.FormatTime(s.now()), WarningTextShown: in.WarningText,
 		Reasoning: fmt.Sprintf("Delivered to vehicle_id=%s piggybacking on vms_update_id=%s (sign %s showing %q); tts_voice_style=%s; device-local TTS, so audio_uri is null.",
@@ -80,6 +83,24 @@ func (s *System) notifyDriver(ctx context.Context, call custody.Call) (json.RawM
 		return nil, err
 	}
 	return output(out)
+}
+
+// checkWarning refuses a warning that says what the approved sign does
+// not: a driver must never hear "all clear, speed up" under a sign that
+// says slow down.
+func checkWarning(text string, u update) error {
+	err := warningCheck(u)(text)
+	if err == nil {
+		return nil
+	}
+	e := custody.AsError(err)
+	vs := make([]custody.Violation, 0, len(e.Violations))
+	for _, v := range e.Violations {
+		v.Instance = "/warning_text"
+		vs = append(vs, v)
+	}
+	return &custody.Error{Kind: custody.EINVALID, Violations: vs,
+		Message: fmt.Sprintf("warning_text does not match sign %s showing %q: %s", u.BillboardID, u.MessageShown, e.Message)}
 }
 
 // checkVoice refuses the urgent voice unless the signature was critical and

@@ -44,8 +44,8 @@ type signatureRecord struct {
 // detect_pileup_signature, shared by the tool and the CLI.
 func Evaluate(in DetectInput, id, detectedAt string) (DetectOutput, error) {
 	var r Readings
-	if err := json.Unmarshal(in.Readings, &r); err != nil {
-		return DetectOutput{}, &custody.Error{Kind: custody.EINVALID, Message: "sensor_readings do not decode", Err: err}
+	if err := decodeJSON(in.Readings, "sensor_readings", &r); err != nil {
+		return DetectOutput{}, err
 	}
 	d := Detect(r)
 	factors := make([]string, 0, len(d.Factors))

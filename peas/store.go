@@ -50,10 +50,23 @@ func (s *System) listDocs(ctx context.Context, ns string, decode func(key string
 	return nil
 }
 
-// decodeArgs decodes tool arguments that passed the input contract.
+// decodeArgs decodes tool arguments that passed the input contract. The
+// contract counts 1800.0 and 3e2 as integers, so integral numbers are read
+// as integers whatever their spelling: an argument the contract accepted
+// never fails here after its approval was spent on it.
 func decodeArgs(call custody.Call, v any) error {
-	if err := json.Unmarshal(call.Args, v); err != nil {
-		return &custody.Error{Kind: custody.EINVALID, Message: "arguments do not decode", Err: err}
+	return decodeJSON(call.Args, "arguments", v)
+}
+
+// decodeJSON decodes doc into v, integral numbers read as integers; what
+// names doc in the error.
+func decodeJSON(doc []byte, what string, v any) error {
+	norm, err := integralNumbers(doc)
+	if err != nil {
+		return &custody.Error{Kind: custody.EINVALID, Message: what + " do not decode", Err: err}
+	}
+	if err := json.Unmarshal(norm, v); err != nil {
+		return &custody.Error{Kind: custody.EINVALID, Message: what + " do not decode", Err: err}
 	}
 	return nil
 }

@@ -136,15 +136,24 @@ func (p packetFlags) options() brain.BuildOptions {
 
 func (p packetFlags) missing() bool { return *p.job == "" || *p.focus == "" }
 
+// runBrainPacket prints the packet the room builds and checks it as the
+// wire will: a packet the wire would refuse (a privacy mode other than
+// local_summary_only, say) is still printed, for inspection, but the
+// command says why it would be refused and exits 1.
 func (m *Main) runBrainPacket(ctx context.Context, args []string) int {
 	fs := m.flags("brain packet", "--room FILE --job JOB --focus NODE_ID [--privacy MODE]")
 	pf := m.packetFlags(fs)
+	loadReg := m.registry(fs)
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
 	if pf.missing() {
 		fs.Usage()
 		return exitUsage
+	}
+	reg, err := loadReg()
+	if err != nil {
+		return m.fail(err)
 	}
 	r, err := m.openRoom(ctx, *pf.room)
 	if err != nil {
@@ -155,7 +164,29 @@ func (m *Main) runBrainPacket(ctx context.Context, args []string) int {
 	if err != nil {
 		return m.fail(err)
 	}
-	return m.brainJSON(p)
+	if code := m.brainJSON(p); code != exitOK {
+		return code
+	}
+	return m.checkPacket(reg, p)
+}
+
+// checkPacket validates a built packet against its job's in schema, as
+// the wire does before sending, and reports a refusal with its violations.
+func (m *Main) checkPacket(reg *contract.Registry, p brain.Packet) int {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return m.fail(fmt.Errorf("encode packet: %w", err))
+	}
+	err = reg.Validate(brain.InRef(p.Job), raw)
+	if err == nil {
+		return exitOK
+	}
+	if custody.ErrorKind(err) != custody.EINVALID {
+		return m.fail(err)
+	}
+	e := custody.AsError(err)
+	return m.failViolations(&custody.Error{Kind: custody.EINVALID, Violations: e.Violations,
+		Message: "the wire would refuse this packet: it is not valid against " + brain.InRef(p.Job)})
 }
 
 func (m *Main) runBrainAsk(ctx context.Context, args []string) int {
@@ -390,7 +421,7 @@ func (m *Main) runBrainCheckSchema(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "custody: the packet contract has %d problem(s)\n", len(problems))
 		return exitFailed
 	}
-	fmt.Fprintf(m.Stdout, "ok: %d jobs, each with in and out; shared definitions only; every object closed\n", len(brain.Jobs()))
+	fmt.Fprintf(m.Stdout, "ok: %d jobs, each with in and out, privacy_mode pinned to local_summary_only; shared definitions only; every object closed; summaries and explanations capped at 120; no cap loosened\n", len(brain.Jobs()))
 	return exitOK
 }
 

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -103,6 +106,26 @@ func TestBrainPacketCommand(t *testing.T) {
 	}
 }
 
+// TestBrainPacketTheWireWouldRefuse: a packet built with a privacy mode
+// the wire refuses is printed for inspection, but the command says so,
+// with the violation, and fails.
+func TestBrainPacketTheWireWouldRefuse(t *testing.T) {
+	e := newBrainEnv(t).imported(t)
+	code, out, errs := e.run(t, context.Background(), "brain", "packet", "--job", "detect_contradiction", "--focus", "claim-core", "--privacy", "allow_filenames")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want %d: %s", code, exitFailed, errs)
+	}
+	var p brain.Packet
+	if err := json.Unmarshal([]byte(out), &p); err != nil || p.PrivacyMode != "allow_filenames" {
+		t.Fatalf("printed packet %q (%v), want the allow_filenames packet", out, err)
+	}
+	for _, want := range []string{"the wire would refuse this packet", brain.InRef("detect_contradiction"), "/privacy_mode"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+}
+
 func TestBrainAskOverStdioThenReview(t *testing.T) {
 	e := newBrainEnv(t).imported(t)
 	ctx := context.Background()
@@ -197,6 +220,12 @@ func TestBrainCheckSchemaCommand(t *testing.T) {
 	if err := os.WriteFile(path, []byte(broken), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	loose := strings.Replace(string(doc), `"summary": { "type": "string", "maxLength": 120 }`, `"summary": { "type": "string", "maxLength": 5000 }`, 1)
+	loose = strings.Replace(loose, `"privacy_mode": { "const": "local_summary_only" }`, `"privacy_mode": { "$ref": "#/$defs/PrivacyMode" }`, 1)
+	loosePath := filepath.Join(dir, "loose.json")
+	if loose == string(doc) || os.WriteFile(loosePath, []byte(loose), 0o600) != nil {
+		t.Fatal("could not loosen the contract")
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -208,6 +237,10 @@ func TestBrainCheckSchemaCommand(t *testing.T) {
 			"$defs/opportunity_rank/in/properties/job: const",
 			"$defs/Transcript: neither a job nor a shared definition",
 			"/$defs/Transcript: object with properties lacks additionalProperties: false",
+		}},
+		{"ErrLoosened", []string{"--file", loosePath}, exitFailed, []string{
+			"/$defs/FocusNode/properties/summary: maxLength must be at most 120",
+			"$defs/select_methodology/in/properties/privacy_mode: const must be",
 		}},
 		{"ErrMissingFile", []string{"--file", filepath.Join(dir, "none.json")}, exitUsage, nil},
 	}
@@ -247,5 +280,47 @@ func TestBrainUsage(t *testing.T) {
 				t.Fatalf("exit %d, want %d: %s", code, tt.code, errs)
 			}
 		})
+	}
+}
+
+// TestServeBrainReviewIsThePrincipals: on the console's Brain page a
+// confirmation is recorded in the name of the signed-in operator; a typed
+// name is refused.
+func TestServeBrainReviewIsThePrincipals(t *testing.T) {
+	e := newBrainEnv(t).imported(t)
+	env := map[string]string{"CUSTODY_OPERATOR_TOKENS": "maya:operator-secret-0000001"}
+	base, _, stop := startServe(t, env, "--data", e.data, "--room", e.room)
+	defer stop()
+	r, err := brain.OpenRoom(context.Background(), e.room, brain.RoomOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := r.Proposals(context.Background())
+	r.Close()
+	if err != nil || len(ps) == 0 {
+		t.Fatalf("proposals %v (%v)", ps, err)
+	}
+	id := ps[0].ID
+	review := func(form url.Values) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/apps/brain/", strings.NewReader(form.Encode()))
+		req.Header.Set("Authorization", "Bearer operator-secret-0000001")
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, body := review(url.Values{"id": {id}, "action": {"confirm"}, "user": {"mallory"}}); code != http.StatusBadRequest || strings.Contains(body, "by mallory") {
+		t.Fatalf("typed name: %d, want 400:\n%s", code, body)
+	}
+	if code, body := review(url.Values{"id": {id}, "action": {"confirm"}}); code != http.StatusOK || !strings.Contains(body, "confirmed by maya") {
+		t.Fatalf("review: %d, want confirmed by maya:\n%s", code, body)
+	}
+	page := getBody(t, base+"/apps/brain/", "operator-secret-0000001")
+	if !strings.Contains(page, `href="/style.css"`) || !strings.Contains(page, "maya") {
+		t.Errorf("page lacks the console stylesheet or the principal:\n%s", page)
 	}
 }

@@ -58,7 +58,7 @@ func (m *Main) serveSystems(ctx context.Context, set serveSettings) (systems, er
 			if room, err = brain.OpenRoom(ctx, set.room, brain.RoomOptions{}); err != nil {
 				return nil, err
 			}
-			apps = append(apps, web.App{Name: "brain", Title: "Brain room", Handler: brain.Handler(room)})
+			apps = append(apps, web.App{Name: "brain", Title: "Brain room", Handler: brain.Handler(room, operatorOf)})
 		}
 		return apps, nil
 	}
