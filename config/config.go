@@ -38,19 +38,22 @@ const schemaName = "custody-config"
 
 // File is a configuration file, as read.
 type File struct {
-	Addr       string               `json:"addr"`
-	Data       string               `json:"data"`
-	Store      string               `json:"store"`
-	Contracts  string               `json:"contracts"`
-	Systems    []string             `json:"systems"`
-	Tokens     Tokens               `json:"tokens"`
-	Webhooks   []Webhook            `json:"webhooks"`
-	ConsoleURL string               `json:"console_url"`
-	MCPServers map[string]MCPServer `json:"mcpServers"`
-	HTTPTools  map[string]HTTPTool  `json:"httpTools"`
-	Tools      map[string]Policy    `json:"tools"`
-	Agents     map[string]Agent     `json:"agents"`
-	Witnesses  []Witness            `json:"witnesses"`
+	Addr       string    `json:"addr"`
+	Data       string    `json:"data"`
+	Store      string    `json:"store"`
+	Contracts  string    `json:"contracts"`
+	Systems    []string  `json:"systems"`
+	Tokens     Tokens    `json:"tokens"`
+	Webhooks   []Webhook `json:"webhooks"`
+	ConsoleURL string    `json:"console_url"`
+	// ConsoleSessionLifetime is how long a console sign-in lasts, as a
+	// duration ("8h"); the server's default when empty.
+	ConsoleSessionLifetime string               `json:"console_session_lifetime"`
+	MCPServers             map[string]MCPServer `json:"mcpServers"`
+	HTTPTools              map[string]HTTPTool  `json:"httpTools"`
+	Tools                  map[string]Policy    `json:"tools"`
+	Agents                 map[string]Agent     `json:"agents"`
+	Witnesses              []Witness            `json:"witnesses"`
 }
 
 // Witness cosigns every checkpoint (C2SP tlog-witness): where its
@@ -153,7 +156,24 @@ func Parse(raw []byte, getenv func(string) string) (*File, error) {
 	if err := f.checkPolicies(); err != nil {
 		return nil, err
 	}
+	if _, err := f.SessionLifetime(); err != nil {
+		return nil, err
+	}
 	return &f, nil
+}
+
+// SessionLifetime returns console_session_lifetime as a duration: zero
+// when absent, an error naming the field when it is not a positive
+// duration.
+func (f *File) SessionLifetime() (time.Duration, error) {
+	if f.ConsoleSessionLifetime == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(f.ConsoleSessionLifetime)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("/console_session_lifetime: %q is not a positive duration such as \"8h\" or \"30m\"", f.ConsoleSessionLifetime)
+	}
+	return d, nil
 }
 
 // decodeStrict decodes one JSON value, keeping number literals and

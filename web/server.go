@@ -60,6 +60,12 @@ type Config struct {
 	// ApprovalChanges, when set, sends the id of every approval that
 	// changes until ctx ends; GET /v1/events streams them to the console.
 	ApprovalChanges func(ctx context.Context) (<-chan string, error)
+	// SessionLifetime is how long a console sign-in lasts;
+	// DefaultSessionLifetime when zero.
+	SessionLifetime time.Duration
+	// Schemas, when set, gives the console the input schema of a tool, so
+	// that an edit form offers a fixed set of values as a choice.
+	Schemas Schemas
 }
 
 // App is a domain system's console page and JSON API, mounted at
@@ -74,10 +80,11 @@ type App struct {
 
 // Server is the HTTP API and operator console.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	metrics *Metrics
-	handler http.Handler
+	cfg      Config
+	log      *slog.Logger
+	metrics  *Metrics
+	sessions *sessions
+	handler  http.Handler
 }
 
 // New returns a server for cfg, or an error naming the missing field.
@@ -95,6 +102,7 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.Now == nil {
 		s.cfg.Now = time.Now
 	}
+	s.sessions = newSessions(s.cfg.Now, s.cfg.SessionLifetime)
 	mux, err := s.routes()
 	if err != nil {
 		return nil, err
