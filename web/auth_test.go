@@ -59,4 +59,3 @@ func TestApps(t *testing.T) {
 		t.Errorf("app with an agent token: %d", res.Status)
 	}
 }
-
