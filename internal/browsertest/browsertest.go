@@ -74,7 +74,7 @@ func SignIn(base, token string) chromedp.Action[chromedp.Void] {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login-token]`)),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid=login-token]`), token),
 		chromedp.Click(chromedp.CSS(`[data-testid=login-submit]`)),
-		chromedp.Poll[chromedp.Void](`document.querySelector("[data-testid=principal]")?.textContent !== ""`),
+		chromedp.WaitVisible(chromedp.CSS(`#logout`)),
 	)
 }
 
