@@ -314,6 +314,7 @@ func TestConsoleAccessibility(t *testing.T) {
 				t.Fatalf("sign-in page: %v", err)
 			}
 			browsertest.CheckAxe(t, ctx, axe, "sign-in link page")
+			screenshot(t, ctx, "/tmp/custody-login-"+viewport.name+".png")
 			err = chromedp.Do(ctx,
 				chromedp.Click(css(`[data-testid=login-confirm]`)),
 				chromedp.WaitVisible(css(`[data-testid=approval][data-id="`+choice+`"] select`)),
@@ -395,5 +396,32 @@ func TestMeshPageAccessibility(t *testing.T) {
 	)
 	if err != nil {
 		t.Errorf("back to the console: %v", err)
+	}
+}
+
+// TestConsoleApprovalPage: the link a notification carries
+// (#/approvals/ID) opens that approval; deciding it there shows the
+// outcome in the signed-in operator's name.
+func TestConsoleApprovalPage(t *testing.T) {
+	e := newEnv(t)
+	ctx := browser(t)
+	id := e.pending("t-page", `{"channel":"ops","message":"ROTATE KEYS"}`, custody.EPENDING)
+	view := `#approval-view `
+	err := chromedp.Do(ctx,
+		browsertest.SignIn(e.srv.URL, operatorToken),
+		chromedp.Navigate(e.srv.URL+"/#/approvals/"+url.PathEscape(id)),
+		chromedp.WaitVisible(css(view+`[data-testid=approval][data-id="`+id+`"] [data-testid=approve]`)),
+		chromedp.SetValue(css(view+`[data-testid=note]`), "rotating now"),
+		chromedp.Click(css(view+`[data-testid=approve]`)),
+		chromedp.WaitVisible(css(view+`[data-testid=approval-outcome]`)),
+	)
+	if err != nil {
+		t.Fatalf("decide on the approval's page: %v", err)
+	}
+	if got := text(t, ctx, view+`[data-testid=approval-outcome]`); !strings.Contains(got, "approved") || !strings.Contains(got, "op-1") || !strings.Contains(got, "rotating now") {
+		t.Errorf("outcome %q", got)
+	}
+	if a := e.approval(id); a.Status != custody.ApprovalApproved || a.Operator != "op-1" {
+		t.Errorf("approval %+v", a)
 	}
 }

@@ -62,9 +62,14 @@ type loginLinkResponse struct {
 }
 
 // handleLoginLink serves POST /v1/console/login-link: a fresh sign-in link
-// for the caller, to open on another device or after the printed one
-// expired.
+// for the holder of the bearer token, to open on another device or after
+// the printed one expired. A console session may not mint one: a session
+// that could renew itself would never expire.
 func (s *Server) handleLoginLink(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") == "" {
+		s.writeError(w, r, custody.Errorf(custody.EDENIED, "a sign-in link is made with a bearer token, not a console session"))
+		return
+	}
 	p, _ := PrincipalFrom(r.Context())
 	path, expires, err := s.loginLink(p)
 	if err != nil {
@@ -127,6 +132,9 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	if problem != "" {
 		s.renderLogin(w, r, http.StatusUnauthorized, loginView{Problem: problem})
 		return
+	}
+	if old, err := r.Cookie(sessionCookie); err == nil {
+		s.sessions.revoke(old.Value) // the browser's earlier session ends with this one's start
 	}
 	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Path: "/login", MaxAge: -1})
 	http.SetCookie(w, &http.Cookie{

@@ -188,6 +188,12 @@ func TestLoginCode(t *testing.T) {
 			t.Errorf("an agent got a login link: %d %s", res.Status, res.Body)
 		}
 	})
+	t.Run("ErrLinkFromSession", func(t *testing.T) {
+		// A session that could mint codes could renew itself for ever.
+		if st := b.withSession("POST", "/v1/console/login-link", c); st != http.StatusForbidden {
+			t.Errorf("a console session minted a login link: %d", st)
+		}
+	})
 }
 
 // TestLoginGETDoesNotLogIn: neither a token nor a code in a link signs
@@ -274,6 +280,31 @@ func TestLogoutRevokes(t *testing.T) {
 	}
 	if st := b.withSession("GET", "/v1/approvals", other); st != 200 {
 		t.Errorf("another session after this one's logout: %d", st)
+	}
+}
+
+// TestLoginAgainEndsEarlierSession: signing in again in a browser ends
+// the session its cookie held.
+func TestLoginAgainEndsEarlierSession(t *testing.T) {
+	e := newEnv(t)
+	b := newBrowserClient(t, e)
+	first := signIn(t, b, operatorToken)
+	code := loginLink(t, e, operatorToken)
+	b.page("/login?code=" + url.QueryEscape(code))
+	req, _ := http.NewRequest("POST", e.srv.URL+"/login", strings.NewReader(url.Values{"code": {code}, "csrf": {b.csr}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: "custody_login_csrf", Value: b.csr})
+	req.AddCookie(first)
+	res, _ := b.send(req)
+	second := cookieNamed(res, "custody_session")
+	if second == nil || second.Value == first.Value {
+		t.Fatalf("second sign-in: %d, cookie %+v", res.StatusCode, second)
+	}
+	if st := b.withSession("GET", "/v1/console", first); st != http.StatusUnauthorized {
+		t.Errorf("the earlier session after signing in again: %d, want 401", st)
+	}
+	if st := b.withSession("GET", "/v1/console", second); st != 200 {
+		t.Errorf("the new session: %d", st)
 	}
 }
 
