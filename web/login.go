@@ -121,7 +121,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	if err := r.ParseForm(); err != nil || !s.sameForm(r) {
 		s.log.Warn("console login refused: the form's anti-forgery value does not match")
-		s.renderLogin(w, r, http.StatusForbidden, loginView{Problem: "The sign-in form had expired. Please try again."})
+		s.renderLogin(w, r, http.StatusForbidden, loginView{Problem: "The sign-in form had expired or was not sent from this page. Please try again."})
 		return
 	}
 	id, g, problem, err := s.signIn(r.PostForm.Get("code"), r.PostForm.Get("token"))
