@@ -116,6 +116,27 @@ func TestBrowserAccessibility(t *testing.T) {
 	}
 }
 
+// TestBrowserUrgentVoice: choosing the urgent in-car voice asks for no
+// name; the choice is the signed-in operator's.
+func TestBrowserUrgentVoice(t *testing.T) {
+	c := newConsole(t)
+	ctx := browser(t)
+	ch := c.pending(t)
+	button := `[data-testid=urgent-voice][data-voice="` + ch.ApprovalID + `"]`
+	do(t, ctx, "choose the urgent voice",
+		browsertest.SignIn(c.url, operatorToken),
+		chromedp.Navigate(c.url+"/apps/peas/"),
+		chromedp.WaitVisible(chromedp.CSS(button)),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('`+button+`').click()`),
+	)
+	for deadline := time.Now().Add(10 * time.Second); c.sys.VoiceChoice(t.Context(), ch.ApprovalID) != peas.VoiceUrgent; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the urgent voice was not chosen")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // console is the core console over a stack: the operator inbox with the
 // pile-up page mounted at /apps/peas/, served on a loopback port.
 type console struct {
