@@ -38,22 +38,23 @@ const schemaName = "custody-config"
 
 // File is a configuration file, as read.
 type File struct {
-	Addr       string    `json:"addr"`
-	Data       string    `json:"data"`
-	Store      string    `json:"store"`
-	Contracts  string    `json:"contracts"`
-	Systems    []string  `json:"systems"`
-	Tokens     Tokens    `json:"tokens"`
-	Webhooks   []Webhook `json:"webhooks"`
-	ConsoleURL string    `json:"console_url"`
+	Addr       string               `json:"addr"`
+	Data       string               `json:"data"`
+	Store      string               `json:"store"`
+	Contracts  string               `json:"contracts"`
+	Systems    []string             `json:"systems"`
+	Tokens     Tokens               `json:"tokens"`
+	Webhooks   []Webhook            `json:"webhooks"`
+	ConsoleURL string               `json:"console_url"`
+	MCPServers map[string]MCPServer `json:"mcpServers"`
+	HTTPTools  map[string]HTTPTool  `json:"httpTools"`
+	Tools      map[string]Policy    `json:"tools"`
+	Agents     map[string]Agent     `json:"agents"`
+	Witnesses  []Witness            `json:"witnesses"`
+
 	// ConsoleSessionLifetime is how long a console sign-in lasts, as a
 	// duration ("8h"); the server's default when empty.
-	ConsoleSessionLifetime string               `json:"console_session_lifetime"`
-	MCPServers             map[string]MCPServer `json:"mcpServers"`
-	HTTPTools              map[string]HTTPTool  `json:"httpTools"`
-	Tools                  map[string]Policy    `json:"tools"`
-	Agents                 map[string]Agent     `json:"agents"`
-	Witnesses              []Witness            `json:"witnesses"`
+	ConsoleSessionLifetime string `json:"console_session_lifetime"`
 }
 
 // Witness cosigns every checkpoint (C2SP tlog-witness): where its
