@@ -80,11 +80,13 @@ type App struct {
 
 // Server is the HTTP API and operator console.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	metrics  *Metrics
+	cfg     Config
+	log     *slog.Logger
+	metrics *Metrics
+	handler http.Handler
+
+	// sessions are the console's sign-ins.
 	sessions *sessions
-	handler  http.Handler
 }
 
 // New returns a server for cfg, or an error naming the missing field.
