@@ -301,11 +301,12 @@ func TestConsoleAccessibility(t *testing.T) {
 	choice := e.choiceApproval("t-a11y-1")
 	e.pending("t-a11y-2", `{"channel":"general","message":"A11Y CHECK"}`, custody.EPENDING)
 	for _, viewport := range []struct {
-		name string
-		w, h int64
-	}{{"phone", 375, 812}, {"desktop", 1280, 900}} {
+		name, scheme string
+		w, h         int64
+	}{{"phone", "light", 375, 812}, {"desktop", "light", 1280, 900}, {"phone-dark", "dark", 375, 812}} {
 		t.Run(viewport.name, func(t *testing.T) {
 			err := chromedp.Do(ctx,
+				browsertest.ColorScheme(viewport.scheme),
 				chromedp.EmulateViewport(viewport.w, viewport.h),
 				chromedp.Navigate(e.srv.URL+"/login?code="+loginLink(t, e, operatorToken)),
 				chromedp.WaitVisible(css(`[data-testid=login-confirm]`)),

@@ -121,3 +121,12 @@ func CheckAxe(t *testing.T, ctx context.Context, axe, page string) {
 		t.Errorf("%s: accessibility violation %s (%s): %s at %v", page, v.ID, v.Impact, v.Help, v.Targets)
 	}
 }
+
+// ColorScheme makes the pages prefer scheme: "light" or "dark".
+func ColorScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		params := map[string]any{"features": []map[string]string{{"name": "prefers-color-scheme", "value": scheme}}}
+		var res struct{}
+		return chromedp.Void{}, t.Call(ctx, "Emulation.setEmulatedMedia", params, &res)
+	}
+}
