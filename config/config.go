@@ -51,6 +51,10 @@ type File struct {
 	Tools      map[string]Policy    `json:"tools"`
 	Agents     map[string]Agent     `json:"agents"`
 	Witnesses  []Witness            `json:"witnesses"`
+
+	// ConsoleSessionLifetime is how long a console sign-in lasts, as a
+	// duration ("8h"); the server's default when empty.
+	ConsoleSessionLifetime string `json:"console_session_lifetime"`
 }
 
 // Witness cosigns every checkpoint (C2SP tlog-witness): where its
@@ -153,7 +157,24 @@ func Parse(raw []byte, getenv func(string) string) (*File, error) {
 	if err := f.checkPolicies(); err != nil {
 		return nil, err
 	}
+	if _, err := f.SessionLifetime(); err != nil {
+		return nil, err
+	}
 	return &f, nil
+}
+
+// SessionLifetime returns console_session_lifetime as a duration: zero
+// when absent, an error naming the field when it is not a positive
+// duration.
+func (f *File) SessionLifetime() (time.Duration, error) {
+	if f.ConsoleSessionLifetime == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(f.ConsoleSessionLifetime)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("/console_session_lifetime: %q is not a positive duration such as \"8h\" or \"30m\"", f.ConsoleSessionLifetime)
+	}
+	return d, nil
 }
 
 // decodeStrict decodes one JSON value, keeping number literals and

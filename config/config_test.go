@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/custody-dev/custody"
 )
@@ -58,6 +59,8 @@ func TestParseErrors(t *testing.T) {
 		{"ErrNotJSON", `{"tools":`, "not valid JSON"},
 		{"ErrTrailing", `{} {}`, "unexpected data"},
 		{"ErrSystem", `{"systems":["brainz"]}`, "/systems/0"},
+		{"ErrSessionLifetime", `{"console_session_lifetime":"a day"}`, "/console_session_lifetime"},
+		{"ErrSessionLifetimeZero", `{"console_session_lifetime":"0s"}`, "/console_session_lifetime"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.doc), env(nil))
@@ -65,6 +68,16 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestSessionLifetime(t *testing.T) {
+	f, err := Parse([]byte(`{"console_session_lifetime":"8h"}`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := f.SessionLifetime(); err != nil || d != 8*time.Hour {
+		t.Errorf("session lifetime %v, %v; want 8h", d, err)
 	}
 }
 

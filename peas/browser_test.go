@@ -3,6 +3,7 @@ package peas_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -41,7 +42,7 @@ func TestBrowserOperatorPath(t *testing.T) {
 	card := `[data-testid=approval][data-id="` + ch.ApprovalID + `"]`
 
 	do(t, ctx, "open the inbox",
-		chromedp.Navigate(c.url+"/login?token="+operatorToken),
+		browsertest.SignIn(c.url, operatorToken),
 		chromedp.WaitVisible(chromedp.CSS(card)),
 	)
 	if got := text(t, ctx, card+` [data-testid=reason]`); got != b.RecommendedAction {
@@ -94,6 +95,46 @@ func TestBrowserOperatorPath(t *testing.T) {
 
 	c.decisionOnLedger(t, ch)
 	c.postedOnLedger(t, ch)
+}
+
+// TestBrowserAccessibility checks the pile-up page, with a chain waiting
+// for its approval, with axe-core.
+func TestBrowserAccessibility(t *testing.T) {
+	axe := browsertest.Axe(t)
+	c := newConsole(t)
+	ctx := browser(t)
+	ch := c.pending(t)
+	corridor := `[data-testid=corridor][data-location="` + ch.LocationID + `"]`
+	for _, w := range []int64{375, 1280} {
+		do(t, ctx, "open the pile-up page",
+			chromedp.EmulateViewport(w, 900),
+			browsertest.SignIn(c.url, operatorToken),
+			chromedp.Click(chromedp.CSS(`[data-testid=nav-app-peas]`)),
+			chromedp.WaitVisible(chromedp.CSS(corridor+` [data-testid=brief]`)),
+		)
+		browsertest.CheckAxe(t, ctx, axe, fmt.Sprintf("pile-up page at %d px", w))
+	}
+}
+
+// TestBrowserUrgentVoice: choosing the urgent in-car voice asks for no
+// name; the choice is the signed-in operator's.
+func TestBrowserUrgentVoice(t *testing.T) {
+	c := newConsole(t)
+	ctx := browser(t)
+	ch := c.pending(t)
+	button := `[data-testid=urgent-voice][data-voice="` + ch.ApprovalID + `"]`
+	do(t, ctx, "choose the urgent voice",
+		browsertest.SignIn(c.url, operatorToken),
+		chromedp.Navigate(c.url+"/apps/peas/"),
+		chromedp.WaitVisible(chromedp.CSS(button)),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('`+button+`').click()`),
+	)
+	for deadline := time.Now().Add(10 * time.Second); c.sys.VoiceChoice(t.Context(), ch.ApprovalID) != peas.VoiceUrgent; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the urgent voice was not chosen")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // console is the core console over a stack: the operator inbox with the

@@ -33,9 +33,9 @@ type Principal struct {
 // Tokens maps a bearer token to its principal.
 type Tokens map[string]Principal
 
-// cookieName is the console's session cookie: it holds the bearer token,
-// HttpOnly, so scripts never see it.
-const cookieName = "custody_token"
+// sessionCookie is the console's session cookie. It holds a random
+// session id, never a token, HttpOnly so that scripts never see it.
+const sessionCookie = "custody_session"
 
 // ParseTokens builds Tokens from three comma-separated lists of id:token
 // (as in CUSTODY_AGENT_TOKENS, CUSTODY_OPERATOR_TOKENS and
@@ -110,20 +110,21 @@ func (t Tokens) Lookup(token string) (Principal, bool) {
 	return found, ok == 1 && token != ""
 }
 
-// tokenOf returns the bearer token of r: the Authorization header, or the
-// console's cookie.
-func tokenOf(r *http.Request) string {
+// authenticate returns the principal of r: the holder of the bearer token
+// in the Authorization header, or else of the console session named by
+// the session cookie.
+func (s *Server) authenticate(r *http.Request) (Principal, bool) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, _ := strings.Cut(h, " ")
-		if strings.EqualFold(scheme, "Bearer") {
-			return strings.TrimSpace(tok)
+		if !strings.EqualFold(scheme, "Bearer") {
+			return Principal{}, false
 		}
-		return ""
+		return s.cfg.Tokens.Lookup(strings.TrimSpace(tok))
 	}
-	if c, err := r.Cookie(cookieName); err == nil {
-		return c.Value
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		return s.sessions.lookup(c.Value)
 	}
-	return ""
+	return Principal{}, false
 }
 
 type principalKey struct{}
@@ -136,11 +137,11 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 }
 
 // require wraps h so that only a principal holding one of roles reaches it:
-// no or an unknown token is EUNAUTHORIZED (401), a known token of another
+// no or an unknown token or session is EUNAUTHORIZED (401), a known token of another
 // role EDENIED (403), and both are logged.
 func (s *Server) require(h http.HandlerFunc, roles ...Role) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.cfg.Tokens.Lookup(tokenOf(r))
+		p, ok := s.authenticate(r)
 		if !ok {
 			s.writeError(w, r, custody.Errorf(custody.EUNAUTHORIZED, "a valid bearer token is required"))
 			return

@@ -2,17 +2,20 @@ package web
 
 import (
 	"embed"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 )
 
 //go:embed console
 var consoleFiles embed.FS
 
-// mountConsole serves the embedded console at / and its login and logout
-// endpoints. The static files hold no data, so they need no token; every
+// mountConsole serves the embedded console at /, its sign-in page and
+// its login, logout and login-link endpoints. The static files hold no data, so they need no token; every
 // API call the console makes does.
 func (s *Server) mountConsole(mux *http.ServeMux) error {
 	root, err := fs.Sub(consoleFiles, "console")
@@ -21,9 +24,11 @@ func (s *Server) mountConsole(mux *http.ServeMux) error {
 	}
 	static := http.FileServerFS(root)
 	mux.Handle("/", noCache(static))
-	mux.HandleFunc("GET /login", s.handleLogin)
+	mux.HandleFunc("GET /login", s.handleLoginPage)
 	mux.HandleFunc("POST /login", s.handleLogin)
 	mux.HandleFunc("POST /logout", s.handleLogout)
+	mux.HandleFunc("POST /v1/console/login-link", s.require(s.handleLoginLink, readers()...))
+	mux.HandleFunc("GET /v1/approvals/{id}/form", s.require(s.handleForm, readers()...))
 	return nil
 }
 
@@ -45,37 +50,6 @@ func noCache(h http.Handler) http.Handler {
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		h.ServeHTTP(w, r)
 	})
-}
-
-// handleLogin turns a token (?token= on the login link, or a token form
-// field) of an operator or auditor into the console's HttpOnly cookie and
-// sends the browser to the console. The cookie is SameSite=Strict, and
-// cross-origin state changes are refused, so another site cannot act with
-// it.
-func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
-	token := r.URL.Query().Get("token")
-	if r.Method == http.MethodPost {
-		r.Body = http.MaxBytesReader(w, r.Body, 4096)
-		token = r.PostFormValue("token")
-	}
-	p, ok := s.cfg.Tokens.Lookup(strings.TrimSpace(token))
-	if !ok || p.Role == RoleAgent {
-		s.log.Warn("console login refused", "known", ok, "role", p.Role)
-		http.Redirect(w, r, "/?login=failed", http.StatusSeeOther)
-		return
-	}
-	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: token, Path: "/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: 30 * 24 * 3600,
-	})
-	s.log.Info("console login", "principal", p.ID, "role", p.Role)
-	http.Redirect(w, r, "/", http.StatusSeeOther)
-}
-
-// handleLogout clears the console cookie.
-func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
-	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 // consoleResponse is the body of GET /v1/console: who is signed in and
@@ -133,4 +107,143 @@ func (s *Server) mountApps(mux *http.ServeMux) error {
 		})
 	}
 	return nil
+}
+
+// Schemas gives the standalone JSON Schema of a contract reference, as
+// *contract.Registry's Bundle does.
+type Schemas interface {
+	Bundle(ref string) (json.RawMessage, error)
+}
+
+// formField is one argument an operator may edit before approving: its
+// current value and, when its schema fixes the values it may take, those
+// values, so that the console offers a choice instead of free text.
+type formField struct {
+	Name  string          `json:"name"`
+	Value json.RawMessage `json:"value"`
+	Enum  []any           `json:"enum,omitempty"`
+}
+
+// formResponse is the body of GET /v1/approvals/{id}/form.
+type formResponse struct {
+	ApprovalRequestID string      `json:"approval_request_id"`
+	Fields            []formField `json:"fields"`
+}
+
+// handleForm serves GET /v1/approvals/{id}/form: the approval's editable
+// arguments, each with the values its tool's input contract (narrowed by
+// the tool's arguments policy) allows when those are a fixed set.
+func (s *Server) handleForm(w http.ResponseWriter, r *http.Request) {
+	a, err := s.cfg.Approvals.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal(a.Arguments, &args); err != nil {
+		args = nil // not an object: nothing to edit field by field
+	}
+	schemas := s.inputSchemas(a.Tool)
+	resp := formResponse{ApprovalRequestID: a.ID, Fields: []formField{}}
+	for _, name := range a.Editable {
+		v, ok := args[name]
+		if !ok {
+			continue
+		}
+		resp.Fields = append(resp.Fields, formField{Name: name, Value: v, Enum: allowedValues(schemas, name)})
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// inputSchemas returns the decoded schemas an edited argument of tool
+// must match: its input contract (as published) and its arguments
+// policy. A schema that cannot be had is left out: the form then offers
+// free text, and the decision is still checked in full by the server.
+func (s *Server) inputSchemas(tool string) []any {
+	t, ok := s.cfg.Gateway.Tool(tool)
+	if !ok {
+		return nil
+	}
+	var raws []json.RawMessage
+	if t.Published != nil && t.Published.Input != nil {
+		raws = append(raws, t.Published.Input)
+	} else if s.cfg.Schemas != nil {
+		if b, err := s.cfg.Schemas.Bundle(t.Spec.Input); err == nil {
+			raws = append(raws, b)
+		}
+	}
+	if ref := t.Spec.ArgumentsPolicy; ref != "" && s.cfg.Schemas != nil {
+		if b, err := s.cfg.Schemas.Bundle(ref); err == nil {
+			raws = append(raws, b)
+		}
+	}
+	var out []any
+	for _, raw := range raws {
+		var doc any
+		if json.Unmarshal(raw, &doc) == nil {
+			out = append(out, doc)
+		}
+	}
+	return out
+}
+
+// allowedValues returns the values property name may take under every one
+// of schemas, in the first schema's order, or nil when none fixes them.
+func allowedValues(schemas []any, name string) []any {
+	var out []any
+	fixed := false
+	for _, doc := range schemas {
+		enum, ok := propertyEnum(doc, name)
+		if !ok {
+			continue
+		}
+		if !fixed {
+			out, fixed = enum, true
+			continue
+		}
+		out = slices.DeleteFunc(out, func(v any) bool {
+			return !slices.ContainsFunc(enum, func(w any) bool { return reflect.DeepEqual(v, w) })
+		})
+	}
+	return out
+}
+
+// propertyEnum returns the enum of the top-level property name of the
+// bundled schema doc, following local references.
+func propertyEnum(doc any, name string) ([]any, bool) {
+	root := deref(doc, doc)
+	props, _ := jsonMember(root, "properties").(map[string]any)
+	prop := deref(doc, props[name])
+	enum, ok := jsonMember(prop, "enum").([]any)
+	return enum, ok
+}
+
+// deref follows the local "$ref" of schema within doc, a few steps deep.
+func deref(doc, schema any) any {
+	for range 8 {
+		ref, ok := jsonMember(schema, "$ref").(string)
+		if !ok || !strings.HasPrefix(ref, "#") {
+			return schema
+		}
+		schema = jsonPointer(doc, ref[1:])
+	}
+	return schema
+}
+
+// jsonPointer resolves the JSON pointer ptr in doc; nil when it names nothing.
+func jsonPointer(doc any, ptr string) any {
+	if ptr == "" {
+		return doc
+	}
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		doc = jsonMember(doc, tok)
+	}
+	return doc
+}
+
+// jsonMember returns the member name of v when v is an object.
+func jsonMember(v any, name string) any {
+	m, _ := v.(map[string]any)
+	return m[name]
 }

@@ -3,6 +3,12 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -11,7 +17,12 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/internal/browsertest"
+	"github.com/custody-dev/custody/mesh"
+	"github.com/custody-dev/custody/peas"
+	"github.com/custody-dev/custody/web"
 )
 
 // browser starts a headless Chromium, or skips the test without one.
@@ -50,7 +61,8 @@ func TestConsole(t *testing.T) {
 
 	err := chromedp.Do(ctx,
 		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
-		chromedp.Navigate(e.srv.URL+"/login?token="+operatorToken),
+		chromedp.Navigate(e.srv.URL+"/login?code="+loginLink(t, e, operatorToken)),
+		chromedp.Click(css(`[data-testid=login-confirm]`)),
 		chromedp.WaitVisible(css(card(approveID))),
 		chromedp.WaitVisible(css(card(declineID))),
 	)
@@ -143,5 +155,274 @@ func screenshot(t *testing.T, ctx context.Context, path string) {
 	}
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Errorf("save screenshot: %v", err)
+	}
+}
+
+// choiceApproval asks for an announcement whose channel, an enum of the
+// tool's input contract, and message the operator may edit.
+func (e *env) choiceApproval(trace string) string {
+	e.t.Helper()
+	a, err := e.approvals.Request(e.t.Context(), approval.Request{
+		Tool: "post_announcement", Args: json.RawMessage(`{"channel":"general","message":"PATCHING AT NOON"}`),
+		Trace: trace, Requester: "agent-1", Editable: []string{"channel", "message"},
+	})
+	if err != nil {
+		e.t.Fatalf("request approval: %v", err)
+	}
+	return a.ID
+}
+
+// TestApprovalForm: the edit form of an approval offers the values the
+// tool's contract fixes, and only to operators and auditors.
+func TestApprovalForm(t *testing.T) {
+	e := newEnv(t)
+	id := e.choiceApproval("t-form")
+	res := e.do("GET", "/v1/approvals/"+id+"/form", auditorToken, nil)
+	want := `{"approval_request_id":"` + id + `","fields":[{"name":"channel","value":"general","enum":["general","ops","alerts"]},{"name":"message","value":"PATCHING AT NOON"}]}`
+	if res.Status != 200 || strings.TrimSpace(string(res.Body)) != want {
+		t.Errorf("form: %d %s\nwant %s", res.Status, res.Body, want)
+	}
+	if res := e.do("GET", "/v1/approvals/"+id+"/form", agentToken, nil); res.Status != 403 {
+		t.Errorf("an agent read the form: %d", res.Status)
+	}
+	if res := e.do("GET", "/v1/approvals/no-such-id/form", operatorToken, nil); res.Status != 404 {
+		t.Errorf("unknown approval: %d %s", res.Status, res.Body)
+	}
+}
+
+// TestConsoleChoiceAndViolations: an argument with a fixed set of values
+// is a select, and the violations of a refused edit show beside their
+// field. The refusal comes from a stand-in for the gateway's check of an
+// edited action, in the error shape the API gives it.
+func TestConsoleChoiceAndViolations(t *testing.T) {
+	e := newEnv(t)
+	ctx := browser(t)
+	id := e.choiceApproval("t-choice")
+	refuse := true
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse && r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/decision") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"error":{"kind":"invalid","message":"the edited action does not match the tool's input contract","violations":[` +
+				`{"instance":"/message","keyword":"/properties/message/pattern","message":"must match ^[A-Z0-9 .,!-]+$"},` +
+				`{"instance":"","keyword":"/additionalProperties","message":"no other members allowed"}]}}`))
+			return
+		}
+		u, _ := url.Parse(e.srv.URL)
+		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	card := `[data-testid=approval][data-id="` + id + `"]`
+	err := chromedp.Do(ctx,
+		browsertest.SignIn(front.URL, operatorToken),
+		chromedp.WaitVisible(css(card+` select[data-testid=edit-channel]`)),
+	)
+	if err != nil {
+		t.Fatalf("open inbox: %v", err)
+	}
+	options, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('`+card+` [data-testid=edit-channel] option')].map(o => o.textContent)`))
+	if err != nil || strings.Join(options, ",") != "general,ops,alerts" {
+		t.Errorf("channel choices %v, %v", options, err)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.SetValue(css(card+` [data-testid=edit-channel]`), `"ops"`),
+		chromedp.SetValue(css(card+` [data-testid=edit-message]`), "patching at noon"),
+		chromedp.Click(css(card+` [data-testid=approve]`)),
+		chromedp.WaitVisible(css(card+` [data-testid=violation-message]`)),
+	)
+	if err != nil {
+		t.Fatalf("refused edit: %v", err)
+	}
+	if got := text(t, ctx, card+` [data-field=message] [data-testid=violation-message]`); got != "must match ^[A-Z0-9 .,!-]+$" {
+		t.Errorf("violation beside the message: %q", got)
+	}
+	if got := text(t, ctx, card+` [data-testid=violations]`); !strings.Contains(got, "no other members allowed") {
+		t.Errorf("violation of the whole action: %q", got)
+	}
+	invalid, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('`+card+` [data-testid=edit-message]').getAttribute("aria-invalid")`))
+	if invalid != "true" {
+		t.Errorf("the refused field is not marked invalid: %q", invalid)
+	}
+	refuse = false
+	err = chromedp.Do(ctx,
+		chromedp.SetValue(css(card+` [data-testid=edit-message]`), "PATCHING AT ONE"),
+		chromedp.Click(css(card+` [data-testid=approve]`)),
+		chromedp.WaitNotPresent(css(card)),
+	)
+	if err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+	a := e.approval(id)
+	if a.Status != custody.ApprovalApproved || string(a.Arguments) != `{"channel":"ops","message":"PATCHING AT ONE"}` || a.Operator != "op-1" {
+		t.Errorf("approved %s by %q: %s", a.Status, a.Operator, a.Arguments)
+	}
+}
+
+// TestConsoleOneRowNav: on a phone 375 px wide, the navigation with three
+// apps fits one row.
+func TestConsoleOneRowNav(t *testing.T) {
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	e := newEnv(t, web.App{Name: "peas", Title: "Pile-up alert", Handler: app},
+		web.App{Name: "mesh", Title: "Wildfire mesh", Handler: app}, web.App{Name: "brain", Title: "Brain room", Handler: app})
+	ctx := browser(t)
+	e.pending("t-nav", `{"channel":"general","message":"NAV CHECK"}`, custody.EPENDING)
+	err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(375, 812, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		browsertest.SignIn(e.srv.URL, operatorToken),
+		chromedp.WaitVisible(css(`[data-testid=nav-app-brain]`)),
+		chromedp.WaitVisible(css(`[data-testid=pending-count]`)),
+	)
+	if err != nil {
+		t.Fatalf("open console: %v", err)
+	}
+	const measure = `(() => {
+		const nav = document.querySelector("[data-testid=nav]");
+		const tops = [...nav.querySelectorAll("a")].map(a => Math.round(a.getBoundingClientRect().top));
+		return {rows: new Set(tops).size, links: tops.length, overflow: nav.scrollWidth - nav.clientWidth};
+	})()`
+	type layout struct{ Rows, Links, Overflow int }
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[layout](measure))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Links != 5 || got.Rows != 1 || got.Overflow > 0 {
+		t.Errorf("navigation on a phone: %+v, want 5 links in one row with nothing hidden", got)
+	}
+	screenshot(t, ctx, "/tmp/custody-nav-375.png")
+}
+
+// TestConsoleAccessibility checks every console page with axe-core: the
+// sign-in page, the inbox with a pending edit form, one approval, the
+// ledger with an entry open.
+func TestConsoleAccessibility(t *testing.T) {
+	axe := browsertest.Axe(t)
+	e := newEnv(t)
+	ctx := browser(t)
+	choice := e.choiceApproval("t-a11y-1")
+	e.pending("t-a11y-2", `{"channel":"general","message":"A11Y CHECK"}`, custody.EPENDING)
+	for _, viewport := range []struct {
+		name, scheme string
+		w, h         int64
+	}{{"phone", "light", 375, 812}, {"desktop", "light", 1280, 900}, {"phone-dark", "dark", 375, 812}} {
+		t.Run(viewport.name, func(t *testing.T) {
+			err := chromedp.Do(ctx,
+				browsertest.ColorScheme(viewport.scheme),
+				chromedp.EmulateViewport(viewport.w, viewport.h),
+				chromedp.Navigate(e.srv.URL+"/login?code="+loginLink(t, e, operatorToken)),
+				chromedp.WaitVisible(css(`[data-testid=login-confirm]`)),
+			)
+			if err != nil {
+				t.Fatalf("sign-in page: %v", err)
+			}
+			browsertest.CheckAxe(t, ctx, axe, "sign-in link page")
+			screenshot(t, ctx, "/tmp/custody-login-"+viewport.name+".png")
+			err = chromedp.Do(ctx,
+				chromedp.Click(css(`[data-testid=login-confirm]`)),
+				chromedp.WaitVisible(css(`[data-testid=approval][data-id="`+choice+`"] select`)),
+			)
+			if err != nil {
+				t.Fatalf("inbox: %v", err)
+			}
+			browsertest.CheckAxe(t, ctx, axe, "inbox")
+			err = chromedp.Do(ctx,
+				chromedp.Navigate(e.srv.URL+"/#/approvals/"+choice),
+				chromedp.WaitVisible(css(`#approval-view [data-testid=approval] [data-testid=approve]`)),
+			)
+			if err != nil {
+				t.Fatalf("approval: %v", err)
+			}
+			browsertest.CheckAxe(t, ctx, axe, "approval detail")
+			err = chromedp.Do(ctx,
+				chromedp.Navigate(e.srv.URL+"/#/ledger"),
+				chromedp.WaitVisible(css(`tr[data-kind="approval.requested"]`)),
+				chromedp.Poll[chromedp.Void](`document.querySelector("[data-testid=verify-status]").dataset.ok === "true"`),
+				chromedp.Click(css(`tr[data-kind="approval.requested"] button`)),
+				chromedp.WaitVisible(css(`[data-testid=entry-detail]`)),
+			)
+			if err != nil {
+				t.Fatalf("ledger: %v", err)
+			}
+			browsertest.CheckAxe(t, ctx, axe, "ledger")
+			err = chromedp.Do(ctx,
+				chromedp.Click(css(`#logout button`)),
+				chromedp.WaitVisible(css(`[data-testid=login-token]`)),
+			)
+			if err != nil {
+				t.Fatalf("sign out: %v", err)
+			}
+			browsertest.CheckAxe(t, ctx, axe, "sign-in page")
+		})
+	}
+}
+
+// TestMeshPageAccessibility checks the wildfire mesh page, mounted in the
+// console over a running simulated mesh with aggregations waiting, with
+// axe-core, and that it leads back to the console.
+func TestMeshPageAccessibility(t *testing.T) {
+	axe := browsertest.Axe(t)
+	var sys *mesh.System
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { sys.Handler().ServeHTTP(w, r) })
+	e := newEnv(t, web.App{Name: "mesh", Title: "Wildfire mesh", Handler: app})
+	reg, err := contract.Load(contract.Options{Contracts: []contract.Source{peas.Contract()}})
+	if err != nil {
+		t.Fatalf("load contracts: %v", err)
+	}
+	sys = mesh.New(mesh.Deps{Validator: reg, Ledger: e.db, Approvals: e.approvals, Speedup: 3000,
+		Logger: slog.New(slog.DiscardHandler), OperatorOf: func(r *http.Request) string {
+			p, _ := web.PrincipalFrom(r.Context())
+			return p.ID
+		}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- sys.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	bctx := browser(t)
+	for _, w := range []int64{375, 1280} {
+		err := chromedp.Do(bctx,
+			chromedp.EmulateViewport(w, 900),
+			browsertest.SignIn(e.srv.URL, operatorToken),
+			chromedp.Click(css(`[data-testid=nav-app-mesh]`)),
+			chromedp.WaitVisible(css(`#cases form select`)),
+			chromedp.WaitVisible(css(`#map circle`)),
+		)
+		if err != nil {
+			t.Fatalf("open the mesh page at %d px: %v", w, err)
+		}
+		browsertest.CheckAxe(t, bctx, axe, fmt.Sprintf("mesh page at %d px", w))
+	}
+	err = chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(`header a[href="/"]`)),
+		chromedp.WaitVisible(css(`[data-testid=nav-inbox]`)),
+	)
+	if err != nil {
+		t.Errorf("back to the console: %v", err)
+	}
+}
+
+// TestConsoleApprovalPage: the link a notification carries
+// (#/approvals/ID) opens that approval; deciding it there shows the
+// outcome in the signed-in operator's name.
+func TestConsoleApprovalPage(t *testing.T) {
+	e := newEnv(t)
+	ctx := browser(t)
+	id := e.pending("t-page", `{"channel":"ops","message":"ROTATE KEYS"}`, custody.EPENDING)
+	view := `#approval-view `
+	err := chromedp.Do(ctx,
+		browsertest.SignIn(e.srv.URL, operatorToken),
+		chromedp.Navigate(e.srv.URL+"/#/approvals/"+url.PathEscape(id)),
+		chromedp.WaitVisible(css(view+`[data-testid=approval][data-id="`+id+`"] [data-testid=approve]`)),
+		chromedp.SetValue(css(view+`[data-testid=note]`), "rotating now"),
+		chromedp.Click(css(view+`[data-testid=approve]`)),
+		chromedp.WaitVisible(css(view+`[data-testid=approval-outcome]`)),
+	)
+	if err != nil {
+		t.Fatalf("decide on the approval's page: %v", err)
+	}
+	if got := text(t, ctx, view+`[data-testid=approval-outcome]`); !strings.Contains(got, "approved") || !strings.Contains(got, "op-1") || !strings.Contains(got, "rotating now") {
+		t.Errorf("outcome %q", got)
+	}
+	if a := e.approval(id); a.Status != custody.ApprovalApproved || a.Operator != "op-1" {
+		t.Errorf("approval %+v", a)
 	}
 }

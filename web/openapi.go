@@ -25,12 +25,6 @@ func (s *Server) handleOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	w.Write(openAPI)
 }
 
-// Schemas gives the standalone JSON Schema of a contract ref, as the MCP
-// door offers it (contract.Registry.Bundle).
-type Schemas interface {
-	Bundle(ref string) (json.RawMessage, error)
-}
-
 // toolDetail is the body of GET /v1/tools/{name}.
 type toolDetail struct {
 	Tool   custody.ToolSpec `json:"tool"`

@@ -48,9 +48,6 @@ type Config struct {
 	// when set, /metrics reports it, and entries over commits is how
 	// many appends shared each commit.
 	Commits func() int64
-	// Schemas serves the tools' schemas on GET /v1/tools/{name}; nil
-	// answers 503 there.
-	Schemas Schemas
 	Tokens  Tokens
 	// Apps are domain systems mounted at /apps/{Name}/ and linked from
 	// the console.
@@ -63,6 +60,14 @@ type Config struct {
 	// ApprovalChanges, when set, sends the id of every approval that
 	// changes until ctx ends; GET /v1/events streams them to the console.
 	ApprovalChanges func(ctx context.Context) (<-chan string, error)
+	// SessionLifetime is how long a console sign-in lasts;
+	// DefaultSessionLifetime when zero.
+	SessionLifetime time.Duration
+	// Schemas, when set, serves the tools' schemas on GET
+	// /v1/tools/{name} (503 there when nil) and gives the console the
+	// input schema of a tool, so that an edit form offers a fixed set of
+	// values as a choice.
+	Schemas Schemas
 }
 
 // App is a domain system's console page and JSON API, mounted at
@@ -81,6 +86,9 @@ type Server struct {
 	log     *slog.Logger
 	metrics *Metrics
 	handler http.Handler
+
+	// sessions are the console's sign-ins.
+	sessions *sessions
 }
 
 // New returns a server for cfg, or an error naming the missing field.
@@ -98,6 +106,7 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.Now == nil {
 		s.cfg.Now = time.Now
 	}
+	s.sessions = newSessions(s.cfg.Now, s.cfg.SessionLifetime)
 	mux, err := s.routes()
 	if err != nil {
 		return nil, err

@@ -199,7 +199,7 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 		return err
 	}
 	defer st.Close()
-	tokens, notes, err := m.serveTokens(set, base)
+	tokens, notes, err := m.serveTokens(set)
 	if err != nil {
 		return err
 	}
@@ -207,9 +207,16 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return err
 	}
-	h, err := m.serveHandler(ctx, st, tokens, sys, wit.status())
+	lifetime, err := set.cfg.SessionLifetime()
 	if err != nil {
 		return err
+	}
+	h, ws, err := m.serveHandler(ctx, st, tokens, sys, wit.status(), lifetime)
+	if err != nil {
+		return err
+	}
+	if note := loginNote(ws, base); note != "" {
+		notes = append(notes, note)
 	}
 	if wit != nil {
 		sys.Runners = append(sys.Runners, wit.runner)
@@ -260,7 +267,7 @@ func (m *Main) withFileEnv(cfg *config.File, base string) *Main {
 // serveTokens gathers the tokens from the environment and the config file.
 // With no operator or no agent token configured it uses one kept in the
 // data directory, created on first start; notes say where they are.
-func (m *Main) serveTokens(set serveSettings, base string) (web.Tokens, []string, error) {
+func (m *Main) serveTokens(set serveSettings) (web.Tokens, []string, error) {
 	tokens, err := web.ParseTokens(m.env("CUSTODY_AGENT_TOKENS", ""),
 		m.env("CUSTODY_OPERATOR_TOKENS", ""), m.env("CUSTODY_AUDITOR_TOKENS", ""))
 	if err != nil {
@@ -277,7 +284,7 @@ func (m *Main) serveTokens(set serveSettings, base string) (web.Tokens, []string
 		if hasRole(tokens, gen.role) {
 			continue
 		}
-		note, err := kept(tokens, gen.role, filepath.Join(set.data, gen.file), base)
+		note, err := kept(tokens, gen.role, filepath.Join(set.data, gen.file))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -312,7 +319,7 @@ func hasRole(tokens web.Tokens, role web.Role) bool {
 
 // kept adds the token kept in path for role (id = the role), creating it
 // (mode 0600) on first use, and returns a note for the operator.
-func kept(tokens web.Tokens, role web.Role, path, base string) (string, error) {
+func kept(tokens web.Tokens, role web.Role, path string) (string, error) {
 	token, created, err := keptToken(path)
 	if err != nil {
 		return "", err
@@ -320,11 +327,8 @@ func kept(tokens web.Tokens, role web.Role, path, base string) (string, error) {
 	if err := tokens.Add(role, string(role)+":"+token); err != nil {
 		return "", fmt.Errorf("token in %s: %w", path, err)
 	}
-	switch {
-	case role == web.RoleOperator && created:
-		return "console login link (shown once; the token is in " + path + "):\n  " + base + "/login?token=" + token, nil
-	case role == web.RoleOperator:
-		return "console login: " + base + "/login?token=$(cat " + path + ")", nil
+	if role == web.RoleOperator && created {
+		return "operator token (Authorization: Bearer …, or the console's sign-in form), created: " + path, nil
 	}
 	return string(role) + " token (Authorization: Bearer …): " + path, nil
 }
@@ -356,21 +360,35 @@ func keptToken(path string) (token string, created bool, err error) {
 	return strings.TrimSpace(string(raw)), false, nil
 }
 
-// serveHandler builds the root handler: MCP at /mcp, everything else web.
-func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys systems, witnesses func() []tlog.WitnessStatus) (http.Handler, error) {
+// loginNote returns a single-use console sign-in link for the operator
+// whose token serve keeps in the data directory, or "" when the operators
+// are configured: they sign in with their token, or ask for a link with
+// it (POST /v1/console/login-link).
+func loginNote(ws *web.Server, base string) string {
+	path, expires, err := ws.LoginLink(string(web.RoleOperator))
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("console sign-in link (works once, until %s; POST %s/v1/console/login-link with the operator token makes another):\n  %s%s",
+		expires.UTC().Format(time.TimeOnly)+" UTC", base, base, path)
+}
+
+// serveHandler builds the root handler, MCP at /mcp and everything else
+// web, and returns the web server too.
+func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys systems, witnesses func() []tlog.WitnessStatus, sessionLifetime time.Duration) (http.Handler, *web.Server, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	metrics := web.NewMetrics()
 	var apps []web.App
 	if sys.Apps != nil {
 		var err error
 		if apps, err = sys.Apps(st); err != nil {
-			return nil, fmt.Errorf("domain apps: %w", err)
+			return nil, nil, fmt.Errorf("domain apps: %w", err)
 		}
 	}
 	wcfg := web.Config{
 		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify, Commits: st.db.Commits,
 		Checkpoint: st.db.LatestCheckpoint, Witnesses: witnesses, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
-		ApprovalChanges: approvalChanges(ctx, st.db), Schemas: st.reg,
+		ApprovalChanges: approvalChanges(ctx, st.db), SessionLifetime: sessionLifetime, Schemas: st.reg,
 	}
 	if sq, ok := st.db.(*sqlite.DB); ok {
 		// Write health and Merkle proofs are the SQLite store's.
@@ -378,11 +396,11 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 	}
 	ws, err := web.New(wcfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ms, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Observe: metrics.ObserveCall, Inclusion: st.inclusion, Logger: logger})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", ms.HTTPHandler(func(token string) (string, bool) {
@@ -390,7 +408,7 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 		return p.ID, ok && p.Role == web.RoleAgent
 	}))
 	mux.Handle("/", ws.Handler())
-	return telemetry.Continue(mux), nil
+	return telemetry.Continue(mux), ws, nil
 }
 
 // announce prints where the server listens and how to get in.

@@ -84,8 +84,12 @@ func TestServe(t *testing.T) {
 
 	agent := readToken(t, filepath.Join(data, agentTokenFile))
 	operator := readToken(t, filepath.Join(data, operatorTokenFile))
-	if !strings.Contains(out.String(), base+"/login?token="+operator) {
-		t.Errorf("no console login link printed:\n%s", out)
+	link := regexp.MustCompile(regexp.QuoteMeta(base) + `/login\?code=[A-Za-z0-9_-]{43}\b`).FindString(out.String())
+	if link == "" || strings.Contains(out.String(), operator) {
+		t.Errorf("no console sign-in link with a code printed, or the token shown:\n%s", out)
+	}
+	if page := get(t, link); !strings.Contains(page, "Sign in as operator") {
+		t.Errorf("the printed link does not offer to sign in as the operator:\n%s", page)
 	}
 	body := post(t, base+"/v1/calls", agent, `{"tool":"get_time","arguments":{"zone":"UTC"}}`, 200)
 	if !strings.Contains(body, `"receipt"`) {
@@ -106,8 +110,8 @@ func TestServe(t *testing.T) {
 	if got := readToken(t, filepath.Join(data, agentTokenFile)); got != agent {
 		t.Errorf("agent token changed")
 	}
-	if strings.Contains(out.String(), operator) {
-		t.Errorf("the operator token was printed again:\n%s", out)
+	if strings.Contains(out.String(), operator) || strings.Contains(out.String(), link) {
+		t.Errorf("the operator token or the first code was printed again:\n%s", out)
 	}
 	post(t, base+"/v1/calls", agent, `{"tool":"get_time","arguments":{}}`, 200)
 	if code := stop(); code != exitOK {

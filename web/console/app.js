@@ -1,5 +1,5 @@
 // custody operator console: approval inbox and ledger browser. Plain
-// script, no build step. The bearer token lives in an HttpOnly cookie set by
+// script, no build step. The session id lives in an HttpOnly cookie set by
 // /login, so this script never sees it.
 "use strict";
 
@@ -10,12 +10,13 @@ const state = {
   ledger: { after: null, stack: [], trace: "", kind: "" },
   timers: [],
   events: null,          // the EventSource of live approval changes
+  fields: 0,             // edit fields made, for their unique ids
 };
 
 const $ = (sel, root = document) => root.querySelector(sel);
 
-// api fetches a JSON endpoint. A 401 shows the sign-in form; any other
-// failure throws an Error carrying the server's message.
+// api fetches a JSON endpoint. A 401 goes to the sign-in page; any other
+// failure throws an Error carrying the server's message and violations.
 async function api(path, options = {}) {
   const res = await fetch(path, {
     credentials: "same-origin",
@@ -31,6 +32,7 @@ async function api(path, options = {}) {
     const e = body.error || {};
     const err = new Error(e.message || `request failed (${res.status})`);
     err.kind = e.kind;
+    err.violations = Array.isArray(e.violations) ? e.violations : [];
     throw err;
   }
   return body;
@@ -43,14 +45,11 @@ function showError(msg) {
 }
 
 function showLogin() {
-  document.querySelectorAll("[data-view]").forEach((v) => (v.hidden = true));
-  $("#login").hidden = false;
-  $("#login-failed").hidden = !location.search.includes("login=failed");
-  $("#logout").hidden = true;
   state.timers.forEach(clearInterval);
   state.timers = [];
   if (state.events) state.events.close();
   state.events = null;
+  location.replace("/login");
 }
 
 // el builds an element with text and attributes.
@@ -94,7 +93,7 @@ function renderValue(v, depth = 0) {
 // renderLines shows a multi-line text as it is; a line-by-line diff ("- "
 // removed, "+ " added) is coloured.
 function renderLines(text) {
-  const pre = el("pre", null, { class: "lines" });
+  const pre = el("pre", null, { class: "lines", tabindex: "0" });
   for (const line of text.replace(/\n$/, "").split("\n")) {
     const cls = line.startsWith("+ ") ? "add" : line.startsWith("- ") ? "del" : "same";
     pre.appendChild(el("span", line + "\n", { class: cls }));
@@ -105,7 +104,8 @@ function renderLines(text) {
 // ---- navigation ----
 
 function route() {
-  const view = (location.hash.replace(/^#\/?/, "") || "inbox").split("?")[0];
+  const path = (location.hash.replace(/^#\/?/, "") || "inbox").split("?")[0];
+  const [view, id] = path.startsWith("approvals/") ? ["approval", decodeURIComponent(path.slice(10))] : [path, ""];
   document.querySelectorAll("[data-view]").forEach((v) => (v.hidden = v.dataset.view !== view));
   document.querySelectorAll("nav a[href^='#']").forEach((a) => {
     if (a.getAttribute("href") === "#/" + view) a.setAttribute("aria-current", "page");
@@ -114,7 +114,8 @@ function route() {
   if (view === "ledger") {
     loadLedger();
     verify();
-  } else loadInbox();
+  } else if (view === "approval") loadApproval(id);
+  else loadInbox();
 }
 
 async function start() {
@@ -125,12 +126,11 @@ async function start() {
     if (err.message !== "sign in required") showError(err.message);
     return;
   }
-  $("#login").hidden = true;
   $("#logout").hidden = false;
   $("#principal").textContent = `${me.principal.id} · ${me.principal.role}`;
   const links = $("#app-links");
   links.replaceChildren();
-  for (const app of me.apps) links.appendChild(el("a", app.title || app.name, { href: app.path, "data-testid": "nav-app-" + app.name }));
+  for (const app of me.apps) links.appendChild(appLink(app));
   window.addEventListener("hashchange", route);
   route();
   state.timers.push(setInterval(loadInbox, 5000));
@@ -143,6 +143,17 @@ async function start() {
   state.timers.push(setInterval(tickCountdowns, 1000));
   state.timers.push(setInterval(verify, 15000));
   verify();
+}
+
+// appLink links an app in the navigation. On a phone only the title's
+// first word shows, so that the navigation fits one row; the link's name
+// stays the whole title.
+function appLink(app) {
+  const title = app.title || app.name;
+  const cut = title.indexOf(" ");
+  const a = el("a", cut < 0 ? title : title.slice(0, cut), { href: app.path, "data-testid": "nav-app-" + app.name });
+  if (cut >= 0) a.appendChild(el("span", title.slice(cut), { class: "nav-rest" }));
+  return a;
 }
 
 // ---- inbox ----
@@ -182,17 +193,20 @@ async function loadInbox() {
   }
   showError("");
   state.clockSkew = Date.parse(pending.server_time) - Date.now();
-  renderPending(pending.approvals);
+  await renderPending(pending.approvals);
   renderDecided(all.approvals.filter((a) => a.status !== "pending").slice(0, 10));
 }
 
-function renderPending(list) {
+async function renderPending(list) {
   const ul = $("#pending-list");
   const ids = new Set(list.map((a) => a.approval_request_id));
   // Keep cards already shown, so an operator's edits survive a refresh.
   for (const card of [...ul.children]) if (!ids.has(card.dataset.id)) card.remove();
   for (const a of list) {
-    if (!ul.querySelector(`[data-id="${CSS.escape(a.approval_request_id)}"]`)) ul.appendChild(approvalCard(a));
+    const sel = `[data-id="${CSS.escape(a.approval_request_id)}"]`;
+    if (ul.querySelector(sel)) continue;
+    const card = await approvalCard(a);
+    if (!ul.querySelector(sel)) ul.appendChild(card);
   }
   $("#inbox-empty").hidden = list.length > 0;
   const count = $("[data-testid=pending-count]");
@@ -201,7 +215,8 @@ function renderPending(list) {
   tickCountdowns();
 }
 
-function approvalCard(a) {
+// approvalCard builds the card of a pending approval, with its edit form.
+async function approvalCard(a) {
   const card = $("#approval-card").content.firstElementChild.cloneNode(true);
   card.dataset.id = a.approval_request_id;
   card.dataset.expiresAt = a.expires_at;
@@ -210,7 +225,7 @@ function approvalCard(a) {
   const ctx = $("[data-testid=context]", card);
   if (a.context) ctx.appendChild(renderValue(a.context));
   else ctx.closest("details").remove();
-  $("[data-testid=arguments]", card).appendChild(renderArguments(a));
+  $("[data-testid=arguments]", card).appendChild(renderArguments(a, await editForm(a)));
   $(".meta", card).textContent = `Tool ${a.tool} · trace ${a.trace_id || "—"} · asked by ${a.requester || "—"} · request ${a.approval_request_id}`;
   $("form", card).addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -219,26 +234,63 @@ function approvalCard(a) {
   return card;
 }
 
+// editForm returns the approval's editable fields by name, each with the
+// values its tool allows when those are a fixed set.
+async function editForm(a) {
+  const fields = new Map();
+  if (!(a.editable || []).length) return fields;
+  try {
+    const form = await api(`/v1/approvals/${encodeURIComponent(a.approval_request_id)}/form`);
+    for (const f of form.fields) fields.set(f.name, f);
+  } catch (err) {
+    // Without the form, editable strings are offered as free text; the
+    // server still checks the edited action in full.
+  }
+  return fields;
+}
+
 // renderArguments shows the action's arguments; the ones an operator may
-// edit are pre-filled inputs.
-function renderArguments(a) {
+// edit are pre-filled inputs: a choice when the tool fixes the values,
+// free text otherwise.
+function renderArguments(a, fields = new Map()) {
   const editable = new Set(a.editable || []);
   const args = a.arguments && typeof a.arguments === "object" && !Array.isArray(a.arguments) ? a.arguments : null;
   if (!args) return renderValue(a.arguments);
   const dl = el("dl", null, { class: "kv" });
   for (const [k, v] of Object.entries(args)) {
-    dl.appendChild(el("dt", humanize(k)));
-    const dd = dl.appendChild(el("dd"));
-    if (editable.has(k) && typeof v === "string") {
-      const input = el("textarea", null, { name: "arg:" + k, rows: String(Math.min(6, 1 + Math.ceil(v.length / 40))), "data-testid": "edit-" + k, "aria-label": "Edit " + humanize(k) });
-      input.value = v;
-      dd.appendChild(input);
-      dd.appendChild(el("small", "You may edit this before approving.", { class: "muted" }));
-    } else {
-      dd.appendChild(renderValue(v, 1));
+    const id = `arg-${++state.fields}-${k}`;
+    const f = fields.get(k);
+    const choice = f && Array.isArray(f.enum) && f.enum.length > 0;
+    if (!editable.has(k) || (typeof v !== "string" && !choice)) {
+      dl.appendChild(el("dt", humanize(k)));
+      dl.appendChild(el("dd")).appendChild(renderValue(v, 1));
+      continue;
     }
+    dl.appendChild(el("dt")).appendChild(el("label", humanize(k), { for: id }));
+    const dd = dl.appendChild(el("dd", null, { "data-field": k }));
+    dd.appendChild(choice ? enumSelect(id, k, v, f.enum) : textInput(id, k, v));
+    dd.appendChild(el("small", choice ? "You may choose another value before approving." : "You may edit this before approving.", { class: "muted", id: id + "-hint" }));
   }
   return dl;
+}
+
+function textInput(id, k, v) {
+  const input = el("textarea", null, { id, name: "arg:" + k, rows: String(Math.min(6, 1 + Math.ceil(v.length / 40))), "data-testid": "edit-" + k, "aria-describedby": id + "-hint" });
+  input.value = v;
+  return input;
+}
+
+// enumSelect offers the allowed values of an argument; each option's value
+// is the JSON of the allowed value, so a number stays a number.
+function enumSelect(id, k, v, values) {
+  const select = el("select", null, { id, name: "arg:" + k, "data-testid": "edit-" + k, "data-json": "true", "aria-describedby": id + "-hint" });
+  const current = JSON.stringify(v);
+  for (const value of values) {
+    const o = el("option", String(value), { value: JSON.stringify(value) });
+    if (JSON.stringify(value) === current) o.selected = true;
+    select.appendChild(o);
+  }
+  return select;
 }
 
 async function decide(card, a, decision) {
@@ -249,15 +301,55 @@ async function decide(card, a, decision) {
     if (edited) body.arguments = edited;
   }
   form.querySelectorAll("button").forEach((b) => (b.disabled = true));
+  showViolations(card, []);
   try {
-    await api(`/v1/approvals/${encodeURIComponent(a.approval_request_id)}/decision`, { method: "POST", body: JSON.stringify(body) });
-    card.remove();
+    const done = await api(`/v1/approvals/${encodeURIComponent(a.approval_request_id)}/decision`, { method: "POST", body: JSON.stringify(body) });
     showError("");
-    loadInbox();
+    if (card.closest("#approval-view")) renderApprovalDetail(done);
+    else {
+      card.remove();
+      loadInbox();
+    }
   } catch (err) {
+    showViolations(card, err.violations || []);
     showError(`Could not record the decision: ${err.message}`);
     form.querySelectorAll("button").forEach((b) => (b.disabled = false));
   }
+}
+
+// pointerField returns the top-level member a JSON pointer ("/sign_text")
+// names, or "" for the root.
+function pointerField(instance) {
+  const first = String(instance || "").split("/")[1];
+  return first === undefined ? "" : first.replace(/~1/g, "/").replace(/~0/g, "~");
+}
+
+// showViolations puts each violation of a refused edit beside the field
+// it names; the ones naming no field go in the card's own list.
+function showViolations(card, violations) {
+  card.querySelectorAll(".field-error").forEach((p) => p.remove());
+  card.querySelectorAll("[aria-invalid]").forEach((i) => {
+    i.removeAttribute("aria-invalid");
+    i.setAttribute("aria-describedby", i.id + "-hint");
+  });
+  const other = $("[data-testid=violations]", card);
+  other.replaceChildren();
+  other.hidden = true;
+  violations.forEach((v, i) => {
+    const name = pointerField(v.instance);
+    const dd = name ? card.querySelector(`[data-field="${CSS.escape(name)}"]`) : null;
+    const input = dd && dd.querySelector("textarea, select");
+    const msg = `${v.instance || "the action"}: ${v.message}`;
+    if (!input) {
+      other.appendChild(el("li", msg));
+      other.hidden = false;
+      return;
+    }
+    const p = el("p", v.message, { class: "field-error", id: `${input.id}-error-${i}`, "data-testid": "violation-" + name });
+    dd.insertBefore(p, input.nextSibling);
+    input.setAttribute("aria-invalid", "true");
+    input.setAttribute("aria-describedby", `${input.getAttribute("aria-describedby")} ${p.id}`);
+  });
 }
 
 // editedArguments returns the arguments with the operator's edits, or null
@@ -265,14 +357,54 @@ async function decide(card, a, decision) {
 function editedArguments(form, a) {
   let changed = false;
   const args = { ...a.arguments };
-  for (const input of form.closest(".card").querySelectorAll("textarea[name^='arg:']")) {
+  for (const input of form.closest(".card").querySelectorAll("[name^='arg:']")) {
     const k = input.name.slice(4);
-    if (input.value !== args[k]) {
-      args[k] = input.value;
+    const value = input.dataset.json ? JSON.parse(input.value) : input.value;
+    if (JSON.stringify(value) !== JSON.stringify(args[k])) {
+      args[k] = value;
       changed = true;
     }
   }
   return changed ? args : null;
+}
+
+// ---- one approval ----
+
+// loadApproval shows one approval (the link a notification carries): its
+// card while it is pending, what became of it otherwise.
+async function loadApproval(id) {
+  let a;
+  try {
+    a = await api(`/v1/approvals/${encodeURIComponent(id)}`);
+  } catch (err) {
+    if (err.message !== "sign in required") showError(err.message);
+    return;
+  }
+  showError("");
+  await renderApprovalDetail(a);
+}
+
+async function renderApprovalDetail(a) {
+  const box = $("#approval-view-body");
+  $("#approval-title").textContent = `Approval: ${humanize(a.tool)}`;
+  if (a.status === "pending") {
+    const card = await approvalCard(a);
+    card.dataset.expiresAt = a.expires_at;
+    const ul = el("ul", null, { class: "cards" });
+    ul.appendChild(card);
+    box.replaceChildren(ul);
+    tickCountdowns();
+    return;
+  }
+  const dl = el("dl", null, { class: "kv", "data-testid": "approval-outcome" });
+  const rows = [["Status", a.status], ["Decided by", a.operator_id || "—"], ["Note", a.note || "—"], ["Trace", a.trace_id || "—"], ["Request", a.approval_request_id]];
+  for (const [k, v] of rows) {
+    dl.appendChild(el("dt", k));
+    dl.appendChild(el("dd", v));
+  }
+  dl.appendChild(el("dt", "Action"));
+  dl.appendChild(el("dd")).appendChild(renderValue(a.arguments, 1));
+  box.replaceChildren(dl);
 }
 
 function renderDecided(list) {
@@ -282,7 +414,7 @@ function renderDecided(list) {
   for (const a of list) {
     const li = el("li", null, { "data-testid": "decided", "data-id": a.approval_request_id });
     li.appendChild(el("span", a.status, { class: "badge " + a.status, "data-testid": "decided-status" }));
-    li.appendChild(el("strong", humanize(a.tool)));
+    li.appendChild(el("a", humanize(a.tool), { href: "#/approvals/" + encodeURIComponent(a.approval_request_id) }));
     const who = a.operator_id ? ` by ${a.operator_id}` : "";
     li.appendChild(el("span", `${who}${a.note ? ` — “${a.note}”` : ""}`, { class: "muted" }));
     ul.appendChild(li);
