@@ -12,7 +12,8 @@ import (
 )
 
 // Verify checks the whole chain and every stored checkpoint (signature and
-// head) in one consistent snapshot, against every key the data directory
+// head) as they were when it began (entries appended meanwhile are left
+// for the next check), against every key the data directory
 // lists in signing.pub (see ledger.Verifier for the rule across a key
 // rotation). When the ledger was changed it returns a *ledger.VerifyError
 // naming the first bad seq and the reason; a failure to read the store is
@@ -37,7 +38,7 @@ func (db *DB) VerifyWith(ctx context.Context, pub ed25519.PublicKey) (ledger.Rep
 // checkpoints against the entries only.
 func (db *DB) VerifyKeys(ctx context.Context, keys ...ed25519.PublicKey) (ledger.Report, error) {
 	p := ledger.NewPager(ledger.NewStreamVerifier(keys...))
-	if err := db.walk(ctx, p.Entry, p.Checkpoint); err != nil {
+	if err := db.walkAhead(ctx, readAheadChunk, p.Entry, p.Checkpoint); err != nil {
 		return ledger.Report{}, err
 	}
 	return p.Finish()
@@ -95,26 +96,71 @@ func (db *DB) walk(ctx context.Context, entry func(*custody.Entry) error, checkp
 		return unavailable("read ledger", err)
 	}
 	defer rows.Close()
-	next, seq := 0, int64(1)
-	c := chain{prev: ledger.GenesisPrev()}
-	for rows.Next() {
-		e, err := scanEntry(rows)
-		if err == nil {
-			seq = e.Seq + 1
-			c.link(&e)
-			err = entry(&e)
+	var e custody.Entry
+	next := func() (*custody.Entry, bool) {
+		if !rows.Next() {
+			return nil, false
 		}
-		for ; err == nil && next < len(cps) && cps[next].Size <= e.Seq; next++ {
-			err = checkpoint(cps[next])
+		e, err = scanEntry(rows)
+		return &e, err == nil
+	}
+	stopped := func() error {
+		if err != nil {
+			return err
+		}
+		return rows.Err()
+	}
+	return feed(cps, next, stopped, entry, checkpoint)
+}
+
+// walkAhead is walk reading the entries on several connections at once
+// (see readAhead), chunk entries a query: the entries up to the head when
+// it began, with the checkpoints of that moment.
+func (db *DB) walkAhead(ctx context.Context, chunk int64, entry func(*custody.Entry) error, checkpoint func(custody.Checkpoint) error) error {
+	tx, err := db.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return unavailable("read ledger", err)
+	}
+	cps, err := readCheckpoints(ctx, tx)
+	var last int64
+	if err == nil {
+		err = tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM entries`).Scan(&last)
+	}
+	tx.Rollback()
+	if err != nil {
+		return unavailable("read checkpoints", err)
+	}
+	r := newReadAhead(ctx, db.rdb, last, chunk)
+	defer r.close()
+	return feed(cps, r.next, r.err, entry, checkpoint)
+}
+
+// feed calls entry for each entry next gives, and checkpoint for each of
+// cps right after the entry it covers, then for those beyond the last
+// entry; stopped says why next gave no more.
+func feed(cps []custody.Checkpoint, next func() (*custody.Entry, bool), stopped func() error,
+	entry func(*custody.Entry) error, checkpoint func(custody.Checkpoint) error) error {
+	i, seq := 0, int64(1)
+	c := chain{prev: ledger.GenesisPrev()}
+	for {
+		e, ok := next()
+		if !ok {
+			break
+		}
+		seq = e.Seq + 1
+		c.link(e)
+		err := entry(e)
+		for ; err == nil && i < len(cps) && cps[i].Size <= e.Seq; i++ {
+			err = checkpoint(cps[i])
 		}
 		if err != nil {
 			return walkError(err, seq)
 		}
 	}
-	if err := rows.Err(); err != nil {
+	if err := stopped(); err != nil {
 		return walkError(err, seq)
 	}
-	for _, cp := range cps[next:] {
+	for _, cp := range cps[i:] {
 		if err := checkpoint(cp); err != nil {
 			return walkError(err, seq)
 		}

@@ -1,0 +1,141 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"runtime"
+	"sync"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/ledger"
+)
+
+// readAheadChunk is how many entries one reader reads in one query.
+const readAheadChunk = 16 * ledger.PageSize
+
+// readAhead reads the entries with seq from 1 to last in chunks, each
+// chunk in a read transaction of its own, on several connections at once,
+// and hands them out in seq order. Reading rows through database/sql is
+// what bounds `ledger verify`: one reader scanned 221,208 rows/s here
+// (BENCHMARKS.md), and the verifier hashes on every CPU, so reading on
+// several connections is what lets it go faster. Entries are never
+// updated in place, so chunks read in different transactions are the
+// same rows one transaction would read; the rows are bounded by last,
+// the head when the walk began. Its memory is a few pages per reader,
+// whatever the ledger's size. TestReadAheadMatchesOneQuery holds it to
+// one ordered query.
+type readAhead struct {
+	cancel context.CancelFunc
+	// chunks holds, in seq order, the channel each chunk's pages arrive
+	// on; its capacity is how many chunks are read at once.
+	chunks chan chan page
+	cur    chan page
+	page   page
+	i      int
+	wg     sync.WaitGroup
+}
+
+// page is a run of entries in seq order, or the error that stopped a read.
+type page struct {
+	entries []custody.Entry
+	err     error
+}
+
+// newReadAhead starts reading the entries 1 to last of rdb, chunk
+// entries a query.
+func newReadAhead(ctx context.Context, rdb *sql.DB, last, chunk int64) *readAhead {
+	ctx, cancel := context.WithCancel(ctx)
+	readers := min(4, max(2, runtime.GOMAXPROCS(0)))
+	r := &readAhead{cancel: cancel, chunks: make(chan chan page, readers)}
+	r.wg.Go(func() {
+		defer close(r.chunks)
+		for lo := int64(0); lo < last; lo += chunk {
+			out := make(chan page, 2)
+			select {
+			case r.chunks <- out:
+			case <-ctx.Done():
+				return
+			}
+			hi := min(lo+chunk, last)
+			r.wg.Go(func() { readChunk(ctx, rdb, lo, hi, out) })
+		}
+	})
+	return r
+}
+
+// readChunk sends the entries with seq in (lo, hi] on out, a page at a
+// time, and closes it.
+func readChunk(ctx context.Context, rdb *sql.DB, lo, hi int64, out chan<- page) {
+	defer close(out)
+	send := func(p page) bool {
+		select {
+		case out <- p:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	rows, err := rdb.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE seq > ? AND seq <= ? ORDER BY seq`, lo, hi)
+	if err != nil {
+		send(page{err: err})
+		return
+	}
+	defer rows.Close()
+	p := page{entries: make([]custody.Entry, 0, ledger.PageSize)}
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			p.err = err
+			send(p)
+			return
+		}
+		if p.entries = append(p.entries, e); len(p.entries) == ledger.PageSize {
+			if !send(p) {
+				return
+			}
+			p = page{entries: make([]custody.Entry, 0, ledger.PageSize)}
+		}
+	}
+	p.err = rows.Err()
+	if len(p.entries) > 0 || p.err != nil {
+		send(p)
+	}
+}
+
+// next returns the next entry in seq order; false at the end or on the
+// first error, which err then returns.
+func (r *readAhead) next() (*custody.Entry, bool) {
+	for r.i == len(r.page.entries) {
+		if r.page.err != nil {
+			return nil, false
+		}
+		if r.cur == nil {
+			c, ok := <-r.chunks
+			if !ok {
+				return nil, false
+			}
+			r.cur = c
+		}
+		p, ok := <-r.cur
+		if !ok {
+			r.cur = nil
+			continue
+		}
+		r.page, r.i = p, 0
+	}
+	r.i++
+	return &r.page.entries[r.i-1], true
+}
+
+// err returns the error that stopped the read, if one did.
+func (r *readAhead) err() error { return r.page.err }
+
+// close stops the readers and waits for them.
+func (r *readAhead) close() {
+	r.cancel()
+	for c := range r.chunks {
+		for range c {
+		}
+	}
+	r.wg.Wait()
+}

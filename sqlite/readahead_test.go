@@ -1,0 +1,96 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/custody-dev/custody"
+)
+
+// walked is what a walk handed its callbacks, one line each.
+func walked(t *testing.T, walk func(entry func(*custody.Entry) error, checkpoint func(custody.Checkpoint) error) error) []string {
+	t.Helper()
+	var out []string
+	err := walk(func(e *custody.Entry) error {
+		out = append(out, fmt.Sprintf("e %d %s %s %s", e.Seq, e.Prev, e.Hash, e.Body))
+		return nil
+	}, func(cp custody.Checkpoint) error {
+		out = append(out, fmt.Sprintf("c %d %s", cp.Size, cp.Head))
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk: %v", err)
+	}
+	return out
+}
+
+// TestReadAheadMatchesOneQuery holds the parallel read that verify uses
+// to the one ordered query export uses: the same entries, linked the same
+// way, with the checkpoints at the same places, for chunk sizes that do
+// and do not divide the ledger.
+func TestReadAheadMatchesOneQuery(t *testing.T) {
+	ctx := context.Background()
+	// No checkpoint by time: one written between two walks would make
+	// them differ.
+	db := openDir(t, t.TempDir(), Options{CheckpointEvery: 64, CheckpointInterval: time.Hour})
+	for i := range 1000 {
+		mustAppend(t, db, entry("k", "t", nil, i))
+	}
+	want := walked(t, func(e func(*custody.Entry) error, c func(custody.Checkpoint) error) error { return db.walk(ctx, e, c) })
+	if len(want) < 1000+15 {
+		t.Fatalf("the walk gave %d lines", len(want))
+	}
+	for _, chunk := range []int64{1, 7, 64, 999, 1000, 1001, readAheadChunk} {
+		got := walked(t, func(e func(*custody.Entry) error, c func(custody.Checkpoint) error) error {
+			return db.walkAhead(ctx, chunk, e, c)
+		})
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("chunk %d: the parallel read differs from the ordered query at %s", chunk, firstDiff(got, want))
+		}
+	}
+	empty := openDir(t, t.TempDir(), Options{})
+	if got := walked(t, func(e func(*custody.Entry) error, c func(custody.Checkpoint) error) error {
+		return empty.walkAhead(ctx, 7, e, c)
+	}); len(got) != 0 {
+		t.Errorf("an empty ledger walked %v", got)
+	}
+}
+
+// TestReadAheadStopsEarly stops a parallel walk at an entry: the error is
+// returned and every reader ends (the race detector and the test's end
+// would catch a reader left behind).
+func TestReadAheadStopsEarly(t *testing.T) {
+	db := openDir(t, t.TempDir(), Options{})
+	for i := range 300 {
+		mustAppend(t, db, entry("k", "t", nil, i))
+	}
+	stop := errors.New("stop here")
+	var seen int64
+	err := db.walkAhead(context.Background(), 10, func(e *custody.Entry) error {
+		seen = e.Seq
+		if e.Seq == 57 {
+			return stop
+		}
+		return nil
+	}, func(custody.Checkpoint) error { return nil })
+	if seen != 57 || err == nil || !strings.Contains(err.Error(), "stop here") {
+		t.Fatalf("stopped at %d with %v", seen, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("close after an early stop: %v", err)
+	}
+}
+
+// firstDiff describes where two walks first differ.
+func firstDiff(got, want []string) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf("line %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+	return fmt.Sprintf("the end: %d lines, want %d", len(got), len(want))
+}
