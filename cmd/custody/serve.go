@@ -358,7 +358,7 @@ func keptToken(path string) (token string, created bool, err error) {
 // serveHandler builds the root handler: MCP at /mcp, everything else web.
 func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys systems, witnesses func() []tlog.WitnessStatus) (http.Handler, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
-	metrics := web.NewMetrics()
+	metrics := web.NewMetrics(web.GovernedBy(st.gw))
 	var apps []web.App
 	if sys.Apps != nil {
 		var err error
