@@ -3,10 +3,12 @@ package web_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -18,7 +20,12 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/contract"
+	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/internal/gatetest"
 	"github.com/custody-dev/custody/internal/lockedbuf"
+	"github.com/custody-dev/custody/sqlite"
 	"github.com/custody-dev/custody/web"
 )
 
@@ -381,4 +388,57 @@ func dial(t *testing.T, e *env) net.Conn {
 	t.Cleanup(func() { conn.Close() })
 	conn.SetDeadline(time.Now().Add(20 * time.Second))
 	return conn
+}
+
+// TestCallOutlastsBodyDeadline: the body deadline ends with the body, so
+// a call that runs longer than it is neither cancelled (net/http watches
+// the connection once a body is read) nor cut off.
+func TestCallOutlastsBodyDeadline(t *testing.T) {
+	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	reg, err := contract.Load(contract.Options{Extra: map[string][]byte{gatetest.ContractFile: []byte(gatetest.Contract)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := gate.Tool{Spec: custody.ToolSpec{Name: "slow", Description: "slow",
+		Input: "https://custody.dev/schemas/gatetest/v1#/$defs/in", Output: "https://custody.dev/schemas/gatetest/v1#/$defs/out",
+		Access: custody.Read, Effect: custody.EffectNone, Approval: custody.NotRequired},
+		Handler: func(ctx context.Context, _ custody.Call) (json.RawMessage, error) {
+			select {
+			case <-time.After(500 * time.Millisecond):
+				return json.RawMessage(`{"ok":true}`), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}}
+	approvals, err := approval.New(approval.Config{Store: db, Ledger: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gate.New(gate.Config{Registry: reg, Ledger: db, Approvals: approvals, State: db}, "slow-envelope", []gate.Tool{slow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, _ := web.ParseTokens("agent-1:"+agentToken, "", "")
+	s, err := web.New(web.Config{Gateway: gw, Approvals: approvals, Ledger: db, Tokens: tokens, BodyTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	e := &env{t: t, srv: srv}
+	if res := e.call("t-slow", "slow", `{"n":1}`); res.Status != 200 {
+		t.Fatalf("a call longer than the body deadline: %d %s", res.Status, res.Body)
+	}
+	// A body of no declared length is read to its end, after which the
+	// server watches the connection: the deadline must be gone by then.
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/calls", io.NopCloser(strings.NewReader(`{"tool":"slow","arguments":{"n":2}}`)))
+	req.Header.Set("Authorization", "Bearer "+agentToken)
+	req.Header.Set("Content-Type", "application/json")
+	if res := e.send(req); res.Status != 200 {
+		t.Fatalf("a chunked call longer than the body deadline: %d %s", res.Status, res.Body)
+	}
 }

@@ -97,8 +97,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	rc := http.NewResponseController(w)
 	if err := rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)); err == nil {
-		// The deadline is the body's: a handler that runs longer
-		// afterwards must not have its connection's reads time out.
+		// The deadline is the body's: lift it after, so that nothing
+		// reading the connection while the call runs times out.
 		defer rc.SetReadDeadline(time.Time{})
 	}
 	data, err := readAll(http.MaxBytesReader(w, r.Body, s.maxBody), r.ContentLength)
@@ -131,4 +131,21 @@ func readAll(body io.Reader, n int64) ([]byte, error) {
 		return nil, fmt.Errorf("read %d bytes of body: %w", n, err)
 	}
 	return buf, nil
+}
+
+// LimitBodies caps the bodies of requests to a handler that reads them
+// itself (MCP's) at max bytes: a declared larger one is answered 413
+// before it is read, any other is cut at max.
+func LimitBodies(h http.Handler, max int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > max {
+			w.Header().Set("Connection", "close")
+			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: custody.DetailOf(tooLarge(max))})
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, max)
+		}
+		h.ServeHTTP(w, r)
+	})
 }
