@@ -74,6 +74,9 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error
 
 // checkContentType accepts application/json, with no charset or UTF-8.
 func checkContentType(ct string) error {
+	if ct == "application/json" || strings.EqualFold(ct, "application/json; charset=utf-8") {
+		return nil // what clients send, without parsing it
+	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
 		return withStatus(http.StatusUnsupportedMediaType, "the request body must be application/json, not %q", ct)
