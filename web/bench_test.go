@@ -35,16 +35,19 @@ const benchRounds = 8
 // with it in the same run, a bare net/http handler that decodes the same
 // body and answers JSON of the same shape. It reports both rates and
 // their ratio (custody's over the bare handler's); b.N calls go to each.
+// The same calls made in process, straight to the gateway, are reported
+// beside them (inproc-calls/s): the ceiling the HTTP door works under.
 //
 //	go test ./web -run '^$' -bench HTTPCalls -benchtime 40000x
 func BenchmarkHTTPCalls(b *testing.B) {
-	custodyURL := serveBench(b, benchServer(b))
+	h, gw := benchServer(b)
+	custodyURL := serveBench(b, h)
 	bareURL := serveBench(b, http.HandlerFunc(bareCall))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchWorkers, MaxConnsPerHost: benchWorkers}}
 	body := []byte(`{"tool":"bench_read","arguments":{"zone":"UTC"}}`)
 	drive(b, client, custodyURL, body, benchWorkers) // warm up: connections, pools
 	drive(b, client, bareURL, body, benchWorkers)
-	var custodyTime, bareTime time.Duration
+	var custodyTime, bareTime, inprocTime time.Duration
 	b.ResetTimer()
 	for r := range benchRounds {
 		n := b.N / benchRounds
@@ -53,17 +56,19 @@ func BenchmarkHTTPCalls(b *testing.B) {
 		}
 		custodyTime += drive(b, client, custodyURL, body, n)
 		bareTime += drive(b, client, bareURL, body, n)
+		inprocTime += driveInProcess(b, gw, n)
 	}
 	custodyRate := float64(b.N) / custodyTime.Seconds()
 	bareRate := float64(b.N) / bareTime.Seconds()
 	b.ReportMetric(custodyRate, "calls/s")
 	b.ReportMetric(bareRate, "bare-calls/s")
 	b.ReportMetric(custodyRate/bareRate, "ratio")
+	b.ReportMetric(float64(b.N)/inprocTime.Seconds(), "inproc-calls/s")
 }
 
 // benchServer is the API over a fresh SQLite store with the benchmark
 // tools.
-func benchServer(b *testing.B) http.Handler {
+func benchServer(b *testing.B) (http.Handler, *gate.Gateway) {
 	db, err := sqlite.Open(context.Background(), b.TempDir(), sqlite.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -92,7 +97,7 @@ func benchServer(b *testing.B) http.Handler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return s.Handler()
+	return s.Handler(), gw
 }
 
 // serveBench serves h on loopback as custody serve does, with its default
@@ -121,6 +126,33 @@ func drive(b *testing.B, client *http.Client, url string, body []byte, n int) ti
 		wg.Go(func() {
 			for left.Add(-1) >= 0 {
 				if err := post(client, url, body); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	d := time.Since(start)
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// driveInProcess makes n calls straight to the gateway from benchWorkers
+// workers and returns how long they took.
+func driveInProcess(b *testing.B, gw *gate.Gateway, n int) time.Duration {
+	var left atomic.Int64
+	left.Store(int64(n))
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	args := json.RawMessage(`{"zone":"UTC"}`)
+	start := time.Now()
+	for range benchWorkers {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				if _, err := gw.Call(context.Background(), custody.Call{Tool: "bench_read", Args: args, Actor: "agent-1", Via: "http"}); err != nil {
 					failed.Store(err)
 					return
 				}

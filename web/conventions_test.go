@@ -163,6 +163,15 @@ func TestStrictEnvelope(t *testing.T) {
 	}
 }
 
+// TestEscapedMembers: members spelt with escapes read as their values.
+func TestEscapedMembers(t *testing.T) {
+	e := newEnv(t)
+	res := e.do("POST", "/v1/calls", agentToken, []byte(`{"tool":"get\u005ftime","trace_id":"t\u002desc","arguments":{}}`))
+	if res.Status != 200 || !bytes.Contains(res.Body, []byte(`"trace_id":"t-esc"`)) {
+		t.Fatalf("%d %s", res.Status, res.Body)
+	}
+}
+
 // TestHTTPConventions covers the answers a REST client expects.
 func TestHTTPConventions(t *testing.T) {
 	e := newEnv(t)
