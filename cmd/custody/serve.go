@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -237,7 +238,11 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 		sys.Runners = append(sys.Runners, wit.runner)
 	}
 	m.announce(base, set.data, notes)
-	err = m.run(ctx, ln, limits.server(h), st, sys)
+	srv := limits.server(h)
+	// The server's own complaints (a failed TLS handshake, say) go where
+	// serve's log goes.
+	srv.ErrorLog = log.New(m.Stderr, "custody: http: ", log.LstdFlags)
+	err = m.run(ctx, ln, srv, st, sys)
 	wit.final()
 	return err
 }
