@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/custody-dev/custody"
@@ -96,6 +97,8 @@ type Server struct {
 	metrics *Metrics
 	handler http.Handler
 	ids     *requestIDs
+	// checkers pools the strict checkers of request bodies.
+	checkers sync.Pool
 	// maxBody, bodyTimeout and eventWrite are the Config's, defaulted.
 	maxBody     int64
 	bodyTimeout time.Duration
