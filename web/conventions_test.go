@@ -216,6 +216,8 @@ func TestHTTPConventions(t *testing.T) {
 			{"application/x-www-form-urlencoded", 415},
 			{"application/json; charset=latin-1", 415},
 			{"application/jsonx", 415},
+			{"application/json; boundary=x", 415},
+			{"application/json; charset", 415},
 		} {
 			req, _ := http.NewRequest("POST", e.srv.URL+"/v1/calls", strings.NewReader(body))
 			req.Header.Set("Authorization", "Bearer "+agentToken)
@@ -449,5 +451,16 @@ func TestCallOutlastsBodyDeadline(t *testing.T) {
 	req.Header.Set("Content-Type", "application/json")
 	if res := e.send(req); res.Status != 200 {
 		t.Fatalf("a chunked call longer than the body deadline: %d %s", res.Status, res.Body)
+	}
+}
+
+func TestNewRefusesNegativeLimits(t *testing.T) {
+	e := newEnv(t)
+	tokens, _ := web.ParseTokens("", "", "")
+	for _, c := range []web.Config{{MaxBody: -1}, {BodyTimeout: -time.Second}, {EventWriteTimeout: -time.Second}} {
+		c.Gateway, c.Approvals, c.Ledger, c.Tokens = e.gw, e.approvals, e.db, tokens
+		if _, err := web.New(c); err == nil || !strings.Contains(err.Error(), "negative") {
+			t.Errorf("web.New(%+v): %v, want a refusal of the negative limit", c, err)
+		}
 	}
 }
