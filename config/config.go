@@ -51,10 +51,54 @@ type File struct {
 	Tools      map[string]Policy    `json:"tools"`
 	Agents     map[string]Agent     `json:"agents"`
 	Witnesses  []Witness            `json:"witnesses"`
+	HTTP       HTTP                 `json:"http"`
+	TLS        *TLS                 `json:"tls"`
 
 	// ConsoleSessionLifetime is how long a console sign-in lasts, as a
 	// duration ("8h"); the server's default when empty.
 	ConsoleSessionLifetime string `json:"console_session_lifetime"`
+}
+
+// HTTP tunes the HTTP server against slow and greedy clients. Durations
+// are Go durations ("5s"); an empty one, or a zero size, is serve's
+// default.
+type HTTP struct {
+	// ReadHeaderTimeout bounds the time a client may take to send a
+	// request's header.
+	ReadHeaderTimeout string `json:"readHeaderTimeout"`
+	// ReadTimeout bounds the time a client may take to send a request's
+	// body.
+	ReadTimeout string `json:"readTimeout"`
+	// WriteTimeout bounds the time from a request's header to the end of
+	// its answer; it must be longer than every tool's timeout. The event
+	// stream bounds each event's write instead.
+	WriteTimeout string `json:"writeTimeout"`
+	// IdleTimeout bounds the time a kept-alive connection may wait for
+	// its next request.
+	IdleTimeout string `json:"idleTimeout"`
+	// MaxBodyBytes caps a request body.
+	MaxBodyBytes int64 `json:"maxBodyBytes"`
+}
+
+// HTTPTimeouts are an HTTP object's durations, zero where not given.
+type HTTPTimeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+// Timeouts returns the durations of h, which Parse has checked.
+func (h HTTP) Timeouts() HTTPTimeouts {
+	d := func(s string) time.Duration {
+		v, _ := time.ParseDuration(s)
+		return v
+	}
+	return HTTPTimeouts{ReadHeader: d(h.ReadHeaderTimeout), Read: d(h.ReadTimeout), Write: d(h.WriteTimeout), Idle: d(h.IdleTimeout)}
+}
+
+// TLS is the certificate and key serve answers HTTPS with: PEM files, the
+// certificate file holding the chain.
+type TLS struct {
+	Cert string `json:"cert"`
+	Key  string `json:"key"`
 }
 
 // Witness cosigns every checkpoint (C2SP tlog-witness): where its
@@ -265,8 +309,11 @@ func check(doc []byte) error {
 }
 
 // checkPolicies checks what the schema cannot: timeouts parse, agent
-// globs are well formed.
+// globs are well formed, answers are not cut off before a tool's timeout.
 func (f *File) checkPolicies() error {
+	if err := f.checkHTTP(); err != nil {
+		return err
+	}
 	for name, p := range f.Tools {
 		if _, err := path.Match(name, ""); err != nil {
 			return fmt.Errorf("/tools/%s: not a valid glob: %v", escape(name), err)
@@ -346,6 +393,41 @@ func (f *File) Allowed() func(actor, tool string) bool {
 		}
 		return false
 	}
+}
+
+// checkHTTP checks that the HTTP durations are positive and that the
+// write timeout outlasts every tool's timeout.
+func (f *File) checkHTTP() error {
+	for _, d := range []struct{ name, value string }{
+		{"readHeaderTimeout", f.HTTP.ReadHeaderTimeout}, {"readTimeout", f.HTTP.ReadTimeout},
+		{"writeTimeout", f.HTTP.WriteTimeout}, {"idleTimeout", f.HTTP.IdleTimeout},
+	} {
+		if v, err := time.ParseDuration(d.value); d.value != "" && (err != nil || v <= 0) {
+			return fmt.Errorf("/http/%s: %q is not a positive duration", d.name, d.value)
+		}
+	}
+	write := f.HTTP.Timeouts().Write
+	if write == 0 {
+		return nil
+	}
+	for _, name := range sortedKeys(f.Tools) {
+		if t, _ := time.ParseDuration(f.Tools[name].Timeout); t >= write {
+			return fmt.Errorf("/http/writeTimeout: %s does not outlast /tools/%s/timeout %s: its answers would be cut off", write, escape(name), t)
+		}
+	}
+	return nil
+}
+
+// LongestToolTimeout returns the longest timeout a tool policy sets, 0
+// when none sets one.
+func (f *File) LongestToolTimeout() time.Duration {
+	var longest time.Duration
+	for _, p := range f.Tools {
+		if t, _ := time.ParseDuration(p.Timeout); t > longest {
+			longest = t
+		}
+	}
+	return longest
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -61,6 +61,14 @@ func TestParseErrors(t *testing.T) {
 		{"ErrSystem", `{"systems":["brainz"]}`, "/systems/0"},
 		{"ErrSessionLifetime", `{"console_session_lifetime":"a day"}`, "/console_session_lifetime"},
 		{"ErrSessionLifetimeZero", `{"console_session_lifetime":"0s"}`, "/console_session_lifetime"},
+		{"ErrHTTPUnknownField", `{"http":{"readTimout":"5s"}}`, `/http: additional property "readTimout"`},
+		{"ErrHTTPNotDuration", `{"http":{"idleTimeout":"2 minutes"}}`, "/http/idleTimeout"},
+		{"ErrHTTPZero", `{"http":{"readTimeout":"0s"}}`, `/http/readTimeout: "0s" is not a positive duration`},
+		{"ErrHTTPSmallBody", `{"http":{"maxBodyBytes":10}}`, "/http/maxBodyBytes"},
+		{"ErrHTTPWriteBeforeTool", `{"http":{"writeTimeout":"30s"},"tools":{"slow":{"access":"READ","effect":"NONE","timeout":"1m"}}}`,
+			"/http/writeTimeout: 30s does not outlast /tools/slow/timeout 1m0s"},
+		{"ErrTLSNoKey", `{"tls":{"cert":"c.pem"}}`, "/tls"},
+		{"ErrTLSUnknownField", `{"tls":{"cert":"c.pem","key":"k.pem","ca":"x"}}`, `/tls: additional property "ca"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.doc), env(nil))
@@ -95,6 +103,29 @@ func TestPolicyDefaults(t *testing.T) {
 	}
 	if g["b"].Timeout.Milliseconds() != 1500 {
 		t.Errorf("timeout %v", g["b"].Timeout)
+	}
+}
+
+func TestHTTPAndTLS(t *testing.T) {
+	f, err := Parse([]byte(`{"http":{"readHeaderTimeout":"2s","readTimeout":"10s","writeTimeout":"2m","idleTimeout":"90s","maxBodyBytes":65536},
+		"tls":{"cert":"${env:DIR}/cert.pem","key":"${env:DIR}/key.pem"},
+		"tools":{"x":{"access":"READ","effect":"NONE","timeout":"90s"}}}`), env(map[string]string{"DIR": "/etc/custody"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := HTTPTimeouts{ReadHeader: 2 * time.Second, Read: 10 * time.Second, Write: 2 * time.Minute, Idle: 90 * time.Second}
+	if got := f.HTTP.Timeouts(); got != want || f.HTTP.MaxBodyBytes != 65536 {
+		t.Errorf("http %+v %d, want %+v", got, f.HTTP.MaxBodyBytes, want)
+	}
+	if f.TLS == nil || f.TLS.Cert != "/etc/custody/cert.pem" || f.TLS.Key != "/etc/custody/key.pem" {
+		t.Errorf("tls %+v", f.TLS)
+	}
+	if got := f.LongestToolTimeout(); got != 90*time.Second {
+		t.Errorf("longest tool timeout %v", got)
+	}
+	empty, err := Parse([]byte(`{}`), env(nil))
+	if err != nil || empty.HTTP.Timeouts() != (HTTPTimeouts{}) || empty.TLS != nil {
+		t.Errorf("an empty file: %+v %v", empty, err)
 	}
 }
 

@@ -65,7 +65,7 @@ type decisionRequest struct {
 // The operator_id, when given, must be the token's own id: an operator
 // decides in their own name only.
 func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
-	req, err := decodeDecision(w, r)
+	req, err := s.decodeDecision(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -89,9 +89,9 @@ func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
 
 // decodeDecision reads a decision body, refusing unknown, duplicate and
 // mistyped members. Edited arguments keep their exact bytes.
-func decodeDecision(w http.ResponseWriter, r *http.Request) (decisionRequest, error) {
+func (s *Server) decodeDecision(w http.ResponseWriter, r *http.Request) (decisionRequest, error) {
 	var req decisionRequest
-	members, err := readObject(http.MaxBytesReader(w, r.Body, maxBody))
+	members, err := s.readObject(w, r)
 	if err != nil {
 		return req, err
 	}

@@ -148,7 +148,7 @@ func (s *Server) require(h http.HandlerFunc, roles ...Role) http.HandlerFunc {
 		}
 		if !slices.Contains(roles, p.Role) {
 			s.log.Warn("refused: role not allowed", "principal", p.ID, "role", p.Role,
-				"method", r.Method, "path", r.URL.Path)
+				"method", r.Method, "path", r.URL.Path, "request_id", requestID(w))
 			s.writeError(w, r, custody.Errorf(custody.EDENIED, "the %s role may not do this", p.Role))
 			return
 		}

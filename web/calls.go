@@ -3,16 +3,11 @@ package web
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"time"
 
 	"github.com/custody-dev/custody"
 )
-
-// maxBody caps every request body the API reads.
-const maxBody = 4 << 20
 
 // callRequest is the body of POST /v1/calls. Arguments keep their exact
 // bytes: the gateway validates and records them as received.
@@ -26,7 +21,7 @@ type callRequest struct {
 // shape with the status of its kind (202 for a pending approval).
 func (s *Server) handleCall(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	req, err := decodeCall(w, r)
+	req, err := s.decodeCall(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -48,12 +43,12 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request) {
 }
 
 // decodeCall reads the call envelope. It refuses what it cannot pass on
-// faithfully: a body that is not one JSON object, duplicate or unknown
-// members, members of the wrong type. The arguments themselves are not
-// judged here: that is the gateway's work, and it records the refusal.
-func decodeCall(w http.ResponseWriter, r *http.Request) (callRequest, error) {
+// faithfully: a body that is not one strict JSON object (readJSON),
+// unknown members, members of the wrong type. The arguments are passed on
+// as their exact bytes: judging them is the gateway's work.
+func (s *Server) decodeCall(w http.ResponseWriter, r *http.Request) (callRequest, error) {
 	var req callRequest
-	members, err := readObject(http.MaxBytesReader(w, r.Body, maxBody))
+	members, err := s.readObject(w, r)
 	if err != nil {
 		return req, err
 	}
@@ -78,65 +73,28 @@ func decodeCall(w http.ResponseWriter, r *http.Request) (callRequest, error) {
 	return req, nil
 }
 
-// readObject reads a body holding exactly one JSON object and returns its
-// members as raw values, refusing duplicate names.
-func readObject(body io.Reader) (map[string]json.RawMessage, error) {
-	data, err := io.ReadAll(body)
+// readObject reads a body holding exactly one strict JSON object and
+// returns its members as raw values. Names match exactly: readJSON has
+// refused duplicates, so each name has one value.
+func (s *Server) readObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, error) {
+	data, err := s.readJSON(w, r)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, custody.Errorf(custody.EINVALID, "the request body is larger than %d bytes", tooBig.Limit)
-		}
-		return nil, &custody.Error{Kind: custody.EINVALID, Message: "the request body could not be read", Err: err}
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, custody.Errorf(custody.EINVALID, "the request body must be a JSON object")
-	}
-	members := map[string]json.RawMessage{}
-	for dec.More() {
-		name, raw, err := nextMember(dec)
-		if err != nil {
-			return nil, err
-		}
-		if _, dup := members[name]; dup {
-			return nil, custody.Errorf(custody.EINVALID, "duplicate member %q in the request body", name)
-		}
-		members[name] = raw
-	}
-	if err := endObject(dec); err != nil {
 		return nil, err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(data, &members); err != nil || members == nil {
+		return nil, custody.Errorf(custody.EINVALID, "the request body must be a JSON object")
 	}
 	return members, nil
 }
 
-// nextMember reads one name and its raw value.
-func nextMember(dec *json.Decoder) (string, json.RawMessage, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return "", nil, custody.Errorf(custody.EINVALID, "the request body is not valid JSON")
-	}
-	name, _ := tok.(string)
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		return "", nil, custody.Errorf(custody.EINVALID, "the value of %q is not valid JSON", name)
-	}
-	return name, raw, nil
-}
-
-// endObject consumes the closing brace and refuses trailing data.
-func endObject(dec *json.Decoder) error {
-	if _, err := dec.Token(); err != nil {
-		return custody.Errorf(custody.EINVALID, "the request body is not valid JSON")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return custody.Errorf(custody.EINVALID, "unexpected data after the request body's JSON object")
-	}
-	return nil
-}
-
-// decodeString decodes a member that must be a JSON string.
+// decodeString decodes a member that must be a JSON string. The body has
+// passed the strict check: a string without escapes is its bytes.
 func decodeString(name string, raw json.RawMessage, dst *string) error {
+	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		*dst = string(raw[1 : len(raw)-1])
+		return nil
+	}
 	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, dst) != nil {
 		return custody.Errorf(custody.EINVALID, "%q must be a string", name)
 	}

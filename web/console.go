@@ -27,8 +27,6 @@ func (s *Server) mountConsole(mux *http.ServeMux) error {
 	mux.HandleFunc("GET /login", s.handleLoginPage)
 	mux.HandleFunc("POST /login", s.handleLogin)
 	mux.HandleFunc("POST /logout", s.handleLogout)
-	mux.HandleFunc("POST /v1/console/login-link", s.require(s.handleLoginLink, readers()...))
-	mux.HandleFunc("GET /v1/approvals/{id}/form", s.require(s.handleForm, readers()...))
 	return nil
 }
 

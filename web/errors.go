@@ -3,6 +3,7 @@ package web
 import (
 	"log/slog"
 	"net/http"
+	"net/url"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/httpjson"
@@ -20,7 +21,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	s.writeCallError(w, r, err, "")
 }
 
-// writeCallError is writeError for a call refused under trace.
+// writeCallError is writeError for a call refused under trace. A 401
+// names the scheme the client must use (WWW-Authenticate: Bearer); a
+// call held for approval points at its approval (Location).
 func (s *Server) writeCallError(w http.ResponseWriter, r *http.Request, err error, trace string) {
 	d := custody.DetailOf(err)
 	d.TraceID = trace
@@ -28,10 +31,25 @@ func (s *Server) writeCallError(w http.ResponseWriter, r *http.Request, err erro
 	if d.Kind == custody.EINTERNAL || d.Kind == custody.EUNAVAILABLE {
 		level = slog.LevelError
 	}
-	s.log.Log(r.Context(), level, "request failed",
-		"method", r.Method, "path", r.URL.Path, "kind", d.Kind, "err", err)
-	writeJSON(w, statusOf(d.Kind), errorBody{Error: d})
+	s.log.Log(r.Context(), level, "request failed", "method", r.Method, "path", r.URL.Path,
+		"kind", d.Kind, "request_id", requestID(w), "err", err)
+	status := statusFor(err, d.Kind)
+	switch {
+	case status == http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="custody"`)
+	case d.Kind == custody.EPENDING && d.ApprovalRequestID != "":
+		w.Header().Set("Location", "/v1/approvals/"+url.PathEscape(d.ApprovalRequestID))
+	}
+	writeJSON(w, status, errorBody{Error: d})
 }
 
 // writeJSON writes v as the JSON response body with the given status.
 func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
+
+// writeRaw writes body, a JSON document, with the given status.
+func writeRaw(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(body)
+}

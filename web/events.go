@@ -1,8 +1,10 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/custody-dev/custody"
 )
@@ -26,17 +28,23 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	if err := sendEvent(w, rc, ": live\n\n"); err != nil {
+	if err := s.sendEvent(w, rc, ": live\n\n"); err != nil {
 		return
 	}
 	for id := range ids {
-		if err := sendEvent(w, rc, fmt.Sprintf("event: approval\ndata: %s\n\n", id)); err != nil {
+		if err := s.sendEvent(w, rc, fmt.Sprintf("event: approval\ndata: %s\n\n", id)); err != nil {
 			return
 		}
 	}
 }
 
-func sendEvent(w http.ResponseWriter, rc *http.ResponseController, text string) error {
+// sendEvent writes one event. The server's write timeout bounds a whole
+// answer, and this one lasts as long as its client: each event gets a
+// deadline of its own instead, so that a stalled client is still cut off.
+func (s *Server) sendEvent(w http.ResponseWriter, rc *http.ResponseController, text string) error {
+	if err := rc.SetWriteDeadline(time.Now().Add(s.eventWrite)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
 	if _, err := fmt.Fprint(w, text); err != nil {
 		return err
 	}

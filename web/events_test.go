@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/custody-dev/custody/web"
 )
@@ -66,5 +67,49 @@ func TestEventsStreamApprovalChanges(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "ap-1 ap-2" {
 		t.Fatalf("events = %v, want ap-1 ap-2 then the end", got)
+	}
+}
+
+// TestEventsOutlastServerTimeouts: the event stream keeps going past the
+// server's write and read timeouts, each event bounded on its own.
+func TestEventsOutlastServerTimeouts(t *testing.T) {
+	e := newEnv(t)
+	ids := make(chan string)
+	tokens, err := web.ParseTokens("", "op-1:"+operatorToken, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := web.New(web.Config{Gateway: e.gw, Approvals: e.approvals, Ledger: e.db, Tokens: tokens,
+		EventWriteTimeout: time.Second, ApprovalChanges: func(context.Context) (<-chan string, error) { return ids, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(s.Handler())
+	srv.Config.WriteTimeout, srv.Config.ReadTimeout = 200*time.Millisecond, 200*time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+operatorToken)
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	go func() {
+		for _, id := range []string{"ap-1", "ap-2", "ap-3"} {
+			time.Sleep(300 * time.Millisecond)
+			ids <- id
+		}
+		close(ids)
+	}()
+	var got []string
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			got = append(got, id)
+		}
+	}
+	if strings.Join(got, " ") != "ap-1 ap-2 ap-3" {
+		t.Fatalf("events = %v, want all three, 900 ms into a stream with 200 ms server timeouts", got)
 	}
 }

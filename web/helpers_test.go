@@ -34,7 +34,7 @@ const (
 // env is a real server on 127.0.0.1 over a real SQLite data directory with
 // the example envelope and the test tools.
 type env struct {
-	t         *testing.T
+	t         testing.TB
 	db        *sqlite.DB
 	ledger    *gatetest.FlakyLedger
 	approvals *approval.Service
@@ -46,13 +46,13 @@ type env struct {
 }
 
 // newEnv starts the server with apps mounted.
-func newEnv(t *testing.T, apps ...web.App) *env {
+func newEnv(t testing.TB, apps ...web.App) *env {
 	t.Helper()
 	return newEnvWith(t, nil, apps...)
 }
 
 // newEnvWith is newEnv with the server's config changed by configure.
-func newEnvWith(t *testing.T, configure func(*web.Config), apps ...web.App) *env {
+func newEnvWith(t testing.TB, configure func(*web.Config), apps ...web.App) *env {
 	t.Helper()
 	e := &env{t: t, clock: testclock.New(time.Now().UTC())}
 	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
@@ -100,10 +100,11 @@ func newEnvWith(t *testing.T, configure func(*web.Config), apps ...web.App) *env
 type response struct {
 	Status int
 	Body   []byte
+	Header http.Header
 }
 
 // Error returns the error member of an error body.
-func (r response) Error(t *testing.T) errorDetail {
+func (r response) Error(t testing.TB) errorDetail {
 	t.Helper()
 	var b struct {
 		Error *errorDetail `json:"error"`
@@ -137,16 +138,22 @@ func (e *env) do(method, path, token string, body []byte) response {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return e.send(req)
+}
+
+// send sends req and returns the answer.
+func (e *env) send(req *http.Request) response {
+	e.t.Helper()
 	res, err := e.srv.Client().Do(req)
 	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
+		e.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
 		e.t.Fatalf("read body: %v", err)
 	}
-	return response{Status: res.StatusCode, Body: b}
+	return response{Status: res.StatusCode, Body: b, Header: res.Header}
 }
 
 // call posts a call with the exact argument bytes args.

@@ -1,8 +1,11 @@
 package web
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -16,21 +19,21 @@ const (
 	maxLimit     = 500
 )
 
-// ledgerResponse is the body of GET /v1/ledger. NextAfter is the cursor of
-// the following page: pass it as after; 0 when there is none.
-type ledgerResponse struct {
-	Entries   []custody.Entry `json:"entries"`
-	NextAfter int64           `json:"next_after,omitempty"`
-	Head      custody.Receipt `json:"head"`
-}
-
-// handleLedger serves GET /v1/ledger?after=&limit=&trace=&kind=.
+// handleLedger serves GET /v1/ledger?after=&limit=&trace=&kind=:
+//
+//	{"entries":[…],"next_after":N,"head":{…}}
+//
+// next_after is the cursor of the following page, absent on the last
+// one. Each entry's body is written as its exact stored bytes, so that a
+// client can recompute body_sha256 over what it reads.
 func (s *Server) handleLedger(w http.ResponseWriter, r *http.Request) {
 	q, err := ledgerQuery(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	limit := q.Limit
+	q.Limit++ // one more than the page says whether another follows
 	entries, err := s.cfg.Ledger.Entries(r.Context(), q)
 	if err != nil {
 		s.writeError(w, r, ledgerUnavailable(err))
@@ -41,14 +44,95 @@ func (s *Server) handleLedger(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, ledgerUnavailable(err))
 		return
 	}
-	resp := ledgerResponse{Entries: entries, Head: head}
-	if resp.Entries == nil {
-		resp.Entries = []custody.Entry{}
+	var next int64
+	if len(entries) > limit {
+		entries = entries[:limit]
+		next = entries[limit-1].Seq
 	}
-	if n := len(entries); n == q.Limit {
-		resp.NextAfter = entries[n-1].Seq
+	page, err := appendLedgerPage(nil, entries, next, head)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, resp)
+	writeRaw(w, http.StatusOK, page)
+}
+
+// appendLedgerPage appends the body of GET /v1/ledger.
+func appendLedgerPage(dst []byte, entries []custody.Entry, next int64, head custody.Receipt) ([]byte, error) {
+	dst = append(dst, `{"entries":[`...)
+	for i := range entries {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = appendEntry(dst, &entries[i]); err != nil {
+			return nil, err
+		}
+	}
+	dst = append(dst, ']')
+	if next > 0 {
+		dst = append(dst, `,"next_after":`...)
+		dst = strconv.AppendInt(dst, next, 10)
+	}
+	h, err := marshal(head)
+	if err != nil {
+		return nil, err
+	}
+	dst = append(append(dst, `,"head":`...), h...)
+	return append(dst, '}', '\n'), nil
+}
+
+// entryFields are an entry's members around its body, in the order of
+// custody.Entry.
+type entryFields struct {
+	Seq   int64             `json:"seq"`
+	At    string            `json:"at"`
+	Kind  string            `json:"kind"`
+	Trace string            `json:"trace"`
+	Actor string            `json:"actor"`
+	Refs  map[string]string `json:"refs"`
+}
+
+type entryTail struct {
+	BodySHA256 string `json:"body_sha256"`
+	Prev       string `json:"prev"`
+	Hash       string `json:"hash"`
+}
+
+// appendEntry appends e as custody.Entry marshals, except that its body
+// is its exact bytes: encoding/json would compact it and escape <, > and
+// &, and body_sha256 is the hash of the bytes as stored.
+func appendEntry(dst []byte, e *custody.Entry) ([]byte, error) {
+	if !json.Valid(e.Body) {
+		return nil, fmt.Errorf("ledger entry %d: the stored body is not JSON", e.Seq)
+	}
+	refs := e.Refs
+	if refs == nil {
+		refs = map[string]string{}
+	}
+	head, err := marshal(entryFields{e.Seq, e.At, e.Kind, e.Trace, e.Actor, refs})
+	if err != nil {
+		return nil, fmt.Errorf("ledger entry %d: %w", e.Seq, err)
+	}
+	tail, err := marshal(entryTail{e.BodySHA256, e.Prev, e.Hash})
+	if err != nil {
+		return nil, fmt.Errorf("ledger entry %d: %w", e.Seq, err)
+	}
+	dst = append(dst, head[:len(head)-1]...) // without its '}'
+	dst = append(append(dst, `,"body":`...), e.Body...)
+	return append(append(dst, ','), tail[1:]...), nil // without its '{'
+}
+
+// marshal is json.Marshal without HTML escaping: the API answers JSON to
+// programs, and a string reads back the same either way.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // ledgerUnavailable keeps the kind of a custody error and makes any other

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/gate"
 )
 
 // durationBuckets are the upper bounds, in seconds, of the call duration
@@ -23,25 +24,45 @@ func durationBuckets() []float64 {
 // Metrics counts calls for the Prometheus endpoint. It is safe for
 // concurrent use; every front door (HTTP, MCP) reports to the same one.
 type Metrics struct {
-	mu      sync.Mutex
-	calls   map[callKey]uint64
-	buckets []float64
-	counts  []uint64 // cumulative per bucket, then +Inf
-	sum     float64
-	n       uint64
+	// governed says whether a tool name may be a label value.
+	governed func(tool string) bool
+	mu       sync.Mutex
+	calls    map[callKey]uint64
+	buckets  []float64
+	counts   []uint64 // cumulative per bucket, then +Inf
+	sum      float64
+	n        uint64
 }
 
 type callKey struct{ tool, outcome string }
 
-// NewMetrics returns empty metrics.
-func NewMetrics() *Metrics {
+// unknownTool is the tool label of every call of a tool that is not
+// governed.
+const unknownTool = "unknown"
+
+// NewMetrics returns empty metrics. governed says which tool names are
+// label values: a call of any other name counts as tool="unknown", so
+// that a caller cannot add series by inventing names. With a nil
+// governed, every call counts as "unknown".
+func NewMetrics(governed func(tool string) bool) *Metrics {
 	b := durationBuckets()
-	return &Metrics{calls: map[callKey]uint64{}, buckets: b, counts: make([]uint64, len(b)+1)}
+	return &Metrics{governed: governed, calls: map[callKey]uint64{}, buckets: b, counts: make([]uint64, len(b)+1)}
+}
+
+// GovernedBy returns the tools gw governs, for NewMetrics.
+func GovernedBy(gw *gate.Gateway) func(tool string) bool {
+	return func(tool string) bool {
+		_, ok := gw.Tool(tool)
+		return ok
+	}
 }
 
 // ObserveCall records one call of tool that ended with outcome ("ok" or an
 // error kind) after d.
 func (m *Metrics) ObserveCall(tool, outcome string, d time.Duration) {
+	if m.governed == nil || !m.governed(tool) {
+		tool = unknownTool
+	}
 	sec := d.Seconds()
 	m.mu.Lock()
 	defer m.mu.Unlock()

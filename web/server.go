@@ -10,10 +10,14 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/custody-dev/custody"
@@ -68,7 +72,21 @@ type Config struct {
 	// input schema of a tool, so that an edit form offers a fixed set of
 	// values as a choice.
 	Schemas Schemas
+	// MaxBody caps every request body (DefaultMaxBody when 0); a larger
+	// one is answered 413 without being read.
+	MaxBody int64
+	// BodyTimeout bounds the time a request body may take to arrive
+	// (DefaultBodyTimeout when 0); a slower one is answered 408.
+	BodyTimeout time.Duration
+	// EventWriteTimeout bounds each write of the /v1/events stream, which
+	// otherwise lives as long as its client: the stream extends its
+	// connection's write deadline by this much before every event
+	// (DefaultEventWriteTimeout when 0).
+	EventWriteTimeout time.Duration
 }
+
+// DefaultEventWriteTimeout bounds each write of the event stream.
+const DefaultEventWriteTimeout = 30 * time.Second
 
 // App is a domain system's console page and JSON API, mounted at
 // /apps/{Name}/ with the prefix stripped and linked from the console nav.
@@ -89,6 +107,13 @@ type Server struct {
 
 	// sessions are the console's sign-ins.
 	sessions *sessions
+	ids      *requestIDs
+	// checkers pools the strict checkers of request bodies.
+	checkers sync.Pool
+	// maxBody, bodyTimeout and eventWrite are the Config's, defaulted.
+	maxBody     int64
+	bodyTimeout time.Duration
+	eventWrite  time.Duration
 }
 
 // New returns a server for cfg, or an error naming the missing field.
@@ -96,12 +121,14 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics}
+	s := &Server{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, ids: newRequestIDs(),
+		maxBody: cmp.Or(cfg.MaxBody, DefaultMaxBody), bodyTimeout: cmp.Or(cfg.BodyTimeout, DefaultBodyTimeout),
+		eventWrite: cmp.Or(cfg.EventWriteTimeout, DefaultEventWriteTimeout)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.metrics == nil {
-		s.metrics = NewMetrics()
+		s.metrics = NewMetrics(GovernedBy(cfg.Gateway))
 	}
 	if s.cfg.Now == nil {
 		s.cfg.Now = time.Now
@@ -111,7 +138,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.handler = http.NewCrossOriginProtection().Handler(mux)
+	s.handler = s.withRequestID(http.NewCrossOriginProtection().Handler(mux))
 	return s, nil
 }
 
@@ -125,6 +152,8 @@ func (c *Config) check() error {
 		return errors.New("web: Config.Ledger is required")
 	case c.Tokens == nil:
 		return errors.New("web: Config.Tokens is required (it may be empty)")
+	case c.MaxBody < 0 || c.BodyTimeout < 0 || c.EventWriteTimeout < 0:
+		return errors.New("web: Config.MaxBody, BodyTimeout and EventWriteTimeout may not be negative")
 	}
 	return nil
 }
@@ -136,29 +165,68 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Metrics returns the metrics the server reports on /metrics.
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
+// route is one endpoint of the API: a method and a path pattern. The
+// OpenAPI document describes every /v1 route (TestOpenAPIMatchesRoutes).
+type route struct {
+	method, path string
+	h            http.HandlerFunc
+}
+
+func (s *Server) api() []route {
+	return []route{
+		{"POST", "/v1/calls", s.require(s.handleCall, RoleAgent)},
+		{"GET", "/v1/tools", s.require(s.handleTools, allRoles()...)},
+		{"GET", "/v1/tools/{name}", s.require(s.handleTool, allRoles()...)},
+		{"GET", "/v1/openapi.json", s.handleOpenAPI},
+		{"GET", "/v1/approvals", s.require(s.handleApprovals, readers()...)},
+		{"GET", "/v1/approvals/{id}", s.require(s.handleApproval, readers()...)},
+		{"GET", "/v1/approvals/{id}/form", s.require(s.handleForm, readers()...)},
+		{"POST", "/v1/console/login-link", s.require(s.handleLoginLink, readers()...)},
+		{"POST", "/v1/approvals/{id}/decision", s.require(s.handleDecision, RoleOperator)},
+		{"GET", "/v1/ledger", s.require(s.handleLedger, readers()...)},
+		{"GET", "/v1/ledger/verify", s.require(s.handleVerify, readers()...)},
+		{"GET", "/v1/ledger/checkpoint", s.require(s.handleCheckpoint, readers()...)},
+		{"GET", "/v1/ledger/proof", s.require(s.handleProof, allRoles()...)},
+		{"GET", "/v1/ledger/consistency", s.require(s.handleConsistency, allRoles()...)},
+		{"GET", "/v1/console", s.require(s.handleConsole, allRoles()...)},
+		{"GET", "/v1/events", s.require(s.handleEvents, readers()...)},
+		{"GET", "/healthz", s.handleHealth},
+		{"GET", "/metrics", s.handleMetrics},
+	}
+}
+
 func (s *Server) routes() (*http.ServeMux, error) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/calls", s.require(s.handleCall, RoleAgent))
-	mux.HandleFunc("GET /v1/tools", s.require(s.handleTools, allRoles()...))
-	mux.HandleFunc("GET /v1/tools/{name}", s.require(s.handleTool, allRoles()...))
-	mux.HandleFunc("GET /v1/openapi.json", s.handleOpenAPI)
-	mux.HandleFunc("GET /v1/approvals", s.require(s.handleApprovals, readers()...))
-	mux.HandleFunc("GET /v1/approvals/{id}", s.require(s.handleApproval, readers()...))
-	mux.HandleFunc("POST /v1/approvals/{id}/decision", s.require(s.handleDecision, RoleOperator))
-	mux.HandleFunc("GET /v1/ledger", s.require(s.handleLedger, readers()...))
-	mux.HandleFunc("GET /v1/ledger/verify", s.require(s.handleVerify, readers()...))
-	mux.HandleFunc("GET /v1/ledger/checkpoint", s.require(s.handleCheckpoint, readers()...))
-	mux.HandleFunc("GET /v1/ledger/proof", s.require(s.handleProof, allRoles()...))
-	mux.HandleFunc("GET /v1/ledger/consistency", s.require(s.handleConsistency, allRoles()...))
-	mux.HandleFunc("GET /v1/console", s.require(s.handleConsole, allRoles()...))
-	mux.HandleFunc("GET /v1/events", s.require(s.handleEvents, readers()...))
+	allow := map[string][]string{}
+	var paths []string
+	for _, rt := range s.api() {
+		mux.HandleFunc(rt.method+" "+rt.path, rt.h)
+		if allow[rt.path] == nil {
+			paths = append(paths, rt.path)
+		}
+		allow[rt.path] = append(allow[rt.path], rt.method)
+	}
+	for _, p := range paths {
+		mux.HandleFunc(p, s.methodNotAllowed(allow[p]))
+	}
 	mux.HandleFunc("/v1/", s.handleNotFound)
-	mux.HandleFunc("GET /healthz", s.handleHealth)
-	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	if err := s.mountConsole(mux); err != nil {
 		return nil, err
 	}
 	return mux, s.mountApps(mux)
+}
+
+// methodNotAllowed answers a known path asked with a method it does not
+// serve: 405, with the methods it does serve in Allow.
+func (s *Server) methodNotAllowed(methods []string) http.HandlerFunc {
+	if slices.Contains(methods, "GET") {
+		methods = append(slices.Clone(methods), "HEAD")
+	}
+	allow := strings.Join(methods, ", ")
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		s.writeError(w, r, withStatus(http.StatusMethodNotAllowed, "%s %s is not served: use %s", r.Method, r.URL.Path, allow))
+	}
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {

@@ -19,5 +19,6 @@ func (m *Main) commands() map[string]command {
 		"serve":     {"serve the HTTP API, MCP at /mcp and the operator console", (*Main).runServe},
 		"store":     {"back a SQLite data directory up while serve runs, or copy it into PostgreSQL", (*Main).runStore},
 		"validate":  {"validate JSON documents against a schema", (*Main).runValidate},
+		"version":   {"print the version, the commit and the Go version of this binary", (*Main).runVersion},
 	}
 }

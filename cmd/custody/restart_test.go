@@ -77,6 +77,7 @@ func (l *restartLoad) post(body string) (int, string, error) {
 		return 0, "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+pgAgentToken)
+	req.Header.Set("Content-Type", "application/json")
 	res, err := l.client.Do(req)
 	if err != nil {
 		return 0, "", err

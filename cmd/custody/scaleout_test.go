@@ -30,6 +30,7 @@ func postStatus(url, token, body string) (int, string, error) {
 		return 0, "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, "", err

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -51,6 +53,8 @@ type serveSettings struct {
 	hasFile bool
 	// witnesses cosign every checkpoint.
 	witnesses []witnessConfig
+	// tlsCert and tlsKey, both or neither, make serve answer HTTPS.
+	tlsCert, tlsKey string
 }
 
 // systems is where the domain systems plug into serve: their tools join
@@ -97,6 +101,8 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	systemsList := fset.String("systems", "", "seed systems to serve beside the configured tools: `LIST` of peas, mesh (default: the config file's \"systems\")")
 	simulate := fset.Bool("simulate", false, "run the seed systems' simulated feeds (a pile-up feed, a simulated wildfire mesh)")
 	var witnessFlag stringList
+	tlsCert := fset.String("tls-cert", "", "serve HTTPS with the certificate chain in PEM `FILE` (env CUSTODY_TLS_CERT; with --tls-key)")
+	tlsKey := fset.String("tls-key", "", "the private key in PEM `FILE` of --tls-cert (env CUSTODY_TLS_KEY)")
 	fset.Var(&witnessFlag, "witness", "have the witness at `URL=KEY` cosign every checkpoint (repeatable; env CUSTODY_WITNESSES, space separated)")
 	if ok, code := m.parse(fset, args); !ok {
 		return serveSettings{}, code, false
@@ -127,6 +133,15 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	set.room = m.setting(given["room"], *room, "CUSTODY_BRAIN_ROOM", "", "")
 	set.llm = m.setting(given["llm"], *llmURL, "CUSTODY_LLM", "", "template")
 	set.llmEdge = m.setting(given["llm-edge"], *edgeURL, "CUSTODY_LLM_EDGE", "", "")
+	var fileCert, fileKey string
+	if set.cfg.TLS != nil {
+		fileCert, fileKey = set.cfg.TLS.Cert, set.cfg.TLS.Key
+	}
+	set.tlsCert = m.setting(given["tls-cert"], *tlsCert, "CUSTODY_TLS_CERT", fileCert, "")
+	set.tlsKey = m.setting(given["tls-key"], *tlsKey, "CUSTODY_TLS_KEY", fileKey, "")
+	if (set.tlsCert == "") != (set.tlsKey == "") {
+		return set, m.flagUsage(fset, "--tls-cert and --tls-key go together: give both or neither"), false
+	}
 	set.witnesses = set.cfg.Witnesses
 	list := []string(witnessFlag)
 	if len(list) == 0 {
@@ -183,12 +198,21 @@ func parseSystems(flagValue string, fromFile []string) ([]string, error) {
 
 // serve runs the server with set until ctx ends.
 func (m *Main) serve(ctx context.Context, set serveSettings) error {
+	tlsConfig, err := loadTLS(set.tlsCert, set.tlsKey)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", set.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", set.addr, err)
 	}
 	defer ln.Close()
 	base := "http://" + ln.Addr().String()
+	if tlsConfig != nil {
+		base = "https://" + ln.Addr().String()
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	limits := httpLimitsOf(set.cfg)
 	sys, err := m.serveSystems(ctx, set)
 	if err != nil {
 		return fmt.Errorf("domain systems: %w", err)
@@ -211,7 +235,7 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return err
 	}
-	h, ws, err := m.serveHandler(ctx, st, tokens, sys, wit.status(), lifetime)
+	h, ws, err := m.serveHandler(ctx, st, tokens, sys, wit.status(), limits, lifetime)
 	if err != nil {
 		return err
 	}
@@ -222,7 +246,11 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 		sys.Runners = append(sys.Runners, wit.runner)
 	}
 	m.announce(base, set.data, notes)
-	err = m.run(ctx, ln, h, st, sys)
+	srv := limits.server(h)
+	// The server's own complaints (a failed TLS handshake, say) go where
+	// serve's log goes.
+	srv.ErrorLog = log.New(m.Stderr, "custody: http: ", log.LstdFlags)
+	err = m.run(ctx, ln, srv, st, sys)
 	wit.final()
 	return err
 }
@@ -375,9 +403,9 @@ func loginNote(ws *web.Server, base string) string {
 
 // serveHandler builds the root handler, MCP at /mcp and everything else
 // web, and returns the web server too.
-func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys systems, witnesses func() []tlog.WitnessStatus, sessionLifetime time.Duration) (http.Handler, *web.Server, error) {
+func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys systems, witnesses func() []tlog.WitnessStatus, limits httpLimits, sessionLifetime time.Duration) (http.Handler, *web.Server, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
-	metrics := web.NewMetrics()
+	metrics := web.NewMetrics(web.GovernedBy(st.gw))
 	var apps []web.App
 	if sys.Apps != nil {
 		var err error
@@ -389,6 +417,7 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify, Commits: st.db.Commits,
 		Checkpoint: st.db.LatestCheckpoint, Witnesses: witnesses, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
 		ApprovalChanges: approvalChanges(ctx, st.db), SessionLifetime: sessionLifetime, Schemas: st.reg,
+		MaxBody: limits.maxBody, BodyTimeout: limits.read, EventWriteTimeout: limits.write,
 	}
 	if sq, ok := st.db.(*sqlite.DB); ok {
 		// Write health and Merkle proofs are the SQLite store's.
@@ -403,10 +432,10 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 		return nil, nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", ms.HTTPHandler(func(token string) (string, bool) {
+	mux.Handle("/mcp", web.LimitBodies(ms.HTTPHandler(func(token string) (string, bool) {
 		p, ok := tokens.Lookup(token)
 		return p.ID, ok && p.Role == web.RoleAgent
-	}))
+	}), limits.maxBody))
 	mux.Handle("/", ws.Handler())
 	return telemetry.Continue(mux), ws, nil
 }
@@ -422,8 +451,7 @@ func (m *Main) announce(base, data string, notes []string) {
 
 // run serves until ctx ends, with the approval expiry loop and the domain
 // runners beside, then shuts down: requests in flight get a few seconds.
-func (m *Main) run(ctx context.Context, ln net.Listener, h http.Handler, st *stack, sys systems) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+func (m *Main) run(ctx context.Context, ln net.Listener, srv *http.Server, st *stack, sys systems) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -174,6 +174,7 @@ func callTool(t *testing.T, base, token string, n int) {
 	for range n {
 		req, _ := http.NewRequest("POST", base+"/v1/calls", strings.NewReader(`{"tool":"get_time","arguments":{"zone":"UTC"}}`))
 		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
