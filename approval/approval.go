@@ -66,7 +66,19 @@ type Config struct {
 	Now func() time.Time
 	// TTL is the default time a request waits; DefaultTTL when zero.
 	TTL time.Duration
+	// Validate, when set, checks an action an operator is about to
+	// approve, with the arguments as approved (edited or not): the tool's
+	// input contract and the policy that narrows it. An error refuses the
+	// decision and nothing is recorded; its violations point into the
+	// arguments. A validator that has no contract for the tool returns an
+	// error wrapping ErrNoContract: an edit of such an action is refused,
+	// since it cannot be checked, and an unedited one is approved as asked.
+	Validate func(ctx context.Context, a custody.Approval) error
 }
+
+// ErrNoContract is wrapped by a Config.Validate error for an action whose
+// tool the validator does not know.
+var ErrNoContract = errors.New("no contract for the tool")
 
 // Service requests, decides, consumes and expires approvals.
 type Service struct {
@@ -75,6 +87,7 @@ type Service struct {
 	notifiers []Notifier
 	now       func() time.Time
 	ttl       time.Duration
+	validate  func(ctx context.Context, a custody.Approval) error
 }
 
 // New returns a Service. It fails when the store or the ledger is missing:
@@ -86,7 +99,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Ledger == nil {
 		return nil, errors.New("approval: no ledger")
 	}
-	s := &Service{store: cfg.Store, ledger: cfg.Ledger, notifiers: cfg.Notifiers, now: cfg.Now, ttl: cfg.TTL}
+	s := &Service{store: cfg.Store, ledger: cfg.Ledger, notifiers: cfg.Notifiers, now: cfg.Now, ttl: cfg.TTL, validate: cfg.Validate}
 	if s.now == nil {
 		s.now = time.Now
 	}

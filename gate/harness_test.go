@@ -84,7 +84,10 @@ func newHarnessWith(t testing.TB, opts harnessOptions) *harness {
 	t.Cleanup(func() { db.Close() })
 	h := &harness{db: db, led: &gatetest.FlakyLedger{Ledger: db}, reg: loadRegistry(t),
 		clk: clk, runs: map[string]*atomic.Int64{}}
-	h.svc, err = approval.New(approval.Config{Store: db, Ledger: h.led, Notifiers: opts.notifiers, Now: h.clk.Now})
+	// The gateway checks what an operator approves; it is built after
+	// the service, as in serve.
+	validate := func(ctx context.Context, a custody.Approval) error { return h.gw.CheckApproval(ctx, a) }
+	h.svc, err = approval.New(approval.Config{Store: db, Ledger: h.led, Notifiers: opts.notifiers, Now: h.clk.Now, Validate: validate})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +146,10 @@ func (h *harness) testTools() []gate.Tool {
 	sign := spec("sign", custody.Write)
 	sign.Effect, sign.Approval = custody.EffectConsequential, custody.HumanConfirmation
 	sign.Links = []custody.Link{{Arg: "/approval_request_id", Approval: true}}
+	broadcast := spec("broadcast", custody.Write)
+	broadcast.Input, broadcast.ArgumentsPolicy = testContract+"#/$defs/broadcast_args", testContract+"#/$defs/broadcast_policy"
+	broadcast.Effect, broadcast.Approval = custody.EffectConsequential, custody.HumanConfirmation
+	broadcast.Links = []custody.Link{{Arg: "/approval_request_id", Approval: true}}
 	briefOut := func(_ context.Context, c custody.Call) (json.RawMessage, error) {
 		var in struct{ S string }
 		_ = json.Unmarshal(c.Args, &in)
@@ -158,6 +165,7 @@ func (h *harness) testTools() []gate.Tool {
 		{Spec: fake, Handler: briefOut},
 		{Spec: cite, Handler: ok},
 		{Spec: sign, Handler: ok, Editable: []string{"message"}},
+		{Spec: broadcast, Handler: ok, Editable: []string{"message", "tier"}},
 		{Spec: spec("broken", custody.Read), Handler: func(context.Context, custody.Call) (json.RawMessage, error) {
 			return json.RawMessage(`{"ok":"yes","secret":"do not show"}`), nil
 		}},

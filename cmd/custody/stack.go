@@ -107,7 +107,8 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 	if s.db, err = m.openStore(sc.data); err != nil {
 		return nil, err
 	}
-	if s.approvals, err = approval.New(approval.Config{Store: s.db, Ledger: s.db, Notifiers: notifiers}); err != nil {
+	acfg := approval.Config{Store: s.db, Ledger: s.db, Notifiers: notifiers, Validate: s.checkApproval}
+	if s.approvals, err = approval.New(acfg); err != nil {
 		return nil, err
 	}
 	tools := append(example.Tools(s.db, nil), sc.tools...)
@@ -187,6 +188,16 @@ func (m *Main) openUpstreams(ctx context.Context, f *config.File, extra map[stri
 // warnLogger logs warnings and errors to stderr.
 func (m *Main) warnLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// checkApproval is the approval service's validator: an action about to
+// be approved is checked against the gateway that will run it, built
+// after the service. Before there is one no contract is known.
+func (s *stack) checkApproval(ctx context.Context, a custody.Approval) error {
+	if s.gw == nil {
+		return fmt.Errorf("tool %q: the gateway is not built yet: %w", a.Tool, approval.ErrNoContract)
+	}
+	return s.gw.CheckApproval(ctx, a)
 }
 
 // Close stops the upstreams and closes the store.
