@@ -129,7 +129,7 @@ func (s *Server) routes() (*http.ServeMux, error) {
 	mux.HandleFunc("POST /v1/calls", s.require(s.handleCall, RoleAgent))
 	mux.HandleFunc("GET /v1/tools", s.require(s.handleTools, allRoles()...))
 	mux.HandleFunc("GET /v1/approvals", s.require(s.handleApprovals, readers()...))
-	mux.HandleFunc("GET /v1/approvals/{id}", s.require(s.handleApproval, readers()...))
+	mux.HandleFunc("GET /v1/approvals/{id}", s.require(s.handleApproval, allRoles()...))
 	mux.HandleFunc("POST /v1/approvals/{id}/decision", s.require(s.handleDecision, RoleOperator))
 	mux.HandleFunc("GET /v1/ledger", s.require(s.handleLedger, readers()...))
 	mux.HandleFunc("GET /v1/ledger/verify", s.require(s.handleVerify, readers()...))
