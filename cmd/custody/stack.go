@@ -28,6 +28,9 @@ type stack struct {
 	gw        *gate.Gateway
 	// up is the configured upstreams; nil without any.
 	up *upstream.Set
+	// checks are approval validators of actions the gateway does not run
+	// (a domain system's), asked after the gateway, in order.
+	checks []func(ctx context.Context, a custody.Approval) error
 }
 
 // stackConfig says what a stack is made of.
@@ -192,12 +195,19 @@ func (m *Main) warnLogger() *slog.Logger {
 
 // checkApproval is the approval service's validator: an action about to
 // be approved is checked against the gateway that will run it, built
-// after the service. Before there is one no contract is known.
+// after the service, or else against the domain system that will.
 func (s *stack) checkApproval(ctx context.Context, a custody.Approval) error {
-	if s.gw == nil {
-		return fmt.Errorf("tool %q: the gateway is not built yet: %w", a.Tool, approval.ErrNoContract)
+	err := fmt.Errorf("tool %q: the gateway is not built yet: %w", a.Tool, approval.ErrNoContract)
+	if s.gw != nil {
+		err = s.gw.CheckApproval(ctx, a)
 	}
-	return s.gw.CheckApproval(ctx, a)
+	for _, check := range s.checks {
+		if !errors.Is(err, approval.ErrNoContract) {
+			break
+		}
+		err = check(ctx, a)
+	}
+	return err
 }
 
 // Close stops the upstreams and closes the store.
