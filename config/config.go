@@ -102,11 +102,13 @@ type Policy struct {
 	Effect           custody.Effect         `json:"effect"`
 	Approval         custody.ApprovalPolicy `json:"approval"`
 	MaxCallsPerTrace int                    `json:"maxCallsPerTrace"`
-	Timeout          string                 `json:"timeout"`
-	Arguments        json.RawMessage        `json:"arguments"`
-	Output           json.RawMessage        `json:"output"`
-	OpenArguments    bool                   `json:"openArguments"`
-	Editable         []string               `json:"editable"`
+	// MaxRefusalsPerTrace is the tool's refusal budget per trace.
+	MaxRefusalsPerTrace int             `json:"maxRefusalsPerTrace"`
+	Timeout             string          `json:"timeout"`
+	Arguments           json.RawMessage `json:"arguments"`
+	Output              json.RawMessage `json:"output"`
+	OpenArguments       bool            `json:"openArguments"`
+	Editable            []string        `json:"editable"`
 }
 
 // Agent says which tools one agent may see and call.
@@ -293,7 +295,7 @@ func (f *File) Upstream() upstream.Config {
 // policy converts a checked policy.
 func (p Policy) policy() upstream.Policy {
 	out := upstream.Policy{Access: p.Access, Effect: p.Effect, Approval: p.Approval,
-		MaxCallsPerTrace: p.MaxCallsPerTrace, Arguments: p.Arguments, Output: p.Output,
+		MaxCallsPerTrace: p.MaxCallsPerTrace, MaxRefusalsPerTrace: p.MaxRefusalsPerTrace, Arguments: p.Arguments, Output: p.Output,
 		OpenArguments: p.OpenArguments, Editable: p.Editable}
 	if out.Approval == "" {
 		out.Approval = custody.NotRequired

@@ -119,3 +119,16 @@ func TestExampleConfig(t *testing.T) {
 		t.Errorf("example: %d servers, %d tools", len(f.MCPServers), len(f.Tools))
 	}
 }
+
+func TestRefusalBudget(t *testing.T) {
+	f, err := Parse([]byte(`{"tools":{"a":{"access":"READ","effect":"NONE","maxCallsPerTrace":5,"maxRefusalsPerTrace":3}}}`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := f.Upstream().Governance["a"]; p.MaxCallsPerTrace != 5 || p.MaxRefusalsPerTrace != 3 {
+		t.Errorf("budgets %d calls, %d refusals; want 5 and 3", p.MaxCallsPerTrace, p.MaxRefusalsPerTrace)
+	}
+	if _, err := Parse([]byte(`{"tools":{"a":{"access":"READ","effect":"NONE","maxRefusalsPerTrace":-1}}}`), env(nil)); err == nil || !strings.Contains(err.Error(), "/tools/a/maxRefusalsPerTrace") {
+		t.Errorf("negative refusal budget: %v", err)
+	}
+}

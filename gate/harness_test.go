@@ -146,6 +146,11 @@ func (h *harness) testTools() []gate.Tool {
 	sign := spec("sign", custody.Write)
 	sign.Effect, sign.Approval = custody.EffectConsequential, custody.HumanConfirmation
 	sign.Links = []custody.Link{{Arg: "/approval_request_id", Approval: true}}
+	once := spec("sign_once", custody.Write)
+	once.Effect, once.Approval, once.MaxCallsPerTrace = custody.EffectConsequential, custody.HumanConfirmation, 1
+	once.Links = []custody.Link{{Arg: "/approval_request_id", Approval: true}}
+	probed := spec("probed", custody.Read)
+	probed.MaxRefusalsPerTrace = 3
 	broadcast := spec("broadcast", custody.Write)
 	broadcast.Input, broadcast.ArgumentsPolicy = testContract+"#/$defs/broadcast_args", testContract+"#/$defs/broadcast_policy"
 	broadcast.Effect, broadcast.Approval = custody.EffectConsequential, custody.HumanConfirmation
@@ -166,6 +171,8 @@ func (h *harness) testTools() []gate.Tool {
 		{Spec: cite, Handler: ok},
 		{Spec: sign, Handler: ok, Editable: []string{"message"}},
 		{Spec: broadcast, Handler: ok, Editable: []string{"message", "tier"}},
+		{Spec: once, Handler: ok},
+		{Spec: probed, Handler: ok},
 		{Spec: spec("broken", custody.Read), Handler: func(context.Context, custody.Call) (json.RawMessage, error) {
 			return json.RawMessage(`{"ok":"yes","secret":"do not show"}`), nil
 		}},
