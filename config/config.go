@@ -68,9 +68,12 @@ type Tokens struct {
 }
 
 // Webhook notifies of approvals, in escalation order after the console.
+// With a Secret (Standard Webhooks' "whsec_" form) every notification is
+// signed.
 type Webhook struct {
-	Name string `json:"name"`
-	URL  string `json:"url"`
+	Name   string `json:"name"`
+	URL    string `json:"url"`
+	Secret string `json:"secret"`
 }
 
 // MCPServer is one upstream MCP server: a command custody starts and

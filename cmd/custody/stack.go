@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/custody-dev/custody"
@@ -222,11 +223,17 @@ func (s *stack) Close() error {
 	return errors.Join(errs...)
 }
 
-// notifiers reads $CUSTODY_NOTIFY.
+// notifiers reads $CUSTODY_NOTIFY and the signing secrets of its
+// webhooks, $CUSTODY_NOTIFY_SECRETS: "name=whsec_...,name=whsec_...". A
+// webhook without a secret sends unsigned notifications, and says so.
 func (m *Main) notifiers() ([]approval.Notifier, error) {
 	spec := m.env("CUSTODY_NOTIFY", "")
 	if spec == "" {
 		return nil, nil
+	}
+	keys, err := webhookKeys(m.env("CUSTODY_NOTIFY_SECRETS", ""))
+	if err != nil {
+		return nil, err
 	}
 	console := strings.TrimRight(m.env("CUSTODY_CONSOLE_URL", ""), "/")
 	var out []approval.Notifier
@@ -235,9 +242,36 @@ func (m *Main) notifiers() ([]approval.Notifier, error) {
 		if !ok || name == "" || url == "" {
 			return nil, errors.New(`CUSTODY_NOTIFY: want "name=URL,name=URL"`)
 		}
-		out = append(out, &approval.Webhook{Channel: name, URL: url, ConsoleURL: console})
+		if keys[name] == nil {
+			fmt.Fprintf(m.Stderr, "custody: webhook %s has no secret: its notifications are unsigned\n", name)
+		}
+		out = append(out, &approval.Webhook{Channel: name, URL: url, ConsoleURL: console, Key: keys[name]})
+		delete(keys, name)
+	}
+	if len(keys) > 0 {
+		return nil, fmt.Errorf("CUSTODY_NOTIFY_SECRETS: secrets for %s, which are no webhooks of CUSTODY_NOTIFY", strings.Join(slices.Sorted(maps.Keys(keys)), ", "))
 	}
 	return out, nil
+}
+
+// webhookKeys parses "name=whsec_...,name=whsec_..." into keys by name.
+func webhookKeys(spec string) (map[string][]byte, error) {
+	keys := map[string][]byte{}
+	if spec == "" {
+		return keys, nil
+	}
+	for _, item := range strings.Split(spec, ",") {
+		name, secret, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok || name == "" {
+			return nil, errors.New(`CUSTODY_NOTIFY_SECRETS: want "name=whsec_...,name=whsec_..."`)
+		}
+		key, err := approval.ParseWebhookSecret(secret)
+		if err != nil {
+			return nil, fmt.Errorf("CUSTODY_NOTIFY_SECRETS: webhook %s: %w", name, err)
+		}
+		keys[name] = key
+	}
+	return keys, nil
 }
 
 // errorJSON is how a command prints a refusal: the same shape as the API.
