@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/upstream"
 )
@@ -46,6 +47,7 @@ type File struct {
 	Tokens     Tokens               `json:"tokens"`
 	Webhooks   []Webhook            `json:"webhooks"`
 	ConsoleURL string               `json:"console_url"`
+	EscalateAt float64              `json:"escalateAt"`
 	MCPServers map[string]MCPServer `json:"mcpServers"`
 	HTTPTools  map[string]HTTPTool  `json:"httpTools"`
 	Tools      map[string]Policy    `json:"tools"`
@@ -249,8 +251,17 @@ func check(doc []byte) error {
 }
 
 // checkPolicies checks what the schema cannot: timeouts parse, agent
-// globs are well formed.
+// globs are well formed, webhook secrets are in the Standard Webhooks
+// form (checked here so that no error repeats a secret).
 func (f *File) checkPolicies() error {
+	for i, w := range f.Webhooks {
+		if w.Secret == "" {
+			continue
+		}
+		if _, err := approval.ParseWebhookSecret(w.Secret); err != nil {
+			return fmt.Errorf("/webhooks/%d/secret: %v", i, err)
+		}
+	}
 	for name, p := range f.Tools {
 		if _, err := path.Match(name, ""); err != nil {
 			return fmt.Errorf("/tools/%s: not a valid glob: %v", escape(name), err)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -235,7 +236,8 @@ func (m *Main) serveWitnesses(st *stack, list []witnessConfig) (*witnessing, err
 
 // withFileEnv returns a copy of m whose environment falls back to the
 // config file: its webhooks become $CUSTODY_NOTIFY (their secrets
-// $CUSTODY_NOTIFY_SECRETS) and its console URL (or
+// $CUSTODY_NOTIFY_SECRETS), its escalateAt $CUSTODY_ESCALATE_AT and its
+// console URL (or
 // base) $CUSTODY_CONSOLE_URL, so the stack reads one source.
 func (m *Main) withFileEnv(cfg *config.File, base string) *Main {
 	fallback := map[string]string{"CUSTODY_CONSOLE_URL": base}
@@ -250,6 +252,9 @@ func (m *Main) withFileEnv(cfg *config.File, base string) *Main {
 		}
 	}
 	fallback["CUSTODY_NOTIFY"] = strings.Join(hooks, ",")
+	if cfg.EscalateAt != 0 {
+		fallback["CUSTODY_ESCALATE_AT"] = strconv.FormatFloat(cfg.EscalateAt, 'g', -1, 64)
+	}
 	fallback["CUSTODY_NOTIFY_SECRETS"] = strings.Join(secrets, ",")
 	c := *m
 	c.Getenv = func(k string) string {

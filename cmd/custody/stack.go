@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/custody-dev/custody"
@@ -111,7 +112,11 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 	if s.db, err = m.openStore(sc.data); err != nil {
 		return nil, err
 	}
-	acfg := approval.Config{Store: s.db, Ledger: s.db, Notifiers: notifiers, Validate: s.checkApproval}
+	escalateAt, err := m.escalateAt()
+	if err != nil {
+		return nil, err
+	}
+	acfg := approval.Config{Store: s.db, Ledger: s.db, Notifiers: notifiers, Validate: s.checkApproval, EscalateAt: escalateAt}
 	if s.approvals, err = approval.New(acfg); err != nil {
 		return nil, err
 	}
@@ -252,6 +257,20 @@ func (m *Main) notifiers() ([]approval.Notifier, error) {
 		return nil, fmt.Errorf("CUSTODY_NOTIFY_SECRETS: secrets for %s, which are no webhooks of CUSTODY_NOTIFY", strings.Join(slices.Sorted(maps.Keys(keys)), ", "))
 	}
 	return out, nil
+}
+
+// escalateAt reads $CUSTODY_ESCALATE_AT: the share of a pending
+// approval's lifetime after which it escalates; 0 (the default) unset.
+func (m *Main) escalateAt() (float64, error) {
+	v := m.env("CUSTODY_ESCALATE_AT", "")
+	if v == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f > 0 && f < 1) {
+		return 0, fmt.Errorf("CUSTODY_ESCALATE_AT: %q is not a share above 0 and below 1", v)
+	}
+	return f, nil
 }
 
 // webhookKeys parses "name=whsec_...,name=whsec_..." into keys by name.
