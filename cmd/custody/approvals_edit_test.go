@@ -1,8 +1,16 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/peas"
 )
 
 // TestApproveSetRefusesInvalidEdit: `approvals approve --set` with a value
@@ -32,5 +40,35 @@ func TestApproveSetRefusesInvalidEdit(t *testing.T) {
 	edited := `{"channel":"ops","message":"HELLO WORLD"}`
 	if code, out, _ = runMain(t, nil, edited, "call", "--tool", "post_announcement", "--args", "-", "--trace", "t-set", "--data", data); code != exitOK {
 		t.Fatalf("the approved edit did not run: exit %d, %s", code, out)
+	}
+}
+
+// TestApproveSetChecksSeedSystemTool: with --config naming the pile-up
+// system, an edit of a sign update is checked against the sign tool's
+// contract: a lowercase message is refused, an uppercase one approved.
+func TestApproveSetChecksSeedSystemTool(t *testing.T) {
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "custody.json")
+	if err := os.WriteFile(cfg, []byte(`{"systems":["peas"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
+	st, err := m.configuredStack(context.Background(), data, "", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.approvals.Request(context.Background(), approval.Request{Tool: peas.ToolVMS, Trace: "t-vms", Requester: "agent-1",
+		Args: json.RawMessage(`{"billboard_id":"I-94:VMS:MM85-EB","duration_s":900,"message":"SNOW AND ICE AHEAD"}`), Editable: []string{"message"}})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runMain(t, nil, "", "approvals", "approve", a.ID, "--operator", "op-1", "--set", "message=all clear, speed up", "--data", data, "--config", cfg)
+	if c := decodeCall(t, out); code != exitFailed || c.Error == nil || c.Error.Kind != "invalid" || !strings.Contains(out, `"instance":"/message"`) {
+		t.Fatalf("lowercase sign text: exit %d, %s; want invalid at /message", code, out)
+	}
+	code, out, errOut := runMain(t, nil, "", "approvals", "approve", a.ID, "--operator", "op-1", "--set", "message=SNOW AHEAD. SLOW DOWN", "--data", data, "--config", cfg)
+	if code != exitOK || !strings.Contains(out, `"status":"approved"`) {
+		t.Fatalf("uppercase sign text: exit %d, %s %s", code, out, errOut)
 	}
 }
