@@ -12,7 +12,8 @@ import (
 // CheckApproval checks an action an operator is about to approve, with its
 // arguments as approved, against what the gateway will hold the call that
 // uses the approval to: the tool's input contract, the arguments policy
-// that narrows it, its resource scope and its custody links to refs. It is
+// that narrows it, its resource scope, its custody links to refs, and that
+// the agent that asked may call the tool. It is
 // the approval service's validator (approval.Config.Validate), so that an
 // approved action is one that will run as approved.
 //
@@ -26,6 +27,9 @@ func (g *Gateway) CheckApproval(ctx context.Context, a custody.Approval) error {
 	t, ok := g.tools[a.Tool]
 	if !ok {
 		return fmt.Errorf("gate: tool %q is not in the envelope %q: %w", a.Tool, g.envelope, approval.ErrNoContract)
+	}
+	if !g.Allows(a.Requester, a.Tool) {
+		return custody.Errorf(custody.EDENIED, "agent %q, which asked for the approval, may not call tool %q", a.Requester, a.Tool)
 	}
 	args, err := withApprovalArgs(a.Arguments, t.approvalArgs, a.ID)
 	if err != nil {
@@ -67,9 +71,7 @@ func (g *Gateway) scopeOwned(ctx context.Context, f *flight) error {
 	if err != nil || !owned || owner == f.Trace {
 		return err
 	}
-	return &custody.Error{Kind: custody.EDENIED,
-		Message:    fmt.Sprintf("%s %q belongs to another trace: tool %q may only touch resources of its own trace", f.tool.scopeName, v, f.Tool),
-		Violations: []custody.Violation{{Instance: f.tool.scopeArg, Keyword: "resource_scope", Message: "resource bound to another trace"}}}
+	return scopeRefusal(f, v)
 }
 
 // withApprovalArgs returns the object args with each member named in names

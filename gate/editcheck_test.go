@@ -126,3 +126,15 @@ func (h *harness) size(t testing.TB) int64 {
 	}
 	return r.Seq
 }
+
+// TestCheckApprovalAgentNotAllowed: an approval is refused when the agent
+// that asked for it may no longer call the tool, since its call would be
+// denied.
+func TestCheckApprovalAgentNotAllowed(t *testing.T) {
+	allow := true
+	h := newHarnessWith(t, harnessOptions{dir: t.TempDir(), allowed: func(actor, tool string) bool { return allow || tool != "broadcast" }})
+	id := h.pending(t, "trace-a", "broadcast", broadcastArgs)
+	allow = false
+	_, err := h.svc.Decide(context.Background(), id, approval.Decision{Decision: approval.Approve, Operator: "op-1"})
+	wantKind(t, err, custody.EINVALID)
+}

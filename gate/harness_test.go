@@ -67,6 +67,8 @@ type harnessOptions struct {
 	// stoppedStore gives the store the harness's clock, which moves only
 	// when the test moves it, instead of the wall clock.
 	stoppedStore bool
+	// allowed is the gateway's Config.Allowed.
+	allowed func(actor, tool string) bool
 }
 
 // newHarnessWith builds a harness as opts say.
@@ -97,7 +99,7 @@ func newHarnessWith(t testing.TB, opts harnessOptions) *harness {
 	}
 	h.gw, err = gate.New(gate.Config{
 		Registry: h.reg, Ledger: h.led, Approvals: h.svc, State: db, Now: h.clk.Now,
-		Deadline: cmp.Or(opts.deadline, 200*time.Millisecond), Logger: discard(),
+		Deadline: cmp.Or(opts.deadline, 200*time.Millisecond), Logger: discard(), Allowed: opts.allowed,
 	}, example.EnvelopeID, tools)
 	if err != nil {
 		t.Fatalf("new gateway: %v", err)

@@ -158,11 +158,17 @@ func (g *Gateway) scope(ctx context.Context, f *flight) error {
 		return err
 	}
 	if owner != f.Trace {
-		return &custody.Error{Kind: custody.EDENIED,
-			Message:    fmt.Sprintf("%s %q belongs to another trace: tool %q may only touch resources of its own trace", f.tool.scopeName, v, f.Tool),
-			Violations: []custody.Violation{{Instance: f.tool.scopeArg, Keyword: "resource_scope", Message: "resource bound to another trace"}}}
+		return scopeRefusal(f, v)
 	}
 	return nil
+}
+
+// scopeRefusal is the refusal of a call naming the resource v, which
+// another trace owns.
+func scopeRefusal(f *flight, v string) *custody.Error {
+	return &custody.Error{Kind: custody.EDENIED,
+		Message:    fmt.Sprintf("%s %q belongs to another trace: tool %q may only touch resources of its own trace", f.tool.scopeName, v, f.Tool),
+		Violations: []custody.Violation{{Instance: f.tool.scopeArg, Keyword: "resource_scope", Message: "resource bound to another trace"}}}
 }
 
 // bind returns the trace that owns the resource key, making trace its
