@@ -3,7 +3,8 @@
 // the first refusal:
 //
 //  1. decode:   size cap, strict JSON (UTF-8, no duplicate keys, integers
-//     within ±2^53), trace id
+//     within ±2^53), trace id; the tool is in the envelope and the trace
+//     has not used the tool's refusals-per-trace budget
 //  2. contract: the exact argument bytes against the tool's input schema
 //  3. policy:   the tool is in the envelope, the calls-per-trace budget,
 //     the resource scope and the custody links
