@@ -39,7 +39,8 @@ type Approval struct {
 	Note      string     `json:"note,omitempty"`
 	// ConsumedSeq is the ledger seq of the call that used the approval.
 	ConsumedSeq int64 `json:"consumed_seq,omitempty"`
-	// Escalations counts re-notifications after expiry.
+	// Escalations counts the escalations to a next channel, each made
+	// while the request was still pending.
 	Escalations int `json:"escalations,omitempty"`
 	// Editable names top-level string arguments an operator may edit before
 	// approving (a sign's message, say). An edit rebinds Digest to the

@@ -53,6 +53,11 @@ type ToolSpec struct {
 	// MaxCallsPerTrace bounds how often one trace may call the tool; 0
 	// means unbounded.
 	MaxCallsPerTrace int `json:"maximum_calls_per_trace"`
+	// MaxRefusalsPerTrace bounds how many calls of the tool one trace may
+	// have refused before every further call of it in the trace is
+	// denied: probing stops. 0 means the gateway's default for a tool with
+	// a calls-per-trace budget, and unbounded for one without.
+	MaxRefusalsPerTrace int `json:"maximum_refusals_per_trace,omitempty"`
 	// Links are custody links: arguments that must name something produced
 	// earlier in the same trace.
 	Links []Link `json:"links,omitempty"`

@@ -1,12 +1,14 @@
 // Package approval holds consequential actions for a human: a request is
 // bound to the digest of one exact action (tool and canonical arguments),
 // decided by an operator, used at most once and only before it expires.
-// Undecided requests expire on a sweep and escalate to the next channel.
+// An undecided request escalates to the next channel while it can still
+// be decided (at a share of its lifetime, Config.EscalateAt), and expires
+// on a sweep once its time is up.
 //
 // Every state transition is committed together with its entry on the
 // evidence ledger, in one transaction (custody.Ledger.Commit): a request
 // as approval.requested, a decision as approval.decided, an expiry as
-// approval.expired, a re-notification as approval.escalated, and a use
+// approval.expired, an escalation as approval.escalated, and a use
 // with the entry of the action that used it. A transition holds only if
 // the request still has the status it was decided from, so a crash or a
 // race never leaves a decision without its entry. Entries carry the refs
@@ -29,6 +31,10 @@ import (
 
 // DefaultTTL is how long a request waits for a decision unless told.
 const DefaultTTL = 5 * time.Minute
+
+// DefaultEscalateAt is the share of its lifetime a pending request waits
+// before it escalates to the next channel.
+const DefaultEscalateAt = 0.5
 
 // ConsoleChannel is the channel of the operator console inbox. It needs no
 // notifier: the approval store is the inbox.
@@ -66,7 +72,23 @@ type Config struct {
 	Now func() time.Time
 	// TTL is the default time a request waits; DefaultTTL when zero.
 	TTL time.Duration
+	// EscalateAt is the share of a pending request's lifetime after which
+	// it escalates to the next channel, before it expires (see
+	// ExpireDue); DefaultEscalateAt when zero. It must be below 1.
+	EscalateAt float64
+	// Validate, when set, checks an action an operator is about to
+	// approve, with the arguments as approved (edited or not): the tool's
+	// input contract and the policy that narrows it. An error refuses the
+	// decision and nothing is recorded; its violations point into the
+	// arguments. A validator that has no contract for the tool returns an
+	// error wrapping ErrNoContract: an edit of such an action is refused,
+	// since it cannot be checked, and an unedited one is approved as asked.
+	Validate func(ctx context.Context, a custody.Approval) error
 }
+
+// ErrNoContract is wrapped by a Config.Validate error for an action whose
+// tool the validator does not know.
+var ErrNoContract = errors.New("no contract for the tool")
 
 // Service requests, decides, consumes and expires approvals.
 type Service struct {
@@ -75,6 +97,9 @@ type Service struct {
 	notifiers []Notifier
 	now       func() time.Time
 	ttl       time.Duration
+	// escalateAt is Config.EscalateAt.
+	escalateAt float64
+	validate   func(ctx context.Context, a custody.Approval) error
 }
 
 // New returns a Service. It fails when the store or the ledger is missing:
@@ -86,12 +111,18 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Ledger == nil {
 		return nil, errors.New("approval: no ledger")
 	}
-	s := &Service{store: cfg.Store, ledger: cfg.Ledger, notifiers: cfg.Notifiers, now: cfg.Now, ttl: cfg.TTL}
+	s := &Service{store: cfg.Store, ledger: cfg.Ledger, notifiers: cfg.Notifiers, now: cfg.Now, ttl: cfg.TTL, validate: cfg.Validate}
 	if s.now == nil {
 		s.now = time.Now
 	}
 	if s.ttl <= 0 {
 		s.ttl = DefaultTTL
+	}
+	switch s.escalateAt = cfg.EscalateAt; {
+	case s.escalateAt == 0:
+		s.escalateAt = DefaultEscalateAt
+	case !(s.escalateAt > 0 && s.escalateAt < 1):
+		return nil, fmt.Errorf("approval: escalate at %v of the lifetime: want a share above 0 and below 1", cfg.EscalateAt)
 	}
 	for i, n := range cfg.Notifiers {
 		if n == nil || n.Name() == "" || n.Name() == ConsoleChannel {

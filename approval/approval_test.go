@@ -354,6 +354,17 @@ func TestConsumeOnceUnderRace(t *testing.T) {
 	}
 }
 
+// sweep runs one sweep and wants it to expire n requests.
+func (f *fixture) sweep(t *testing.T, n int) {
+	t.Helper()
+	if got, err := f.svc.ExpireDue(context.Background()); err != nil || got != n {
+		t.Fatalf("sweep expired %d (%v), want %d", got, err, n)
+	}
+}
+
+// TestExpireDueEscalates: a pending request escalates to the next channel
+// at half its lifetime and to the one after at three quarters, while an
+// operator can still act on it; once it expires nobody is paged about it.
 func TestExpireDueEscalates(t *testing.T) {
 	sms, pager := &notifier{name: "sms"}, &notifier{name: "pager"}
 	f := newFixture(t, sms, pager)
@@ -368,29 +379,39 @@ func TestExpireDueEscalates(t *testing.T) {
 		t.Fatalf("notified sms %d, pager %d times; want 0 and 1", sms.count(), pager.count())
 	}
 
-	f.clk.Add(approval.DefaultTTL - time.Second)
-	if n, err := f.svc.ExpireDue(ctx); err != nil || n != 0 {
-		t.Fatalf("early sweep expired %d (%v), want 0", n, err)
+	f.clk.Add(approval.DefaultTTL/2 - time.Second)
+	f.sweep(t, 0)
+	if sms.count() != 0 {
+		t.Fatal("escalated before half the lifetime")
 	}
 	f.clk.Add(time.Second)
-	if n, err := f.svc.ExpireDue(ctx); err != nil || n != 1 {
-		t.Fatalf("sweep expired %d (%v), want 1", n, err)
-	}
+	f.sweep(t, 0)
+	f.sweep(t, 0) // a second sweep at the same time pages nobody again
 	got, _ := f.svc.Get(ctx, console.ID)
-	if got.Status != custody.ApprovalExpired || got.Channel != "sms" || got.Escalations != 1 {
-		t.Fatalf("expired approval = %+v", got)
+	if got.Status != custody.ApprovalPending || got.Channel != "sms" || got.Escalations != 1 {
+		t.Fatalf("at half its lifetime the request is %+v, want pending, escalated once to sms", got)
 	}
-	if sms.count() != 1 || sms.got[0].ID != console.ID {
-		t.Fatalf("sms was not told about the expired request")
+	if sms.count() != 1 || sms.got[0].ID != console.ID || !f.clk.Now().Before(sms.got[0].ExpiresAt) {
+		t.Fatalf("sms was told %d times, want once about the request while it is pending", sms.count())
+	}
+
+	f.clk.Add(approval.DefaultTTL / 4)
+	f.sweep(t, 0)
+	if got, _ := f.svc.Get(ctx, console.ID); got.Status != custody.ApprovalPending || got.Channel != "pager" || got.Escalations != 2 || pager.count() != 2 {
+		t.Fatalf("at three quarters the request is %+v (pager told %d times), want pending on pager", got, pager.count())
+	}
+
+	f.clk.Add(approval.DefaultTTL / 4)
+	f.sweep(t, 1)
+	if got, _ := f.svc.Get(ctx, console.ID); got.Status != custody.ApprovalExpired || sms.count() != 1 || pager.count() != 2 {
+		t.Fatalf("at expiry: %+v, sms told %d, pager %d times; want expired and nobody paged", got, sms.count(), pager.count())
 	}
 	if d, _ := f.svc.Get(ctx, decided.ID); d.Status != custody.ApprovalApproved {
 		t.Errorf("a decided request changed to %q", d.Status)
 	}
 
 	f.clk.Add(10 * time.Minute)
-	if n, err := f.svc.ExpireDue(ctx); err != nil || n != 1 {
-		t.Fatalf("second sweep expired %d (%v), want 1", n, err)
-	}
+	f.sweep(t, 1)
 	if got, _ := f.svc.Get(ctx, last.ID); got.Status != custody.ApprovalExpired || got.Escalations != 0 || got.Channel != "pager" {
 		t.Fatalf("request on the last channel = %+v, want expired without escalation", got)
 	}
@@ -398,11 +419,88 @@ func TestExpireDueEscalates(t *testing.T) {
 		t.Errorf("%d approval.expired entries, want 2", n)
 	}
 	es := f.entries(t, custody.KindApprovalEscalate)
-	if len(es) != 1 || es[0].Refs[approval.RefApproval] != console.ID {
+	if len(es) != 2 || es[0].Refs[approval.RefApproval] != console.ID || es[1].Refs[approval.RefApproval] != console.ID {
 		t.Fatalf("approval.escalated entries = %+v", es)
 	}
 	_, err := f.svc.Decide(ctx, console.ID, approval.Decision{Decision: approval.Approve, Operator: "op-1"})
 	wantKind(t, err, custody.ECONFLICT)
+}
+
+// TestEscalatedRequestCanBeDecided: the channel an escalation pages can
+// still approve the request.
+func TestEscalatedRequestCanBeDecided(t *testing.T) {
+	sms := &notifier{name: "sms"}
+	f := newFixture(t, sms)
+	a := f.request(t, approval.Request{})
+	f.clk.Add(approval.DefaultTTL * 3 / 5)
+	f.sweep(t, 0)
+	if sms.count() != 1 {
+		t.Fatalf("sms told %d times, want 1", sms.count())
+	}
+	if _, err := f.svc.Decide(context.Background(), a.ID, approval.Decision{Decision: approval.Approve, Operator: "op-1"}); err != nil {
+		t.Fatalf("the escalated request could not be approved: %v", err)
+	}
+}
+
+// TestEscalateAtConfigured: the share of the lifetime is configurable, and
+// a share outside (0, 1) is refused.
+func TestEscalateAtConfigured(t *testing.T) {
+	sms := &notifier{name: "sms"}
+	f := newFixture(t)
+	svc, err := approval.New(approval.Config{Store: f.db, Ledger: f.db, Notifiers: []approval.Notifier{sms}, Now: f.clk.Now, EscalateAt: 0.8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Request(context.Background(), approval.Request{Tool: "post_announcement", Args: postArgs, Trace: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Add(approval.DefaultTTL*4/5 - time.Second)
+	if _, err := svc.ExpireDue(context.Background()); err != nil || sms.count() != 0 {
+		t.Fatalf("escalated before 0.8 of the lifetime (%v)", err)
+	}
+	f.clk.Add(time.Second)
+	if _, err := svc.ExpireDue(context.Background()); err != nil || sms.count() != 1 {
+		t.Fatalf("not escalated at 0.8 of the lifetime (%v)", err)
+	}
+	for _, share := range []float64{-0.5, 1, 1.5} {
+		if _, err := approval.New(approval.Config{Store: f.db, Ledger: f.db, EscalateAt: share}); err == nil {
+			t.Errorf("escalate at %v accepted", share)
+		}
+	}
+}
+
+// TestEscalateOnceAcrossServices: services sharing a store sweep at once;
+// each escalation is made, and paged, once.
+func TestEscalateOnceAcrossServices(t *testing.T) {
+	sms := &notifier{name: "sms"}
+	f := newFixture(t)
+	var svcs []*approval.Service
+	for range 4 {
+		svc, err := approval.New(approval.Config{Store: f.db, Ledger: f.db, Notifiers: []approval.Notifier{sms}, Now: f.clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svcs = append(svcs, svc)
+	}
+	const n = 10
+	for range n {
+		if _, err := svcs[0].Request(context.Background(), approval.Request{Tool: "post_announcement", Args: postArgs, Trace: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.clk.Add(approval.DefaultTTL / 2)
+	var wg sync.WaitGroup
+	for _, svc := range svcs {
+		wg.Go(func() {
+			if _, err := svc.ExpireDue(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if sms.count() != n || len(f.entries(t, custody.KindApprovalEscalate)) != n {
+		t.Fatalf("sms told %d times, %d escalation entries; want %d of each", sms.count(), len(f.entries(t, custody.KindApprovalEscalate)), n)
+	}
 }
 
 func TestNotifierFailureKeepsPending(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -41,8 +42,11 @@ type decisionBody struct {
 }
 
 // Decide records an operator's decision on the pending request id and
-// returns the decided approval. Errors: EINVALID for a malformed decision
-// or an edit outside the editable fields, ENOTFOUND, EEXPIRED past the
+// returns the decided approval. An approval is checked by the service's
+// validator (Config.Validate) with the arguments as approved, so that an
+// approved action is one that will run as approved. Errors: EINVALID for
+// a malformed decision, an edit outside the editable fields or arguments
+// the tool's contract or policy refuses (with the violations), ENOTFOUND, EEXPIRED past the
 // request's expiry, ECONFLICT when it was already decided, EUNAVAILABLE
 // when the store or the ledger fails.
 func (s *Service) Decide(ctx context.Context, id string, d Decision) (custody.Approval, error) {
@@ -56,6 +60,9 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (custody.Ap
 	}
 	a := before
 	if err := applyDecision(&a, d, now); err != nil {
+		return custody.Approval{}, err
+	}
+	if err := s.checkApproved(ctx, a, a.Digest != before.Digest); err != nil {
 		return custody.Approval{}, err
 	}
 	body, err := json.Marshal(decisionBody{
@@ -81,6 +88,36 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (custody.Ap
 		return custody.Approval{}, err
 	}
 	return a, nil
+}
+
+// checkApproved runs the validator on an action about to be approved;
+// edited says the operator changed its arguments. A refusal is EINVALID
+// with the violations, whatever kind the validator gave, since it is the
+// decision that is refused and not a call.
+func (s *Service) checkApproved(ctx context.Context, a custody.Approval, edited bool) error {
+	if s.validate == nil || a.Status != custody.ApprovalApproved {
+		return nil
+	}
+	err := s.validate(ctx, a)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNoContract) && !edited:
+		return nil
+	case errors.Is(err, ErrNoContract):
+		return &custody.Error{Kind: custody.EINVALID, ApprovalRequestID: a.ID, Err: err,
+			Message: fmt.Sprintf("the arguments of tool %q cannot be edited here: there is no contract to check them against", a.Tool)}
+	}
+	ce := custody.AsError(err)
+	if ce.Kind == custody.EUNAVAILABLE || ce.Kind == custody.EINTERNAL {
+		return ce
+	}
+	what := "the arguments"
+	if edited {
+		what = "the edited arguments"
+	}
+	return &custody.Error{Kind: custody.EINVALID, ApprovalRequestID: a.ID, Violations: ce.Violations, Err: err,
+		Message: fmt.Sprintf("%s would not run: %s", what, ce.Message)}
 }
 
 // checkDecision refuses a decision without an operator or a known verdict.

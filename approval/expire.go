@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/custody-dev/custody"
@@ -25,7 +26,12 @@ type escalation struct {
 	From        string `json:"from_channel"`
 	To          string `json:"to_channel"`
 	Escalations int    `json:"escalations"`
+	ExpiresAt   string `json:"expires_at"`
 }
+
+// nsEscalations counts the escalations of each request in the state
+// store, so that sweeps sharing a store make each escalation once.
+const nsEscalations = "approval.escalations"
 
 // expiry is the approval.expired ledger body.
 type expiry struct {
@@ -35,11 +41,16 @@ type expiry struct {
 	ExpiresAt string `json:"expires_at"`
 }
 
-// ExpireDue marks every pending request past its expiry as expired
-// (approval.expired entry) and escalates it: the next channel in the
-// escalation order is told that the action went undecided
-// (approval.escalated entry). It returns how many requests expired. A
-// request that an operator decided in the meantime is left alone.
+// ExpireDue sweeps the pending requests. A request that has waited its
+// escalation share of its lifetime is escalated while an operator can
+// still act on it: the next channel in the escalation order is notified
+// (approval.escalated entry). The k-th escalation is due once the request
+// has waited 1-(1-f)^k of its lifetime, f the service's EscalateAt: with
+// the default one half, at one half, three quarters, seven eighths. A
+// request past its expiry is marked expired (approval.expired entry) and
+// nobody is paged about it: nobody could act on it. It returns how many
+// requests expired. A request that an operator decided in the meantime is
+// left alone.
 func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 	pending, err := s.List(ctx, custody.ApprovalPending)
 	if err != nil {
@@ -49,6 +60,9 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 	n := 0
 	for _, p := range pending {
 		if now.Before(p.ExpiresAt) {
+			if err := s.escalateDue(ctx, p, now); err != nil {
+				return n, err
+			}
 			continue
 		}
 		ok, err := s.expire(ctx, p.ID, now)
@@ -62,8 +76,16 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// expire expires one request if it is still pending and due, records it and
-// escalates it. It reports whether it expired the request.
+// escalationDue returns when the escalation after k earlier ones of a
+// request is due: once it has waited 1-(1-f)^(k+1) of its lifetime.
+func (s *Service) escalationDue(a custody.Approval, k int) time.Time {
+	life := a.ExpiresAt.Sub(a.CreatedAt)
+	share := 1 - math.Pow(1-s.escalateAt, float64(k+1))
+	return a.CreatedAt.Add(time.Duration(float64(life) * share))
+}
+
+// expire expires one request if it is still pending and due, and records
+// it. It reports whether it expired the request.
 func (s *Service) expire(ctx context.Context, id string, now time.Time) (bool, error) {
 	cur, err := s.store.Approval(ctx, id)
 	if err != nil {
@@ -82,28 +104,35 @@ func (s *Service) expire(ctx context.Context, id string, now time.Time) (bool, e
 	if custody.ErrorKind(err) == custody.ECONFLICT {
 		return false, nil // an operator decided it in the meantime
 	}
-	if err != nil {
-		return false, err
-	}
-	return true, s.escalate(ctx, a)
+	return err == nil, err
 }
 
-// escalate re-notifies an expired request through the channel after its
-// own, if there is one, and records approval.escalated with the change of
-// channel.
-func (s *Service) escalate(ctx context.Context, a custody.Approval) error {
+// escalateDue re-notifies a pending request through the channel after
+// its own, if there is one and the next escalation is due at now, and
+// records approval.escalated with the change of channel. The change holds
+// only while the request is pending and no other sweep (of this instance
+// or another sharing the store) made this escalation first: the
+// escalation counter of the request may not pass the escalation's number.
+func (s *Service) escalateDue(ctx context.Context, a custody.Approval, now time.Time) error {
 	next := s.nextChannel(a.Channel)
-	if next == "" {
+	if next == "" || now.Before(s.escalationDue(a, a.Escalations)) {
 		return nil
 	}
 	from := a.Channel
 	a.Channel = next
 	a.Escalations++
-	body, err := json.Marshal(escalation{ID: a.ID, From: from, To: next, Escalations: a.Escalations})
+	body, err := json.Marshal(escalation{ID: a.ID, From: from, To: next, Escalations: a.Escalations,
+		ExpiresAt: custody.FormatTime(a.ExpiresAt)})
 	if err != nil {
 		return fmt.Errorf("encode escalation: %w", err)
 	}
-	if _, err := s.record(ctx, custody.KindApprovalEscalate, sweepActor, a, body, custody.UpdateApproval(a, custody.ApprovalExpired)); err != nil {
+	_, err = s.record(ctx, custody.KindApprovalEscalate, sweepActor, a, body,
+		custody.IncrState(nsEscalations, a.ID, 1, int64(a.Escalations)),
+		custody.UpdateApproval(a, custody.ApprovalPending))
+	if Refused(err) {
+		return nil // decided, or escalated by another sweep, in the meantime
+	}
+	if err != nil {
 		return err
 	}
 	s.notify(ctx, a, next)

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/custody-dev/custody"
 )
 
@@ -20,6 +22,12 @@ import (
 //	{"approval_request_id", "tool", "arguments", "reason", "expires_at", "console_url"}
 //
 // Any status outside 2xx is a failed notification.
+//
+// With a Key, every message is signed as Standard Webhooks specifies
+// (https://www.standardwebhooks.com): a webhook-id unique to the message,
+// a webhook-timestamp in unix seconds and a webhook-signature
+// "v1,<base64 HMAC-SHA256 of id.timestamp.body>", so that the receiver
+// can refuse a forged, altered or replayed page (see VerifyWebhook).
 type Webhook struct {
 	// Channel is the channel name (Name returns it); "webhook" when empty.
 	Channel string
@@ -30,6 +38,11 @@ type Webhook struct {
 	ConsoleURL string
 	// Client sends the request; a client with a 10 s timeout when nil.
 	Client *http.Client
+	// Key signs every message (see ParseWebhookSecret); nil sends them
+	// unsigned.
+	Key []byte
+	// Now is the clock of the signature's timestamp; time.Now when nil.
+	Now func() time.Time
 }
 
 var _ Notifier = (*Webhook)(nil)
@@ -64,6 +77,7 @@ func (w *Webhook) Notify(ctx context.Context, a custody.Approval) error {
 		return fmt.Errorf("%s: bad webhook URL", w.Name())
 	}
 	req.Header.Set("Content-Type", "application/json")
+	w.sign(req, "msg_"+uuid.NewString(), body)
 	resp, err := w.client().Do(req)
 	if err != nil {
 		var ue *url.Error
@@ -87,6 +101,13 @@ func (w *Webhook) payload(a custody.Approval) WebhookPayload {
 		p.ConsoleURL = w.ConsoleURL + "/#/approvals/" + url.PathEscape(a.ID)
 	}
 	return p
+}
+
+func (w *Webhook) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
 }
 
 func (w *Webhook) client() *http.Client {

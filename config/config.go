@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/upstream"
 )
@@ -46,6 +47,7 @@ type File struct {
 	Tokens     Tokens               `json:"tokens"`
 	Webhooks   []Webhook            `json:"webhooks"`
 	ConsoleURL string               `json:"console_url"`
+	EscalateAt float64              `json:"escalateAt"`
 	MCPServers map[string]MCPServer `json:"mcpServers"`
 	HTTPTools  map[string]HTTPTool  `json:"httpTools"`
 	Tools      map[string]Policy    `json:"tools"`
@@ -116,9 +118,12 @@ type Tokens struct {
 }
 
 // Webhook notifies of approvals, in escalation order after the console.
+// With a Secret (Standard Webhooks' "whsec_" form) every notification is
+// signed.
 type Webhook struct {
-	Name string `json:"name"`
-	URL  string `json:"url"`
+	Name   string `json:"name"`
+	URL    string `json:"url"`
+	Secret string `json:"secret"`
 }
 
 // MCPServer is one upstream MCP server: a command custody starts and
@@ -150,11 +155,13 @@ type Policy struct {
 	Effect           custody.Effect         `json:"effect"`
 	Approval         custody.ApprovalPolicy `json:"approval"`
 	MaxCallsPerTrace int                    `json:"maxCallsPerTrace"`
-	Timeout          string                 `json:"timeout"`
-	Arguments        json.RawMessage        `json:"arguments"`
-	Output           json.RawMessage        `json:"output"`
-	OpenArguments    bool                   `json:"openArguments"`
-	Editable         []string               `json:"editable"`
+	// MaxRefusalsPerTrace is the tool's refusal budget per trace.
+	MaxRefusalsPerTrace int             `json:"maxRefusalsPerTrace"`
+	Timeout             string          `json:"timeout"`
+	Arguments           json.RawMessage `json:"arguments"`
+	Output              json.RawMessage `json:"output"`
+	OpenArguments       bool            `json:"openArguments"`
+	Editable            []string        `json:"editable"`
 }
 
 // Agent says which tools one agent may see and call.
@@ -309,10 +316,20 @@ func check(doc []byte) error {
 }
 
 // checkPolicies checks what the schema cannot: timeouts parse, agent
-// globs are well formed, answers are not cut off before a tool's timeout.
+// globs are well formed, answers are not cut off before a tool's timeout,
+// webhook secrets are in the Standard Webhooks form (checked here so that
+// no error repeats a secret).
 func (f *File) checkPolicies() error {
 	if err := f.checkHTTP(); err != nil {
 		return err
+	}
+	for i, w := range f.Webhooks {
+		if w.Secret == "" {
+			continue
+		}
+		if _, err := approval.ParseWebhookSecret(w.Secret); err != nil {
+			return fmt.Errorf("/webhooks/%d/secret: %v", i, err)
+		}
 	}
 	for name, p := range f.Tools {
 		if _, err := path.Match(name, ""); err != nil {
@@ -361,7 +378,7 @@ func (f *File) Upstream() upstream.Config {
 // policy converts a checked policy.
 func (p Policy) policy() upstream.Policy {
 	out := upstream.Policy{Access: p.Access, Effect: p.Effect, Approval: p.Approval,
-		MaxCallsPerTrace: p.MaxCallsPerTrace, Arguments: p.Arguments, Output: p.Output,
+		MaxCallsPerTrace: p.MaxCallsPerTrace, MaxRefusalsPerTrace: p.MaxRefusalsPerTrace, Arguments: p.Arguments, Output: p.Output,
 		OpenArguments: p.OpenArguments, Editable: p.Editable}
 	if out.Approval == "" {
 		out.Approval = custody.NotRequired

@@ -163,3 +163,40 @@ func TestExampleConfig(t *testing.T) {
 		t.Errorf("example: %d servers, %d tools", len(f.MCPServers), len(f.Tools))
 	}
 }
+
+func TestRefusalBudget(t *testing.T) {
+	f, err := Parse([]byte(`{"tools":{"a":{"access":"READ","effect":"NONE","maxCallsPerTrace":5,"maxRefusalsPerTrace":3}}}`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := f.Upstream().Governance["a"]; p.MaxCallsPerTrace != 5 || p.MaxRefusalsPerTrace != 3 {
+		t.Errorf("budgets %d calls, %d refusals; want 5 and 3", p.MaxCallsPerTrace, p.MaxRefusalsPerTrace)
+	}
+	if _, err := Parse([]byte(`{"tools":{"a":{"access":"READ","effect":"NONE","maxRefusalsPerTrace":-1}}}`), env(nil)); err == nil || !strings.Contains(err.Error(), "/tools/a/maxRefusalsPerTrace") {
+		t.Errorf("negative refusal budget: %v", err)
+	}
+}
+
+func TestEscalateAt(t *testing.T) {
+	f, err := Parse([]byte(`{"escalateAt":0.8}`), env(nil))
+	if err != nil || f.EscalateAt != 0.8 {
+		t.Fatalf("escalateAt 0.8: %v, %v", f, err)
+	}
+	for _, doc := range []string{`{"escalateAt":1}`, `{"escalateAt":0}`, `{"escalateAt":-0.5}`} {
+		if _, err := Parse([]byte(doc), env(nil)); err == nil || !strings.Contains(err.Error(), "/escalateAt") {
+			t.Errorf("%s: %v, want an error at /escalateAt", doc, err)
+		}
+	}
+}
+
+func TestWebhookSecret(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	f, err := Parse([]byte(`{"webhooks":[{"name":"pager","url":"https://pager.example/hook","secret":"${env:PAGER_SECRET}"}]}`), env(map[string]string{"PAGER_SECRET": secret}))
+	if err != nil || f.Webhooks[0].Secret != secret {
+		t.Fatalf("secret from the environment: %+v, %v", f, err)
+	}
+	_, err = Parse([]byte(`{"webhooks":[{"name":"pager","url":"https://pager.example/hook","secret":"hunter2"}]}`), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "/webhooks/0/secret") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("a secret not in whsec_ form: %v, want an error at /webhooks/0/secret that does not repeat it", err)
+	}
+}

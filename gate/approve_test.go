@@ -252,13 +252,17 @@ func (p *pager) Notify(_ context.Context, a custody.Approval) error {
 	return nil
 }
 
-// TestAskAgainAfterEscalation checks that once a request expired and
-// escalated, the next call asks on the escalated channel.
+// TestAskAgainAfterEscalation checks that once a request escalated and
+// then expired, the next call asks on the escalated channel.
 func TestAskAgainAfterEscalation(t *testing.T) {
 	p := &pager{}
 	h := newHarness(t, p)
 	first := h.pending(t, "trace-esc", "post_announcement", post)
-	h.clk.Add(approval.DefaultTTL)
+	h.clk.Add(approval.DefaultTTL / 2)
+	if n, err := h.svc.ExpireDue(context.Background()); err != nil || n != 0 {
+		t.Fatalf("ExpireDue at half the lifetime = %d, %v", n, err)
+	}
+	h.clk.Add(approval.DefaultTTL / 2)
 	if n, err := h.svc.ExpireDue(context.Background()); err != nil || n != 1 {
 		t.Fatalf("ExpireDue = %d, %v", n, err)
 	}

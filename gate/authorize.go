@@ -139,6 +139,7 @@ func (g *Gateway) ask(ctx context.Context, f *flight, action []byte, lapsed erro
 	if err != nil {
 		return err
 	}
+	f.asked = true
 	f.ref(approval.RefApproval, a.ID)
 	e := &custody.Error{Kind: custody.EPENDING, ApprovalRequestID: a.ID, ExpiresAt: a.ExpiresAt,
 		Message: fmt.Sprintf("tool %q needs a human approval: approval %s is waiting for an operator until %s", f.Tool, a.ID, custody.FormatTime(a.ExpiresAt))}

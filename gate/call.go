@@ -30,6 +30,13 @@ type flight struct {
 	// counted with an entry already.
 	budgetKey     string
 	budgetCounted bool
+	// refusalKey is the call's key in the refusals namespace when its
+	// tool has a refusal budget; asked says the call made a new approval
+	// request.
+	refusalKey string
+	asked      bool
+	// refusal is the error a call.refused entry records.
+	refusal *custody.Error
 	// refs thread the chain of custody onto every entry of the call.
 	// Once an entry carries them they are shared: ref copies them before
 	// adding, so that no entry's refs change after it was appended.
@@ -48,6 +55,7 @@ type flight struct {
 //
 //	1 decode      decode.go     the call's bytes and trace id
 //	  lookupTool  call.go       the tool is in the envelope and the agent's
+//	  refusals    policy.go     the trace has refusals of the tool left
 //	2 checkInput  validate.go   the arguments against the input contract
 //	3 policy      policy.go     budget, resource scope, custody links
 //	4 authorize   authorize.go  the approval of a HUMAN_CONFIRMATION action
@@ -132,6 +140,9 @@ func (g *Gateway) validateCall(ctx context.Context, f *flight) error {
 		return err
 	}
 	if err := g.lookupTool(ctx, f); err != nil {
+		return err
+	}
+	if err := g.refusals(ctx, f); err != nil {
 		return err
 	}
 	return g.checkInput(ctx, f)

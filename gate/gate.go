@@ -3,7 +3,8 @@
 // the first refusal:
 //
 //  1. decode:   size cap, strict JSON (UTF-8, no duplicate keys, integers
-//     within ±2^53), trace id
+//     within ±2^53), trace id; the tool is in the envelope and the trace
+//     has not used the tool's refusals-per-trace budget
 //  2. contract: the exact argument bytes against the tool's input schema
 //  3. policy:   the tool is in the envelope, the calls-per-trace budget,
 //     the resource scope and the custody links
@@ -49,12 +50,24 @@
 // # State
 //
 // What the policy reads is state committed with the entry that justifies
-// it: a calls-per-trace budget counts with the call's first entry (within
-// the budget when that entry lets the call go on), and a ref that a
-// custody link checks is recorded with the call.succeeded entry of the
-// call that produced it (namespace "ref"). Under concurrent calls of one
-// trace a READ tool with a budget may run past it; its output is then
-// withheld and the call refused.
+// it: a calls-per-trace budget counts the calls that ran, with the call's
+// first entry after the policy let it go on (call.started, or the outcome
+// of a READ call), within the budget when that entry lets the call go on;
+// a ref that a custody link checks is recorded with the call.succeeded
+// entry of the call that produced it (namespace "ref"). Under concurrent
+// calls of one trace a READ tool with a budget may run past it; its
+// output is then withheld and the call refused.
+//
+// Refused calls count against a separate refusals-per-trace budget
+// (ToolSpec.MaxRefusalsPerTrace, DefaultMaxRefusalsPerTrace for a tool
+// with a calls budget), with their call.refused entry (namespace
+// "refusals"): a trace that has used it is denied every further call of
+// the tool, saying so, so that probing stops while one malformed call does
+// not lock a trace out of the calls it may make. A refusal that only
+// reports an approval already waiting, and a failure of custody itself
+// (unavailable, internal), do not count. The count is read before the
+// call goes on, so concurrent calls of one trace may pass the refusal
+// budget by as many as run at once.
 package gate
 
 import (
@@ -78,11 +91,16 @@ import (
 const (
 	DefaultDeadline    = 10 * time.Second
 	DefaultMaxArgBytes = 1 << 20
+	// DefaultMaxRefusalsPerTrace is the refusal budget of a tool with a
+	// calls-per-trace budget that declares none of its own.
+	DefaultMaxRefusalsPerTrace = 10
 )
 
 // State namespaces the gateway writes.
 const (
-	nsBudget     = "budget"
+	nsBudget = "budget"
+	// nsRefusals counts the refused calls of a tool in a trace.
+	nsRefusals   = "refusals"
 	nsScope      = "scope"
 	nsScopeClaim = "scope.claim"
 	// nsRef holds the refs of successful calls that custody links check.
@@ -195,6 +213,8 @@ type tool struct {
 	intent bool
 	// refLinks says the tool has a custody link to a ref.
 	refLinks bool
+	// maxRefusals is the tool's refusal budget per trace; 0 is none.
+	maxRefusals int
 }
 
 // New builds a gateway offering tools, in that order, as the envelope
@@ -284,8 +304,12 @@ func (g *Gateway) compile(t Tool) (*tool, error) {
 			return nil, fmt.Errorf("editable %q must name a top-level argument", f)
 		}
 	}
-	if (s.MaxCallsPerTrace > 0 || ct.scopeArg != "" || ct.refLinks) && g.state == nil {
-		return nil, errors.New("a calls-per-trace budget, a trace scope or a custody link to a ref needs a state store")
+	if (s.MaxCallsPerTrace > 0 || s.MaxRefusalsPerTrace > 0 || ct.scopeArg != "" || ct.refLinks) && g.state == nil {
+		return nil, errors.New("a calls-per-trace or refusals-per-trace budget, a trace scope or a custody link to a ref needs a state store")
+	}
+	ct.maxRefusals = s.MaxRefusalsPerTrace
+	if ct.maxRefusals == 0 && s.MaxCallsPerTrace > 0 {
+		ct.maxRefusals = DefaultMaxRefusalsPerTrace
 	}
 	return ct, nil
 }
@@ -307,6 +331,8 @@ func checkSpec(s custody.ToolSpec, h Handler) error {
 		return fmt.Errorf("approval %q: want %q or %q", s.Approval, custody.NotRequired, custody.HumanConfirmation)
 	case s.MaxCallsPerTrace < 0:
 		return fmt.Errorf("maximum_calls_per_trace %d is negative", s.MaxCallsPerTrace)
+	case s.MaxRefusalsPerTrace < 0:
+		return fmt.Errorf("maximum_refusals_per_trace %d is negative", s.MaxRefusalsPerTrace)
 	}
 	return nil
 }

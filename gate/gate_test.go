@@ -159,8 +159,11 @@ func TestBudgetUnderRace(t *testing.T) {
 	if got := h.entries(t, custody.Query{Trace: "trace-race", Kind: custody.KindCallRefused}); len(got) != 6 {
 		t.Fatalf("%d calls refused, want 6", len(got))
 	}
-	if doc, err := h.db.State(context.Background(), "budget", "trace-race/limited"); err != nil || string(doc) != "8" {
-		t.Fatalf("budget = %s, %v; want 8: every call counts", doc, err)
+	if doc, err := h.db.State(context.Background(), "budget", "trace-race/limited"); err != nil || string(doc) != "2" {
+		t.Fatalf("budget = %s, %v; want 2: the calls whose output was released", doc, err)
+	}
+	if doc, err := h.db.State(context.Background(), "refusals", "trace-race/limited"); err != nil || string(doc) != "6" {
+		t.Fatalf("refusals = %s, %v; want 6", doc, err)
 	}
 }
 

@@ -71,6 +71,8 @@ type harnessOptions struct {
 	stoppedStore bool
 	// tracer, when set, traces every call.
 	tracer trace.Tracer
+	// allowed is the gateway's Config.Allowed.
+	allowed func(actor, tool string) bool
 }
 
 // newHarnessWith builds a harness as opts say.
@@ -88,7 +90,10 @@ func newHarnessWith(t testing.TB, opts harnessOptions) *harness {
 	t.Cleanup(func() { db.Close() })
 	h := &harness{db: db, led: &gatetest.FlakyLedger{Ledger: db}, reg: loadRegistry(t),
 		clk: clk, runs: map[string]*atomic.Int64{}}
-	h.svc, err = approval.New(approval.Config{Store: db, Ledger: h.led, Notifiers: opts.notifiers, Now: h.clk.Now})
+	// The gateway checks what an operator approves; it is built after
+	// the service, as in serve.
+	validate := func(ctx context.Context, a custody.Approval) error { return h.gw.CheckApproval(ctx, a) }
+	h.svc, err = approval.New(approval.Config{Store: db, Ledger: h.led, Notifiers: opts.notifiers, Now: h.clk.Now, Validate: validate})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +104,7 @@ func newHarnessWith(t testing.TB, opts harnessOptions) *harness {
 	h.gw, err = gate.New(gate.Config{
 		Registry: h.reg, Ledger: h.led, Approvals: h.svc, State: db, Now: h.clk.Now,
 		Deadline: cmp.Or(opts.deadline, 200*time.Millisecond), Logger: discard(), Tracer: opts.tracer,
+		Allowed: opts.allowed,
 	}, example.EnvelopeID, tools)
 	if err != nil {
 		t.Fatalf("new gateway: %v", err)
@@ -147,6 +153,15 @@ func (h *harness) testTools() []gate.Tool {
 	sign := spec("sign", custody.Write)
 	sign.Effect, sign.Approval = custody.EffectConsequential, custody.HumanConfirmation
 	sign.Links = []custody.Link{{Arg: "/approval_request_id", Approval: true}}
+	once := spec("sign_once", custody.Write)
+	once.Effect, once.Approval, once.MaxCallsPerTrace = custody.EffectConsequential, custody.HumanConfirmation, 1
+	once.Links = []custody.Link{{Arg: "/approval_request_id", Approval: true}}
+	probed := spec("probed", custody.Read)
+	probed.MaxRefusalsPerTrace = 3
+	broadcast := spec("broadcast", custody.Write)
+	broadcast.Input, broadcast.ArgumentsPolicy = testContract+"#/$defs/broadcast_args", testContract+"#/$defs/broadcast_policy"
+	broadcast.Effect, broadcast.Approval = custody.EffectConsequential, custody.HumanConfirmation
+	broadcast.Links = []custody.Link{{Arg: "/approval_request_id", Approval: true}}
 	briefOut := func(_ context.Context, c custody.Call) (json.RawMessage, error) {
 		var in struct{ S string }
 		_ = json.Unmarshal(c.Args, &in)
@@ -162,6 +177,9 @@ func (h *harness) testTools() []gate.Tool {
 		{Spec: fake, Handler: briefOut},
 		{Spec: cite, Handler: ok},
 		{Spec: sign, Handler: ok, Editable: []string{"message"}},
+		{Spec: broadcast, Handler: ok, Editable: []string{"message", "tier"}},
+		{Spec: once, Handler: ok},
+		{Spec: probed, Handler: ok},
 		{Spec: spec("broken", custody.Read), Handler: func(context.Context, custody.Call) (json.RawMessage, error) {
 			return json.RawMessage(`{"ok":"yes","secret":"do not show"}`), nil
 		}},

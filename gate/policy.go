@@ -43,27 +43,20 @@ func (g *Gateway) admit(ctx context.Context, f *flight) error {
 	return &custody.Error{Kind: custody.EDENIED, Message: err.Error(), Err: err}
 }
 
-// budget refuses a call once its trace has used the tool's calls. Every
-// call that passed the contract counts, refused or not: the count is
-// committed with the call's first entry (see budgetChange), so that no
-// call is counted that the ledger does not show and none shows that is
-// not counted.
+// budget refuses a call once its trace has used the tool's calls. Only
+// calls that ran count: the count is committed with the call's first
+// entry after the policy let it go on (see budgetChange), so that no call
+// is counted that the ledger does not show. Refused calls count against
+// the refusal budget instead (see refusals).
 func (g *Gateway) budget(ctx context.Context, f *flight) error {
 	max := f.tool.Spec.MaxCallsPerTrace
 	if max <= 0 {
 		return nil
 	}
 	f.budgetKey = f.Trace + "/" + f.Tool
-	doc, err := g.state.State(ctx, nsBudget, f.budgetKey)
-	if custody.ErrorKind(err) == custody.ENOTFOUND {
-		return nil
-	}
+	n, err := g.counter(ctx, nsBudget, f.budgetKey)
 	if err != nil {
-		return unavailableState(err)
-	}
-	n, err := strconv.ParseInt(string(doc), 10, 64)
-	if err != nil {
-		return &custody.Error{Kind: custody.EINTERNAL, Message: "internal error", Err: fmt.Errorf("budget %s: %w", f.budgetKey, err)}
+		return err
 	}
 	if n >= int64(max) {
 		return budgetSpent(f)
@@ -71,18 +64,54 @@ func (g *Gateway) budget(ctx context.Context, f *flight) error {
 	return nil
 }
 
-// budgetSpent is the refusal of a call past its trace's budget.
-func budgetSpent(f *flight) *custody.Error {
-	return custody.Errorf(custody.EDENIED, "tool %q may be called at most %d times per trace; trace %s has used them", f.Tool, f.tool.Spec.MaxCallsPerTrace, f.Trace)
+// refusals denies a call once its trace has had the tool's refusal budget
+// of refused calls, before the call is looked at any further, so that a
+// trace probing the tool's contract or policy is stopped.
+func (g *Gateway) refusals(ctx context.Context, f *flight) error {
+	max := f.tool.maxRefusals
+	if max <= 0 {
+		return nil
+	}
+	f.refusalKey = f.Trace + "/" + f.Tool
+	n, err := g.counter(ctx, nsRefusals, f.refusalKey)
+	if err != nil {
+		return err
+	}
+	if n >= int64(max) {
+		return custody.Errorf(custody.EDENIED, "tool %q may be refused at most %d times per trace (maximum_refusals_per_trace); trace %s has had them, so no more calls of it are taken in this trace", f.Tool, max, f.Trace)
+	}
+	return nil
 }
 
-// budgetChange returns the change that counts the call, committed with
-// its first entry of the given kind, and whether there is one. An entry
-// that lets the call go on (call.started, call.succeeded) holds only
-// within the budget, so that concurrent calls cannot pass it; a refusal or
-// failure counts whatever the sum.
+// counter reads a count in the state store; 0 when there is none.
+func (g *Gateway) counter(ctx context.Context, ns, key string) (int64, error) {
+	doc, err := g.state.State(ctx, ns, key)
+	if custody.ErrorKind(err) == custody.ENOTFOUND {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, unavailableState(err)
+	}
+	n, err := strconv.ParseInt(string(doc), 10, 64)
+	if err != nil {
+		return 0, &custody.Error{Kind: custody.EINTERNAL, Message: "internal error", Err: fmt.Errorf("%s %s: %w", ns, key, err)}
+	}
+	return n, nil
+}
+
+// budgetSpent is the refusal of a call past its trace's budget.
+func budgetSpent(f *flight) *custody.Error {
+	return custody.Errorf(custody.EDENIED, "tool %q may be called at most %d times per trace (maximum_calls_per_trace); trace %s has used them", f.Tool, f.tool.Spec.MaxCallsPerTrace, f.Trace)
+}
+
+// budgetChange returns the change that counts a call that ran, committed
+// with its first entry of the given kind other than call.refused, and
+// whether there is one. An entry that lets the call go on (call.started,
+// call.succeeded) holds only within the budget, so that concurrent calls
+// cannot pass it; a failure or breach of a call that ran counts whatever
+// the sum.
 func budgetChange(f *flight, kind string) (custody.Change, bool) {
-	if f.budgetKey == "" || f.budgetCounted {
+	if f.budgetKey == "" || f.budgetCounted || kind == custody.KindCallRefused {
 		return custody.Change{}, false
 	}
 	limit := int64(0)
@@ -90,6 +119,23 @@ func budgetChange(f *flight, kind string) (custody.Change, bool) {
 		limit = int64(f.tool.Spec.MaxCallsPerTrace)
 	}
 	return custody.IncrState(nsBudget, f.budgetKey, 1, limit).Else(budgetSpent(f)), true
+}
+
+// refusalChange returns the change that counts a refused call against its
+// tool's refusal budget, committed with its call.refused entry, and
+// whether there is one. A refusal that only reports an approval already
+// waiting does not count, nor does a failure of custody itself.
+func refusalChange(f *flight, kind string, e *custody.Error) (custody.Change, bool) {
+	if f.refusalKey == "" || kind != custody.KindCallRefused || e == nil {
+		return custody.Change{}, false
+	}
+	switch {
+	case e.Kind == custody.EUNAVAILABLE, e.Kind == custody.EINTERNAL:
+		return custody.Change{}, false
+	case e.Kind == custody.EPENDING && !f.asked:
+		return custody.Change{}, false
+	}
+	return custody.IncrState(nsRefusals, f.refusalKey, 1, 0), true
 }
 
 // scope refuses a call naming a resource bound to another trace, and binds
@@ -112,11 +158,17 @@ func (g *Gateway) scope(ctx context.Context, f *flight) error {
 		return err
 	}
 	if owner != f.Trace {
-		return &custody.Error{Kind: custody.EDENIED,
-			Message:    fmt.Sprintf("%s %q belongs to another trace: tool %q may only touch resources of its own trace", f.tool.scopeName, v, f.Tool),
-			Violations: []custody.Violation{{Instance: f.tool.scopeArg, Keyword: "resource_scope", Message: "resource bound to another trace"}}}
+		return scopeRefusal(f, v)
 	}
 	return nil
+}
+
+// scopeRefusal is the refusal of a call naming the resource v, which
+// another trace owns.
+func scopeRefusal(f *flight, v string) *custody.Error {
+	return &custody.Error{Kind: custody.EDENIED,
+		Message:    fmt.Sprintf("%s %q belongs to another trace: tool %q may only touch resources of its own trace", f.tool.scopeName, v, f.Tool),
+		Violations: []custody.Violation{{Instance: f.tool.scopeArg, Keyword: "resource_scope", Message: "resource bound to another trace"}}}
 }
 
 // bind returns the trace that owns the resource key, making trace its

@@ -78,6 +78,7 @@ func (g *Gateway) refuse(ctx context.Context, f *flight, err error) error {
 	body := f.bodyStart(make([]byte, 0, 256+len(f.Args)))
 	body = append(body, `,"error":`...)
 	body = appendJSON(body, newErrorDoc(ce))
+	f.refusal = ce
 	e, aerr := g.append(ctx, f, custody.KindCallRefused, append(body, '}'))
 	if aerr != nil {
 		return aerr

@@ -28,12 +28,16 @@ func (g *Gateway) intend(ctx context.Context, f *flight) error {
 }
 
 // changes returns the state changes committed with the call's entry of
-// the given kind: the count against its budget with its first entry, the
-// use of its approval with call.started, the refs that custody links
+// the given kind: the count against its calls budget with its first entry
+// once it may run, the count against its refusal budget with call.refused,
+// the use of its approval with call.started, the refs that custody links
 // check with call.succeeded.
 func (g *Gateway) changes(f *flight, kind string) []custody.Change {
 	var out []custody.Change
 	if c, ok := budgetChange(f, kind); ok {
+		out = append(out, c)
+	}
+	if c, ok := refusalChange(f, kind, f.refusal); ok {
 		out = append(out, c)
 	}
 	if kind == custody.KindCallStarted && f.approval != "" {

@@ -289,6 +289,25 @@ func (d *Desk) Case(id string) (Case, error) {
 	return *c, nil
 }
 
+// CheckApproval checks a broadcast order an operator is about to approve,
+// on any decision path, against the aggregation it answers, as Publish
+// will: an approval validator (approval.Config.Validate). An approval of
+// another tool is an error wrapping approval.ErrNoContract.
+func (d *Desk) CheckApproval(_ context.Context, a custody.Approval) error {
+	if a.Tool != broadcastTool {
+		return fmt.Errorf("mesh: tool %q: %w", a.Tool, approval.ErrNoContract)
+	}
+	c, err := d.Case(a.ID)
+	if err != nil {
+		return err
+	}
+	var o order
+	if err := json.Unmarshal(a.Arguments, &o); err != nil {
+		return &custody.Error{Kind: custody.EINVALID, Message: "the broadcast order does not decode", Err: err}
+	}
+	return checkOrder(c.Aggregation, o)
+}
+
 // orderDigest returns the approval digest of an order.
 func orderDigest(raw []byte) (string, error) {
 	return ledger.ActionDigest(broadcastTool, raw)

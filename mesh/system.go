@@ -2,10 +2,14 @@ package mesh
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
 )
 
 // Deps are what a System needs from the core.
@@ -122,6 +126,16 @@ func (s *System) runSim(ctx context.Context) error {
 	}
 	s.set(sim.Aggregator, sim.Desk, "simulation: "+s.deps.Scenario)
 	return sim.Run(ctx)
+}
+
+// CheckApproval checks a broadcast order an operator is about to approve
+// against the current desk (Desk.CheckApproval).
+func (s *System) CheckApproval(ctx context.Context, a custody.Approval) error {
+	_, desk, _ := s.current()
+	if desk == nil {
+		return fmt.Errorf("mesh: no desk yet for tool %q: %w", a.Tool, approval.ErrNoContract)
+	}
+	return desk.CheckApproval(ctx, a)
 }
 
 func (s *System) set(view *Aggregator, desk *Desk, source string) {

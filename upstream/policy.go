@@ -16,6 +16,9 @@ type Policy struct {
 	Effect           custody.Effect
 	Approval         custody.ApprovalPolicy
 	MaxCallsPerTrace int
+	// MaxRefusalsPerTrace is the refusal budget per trace (see
+	// custody.ToolSpec); 0: the gateway's default.
+	MaxRefusalsPerTrace int
 	// Timeout bounds each run; the gateway's deadline when zero.
 	Timeout time.Duration
 	// Arguments is a schema the arguments must match as well as the

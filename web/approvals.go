@@ -43,9 +43,19 @@ func validStatus(st custody.ApprovalStatus) bool {
 	return false
 }
 
-// handleApproval serves GET /v1/approvals/{id}.
+// handleApproval serves GET /v1/approvals/{id} to operators and auditors,
+// and to the agent that requested the approval, so that an agent that was
+// held can read what was decided: the arguments as approved, edited or
+// not, are the only ones that may run. Another agent gets 404, as for an
+// id that does not exist: an approval's existence is not its business.
 func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
-	a, err := s.cfg.Approvals.Get(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	a, err := s.cfg.Approvals.Get(r.Context(), id)
+	p, _ := PrincipalFrom(r.Context())
+	if err == nil && p.Role == RoleAgent && a.Requester != p.ID {
+		s.log.Warn("refused: another agent's approval", "principal", p.ID, "approval_request_id", id)
+		err = custody.Errorf(custody.ENOTFOUND, "approval %s not found", id)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -66,7 +66,10 @@ func newEnvWith(t testing.TB, configure func(*web.Config), apps ...web.App) *env
 	if err != nil {
 		t.Fatalf("load contracts: %v", err)
 	}
-	e.approvals, err = approval.New(approval.Config{Store: db, Ledger: e.ledger, Now: e.clock.Now})
+	// As in serve, the gateway built after the service checks what an
+	// operator approves.
+	validate := func(ctx context.Context, a custody.Approval) error { return e.gw.CheckApproval(ctx, a) }
+	e.approvals, err = approval.New(approval.Config{Store: db, Ledger: e.ledger, Now: e.clock.Now, Validate: validate})
 	if err != nil {
 		t.Fatalf("approvals: %v", err)
 	}

@@ -179,7 +179,7 @@ func (s *Server) api() []route {
 		{"GET", "/v1/tools/{name}", s.require(s.handleTool, allRoles()...)},
 		{"GET", "/v1/openapi.json", s.handleOpenAPI},
 		{"GET", "/v1/approvals", s.require(s.handleApprovals, readers()...)},
-		{"GET", "/v1/approvals/{id}", s.require(s.handleApproval, readers()...)},
+		{"GET", "/v1/approvals/{id}", s.require(s.handleApproval, allRoles()...)},
 		{"GET", "/v1/approvals/{id}/form", s.require(s.handleForm, readers()...)},
 		{"POST", "/v1/console/login-link", s.require(s.handleLoginLink, readers()...)},
 		{"POST", "/v1/approvals/{id}/decision", s.require(s.handleDecision, RoleOperator)},

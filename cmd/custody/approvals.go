@@ -108,6 +108,7 @@ type decisionFlags struct {
 	note      *string
 	data      *string
 	contracts *string
+	config    *string
 }
 
 func (m *Main) decisionFlags(name, usage string) decisionFlags {
@@ -118,6 +119,7 @@ func (m *Main) decisionFlags(name, usage string) decisionFlags {
 		note:      fs.String("note", "", "a `NOTE` recorded with the decision"),
 		data:      m.dataFlag(fs),
 		contracts: m.contractsFlag(fs),
+		config:    m.configFlag(fs),
 	}
 }
 
@@ -167,9 +169,11 @@ func (m *Main) runDecline(ctx context.Context, args []string) int {
 	return m.decide(ctx, d, id, approval.Decline, nil)
 }
 
-// decide records the decision and prints the decided approval.
+// decide records the decision and prints the decided approval. The stack
+// is the one the configuration serves, so that an approval is checked
+// against the contract and policy of the tool that will run it.
 func (m *Main) decide(ctx context.Context, d decisionFlags, id, decision string, set setFlags) int {
-	s, err := m.openStack(ctx, *d.data, *d.contracts)
+	s, err := m.configuredStack(ctx, *d.data, *d.contracts, *d.config)
 	if err != nil {
 		return m.fail(err)
 	}

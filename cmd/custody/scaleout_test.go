@@ -240,11 +240,13 @@ func TestStacksShareBudget(t *testing.T) {
 	}
 }
 
-// TestStacksExpireOnce sweeps the same overdue approvals from three
-// instances at once, twice: each approval expires once, escalates once
-// and its next channel is notified once. The sweep's change is
-// conditional on the status it read, so the instances need no lease: the
-// one whose commit comes first wins and the others' are refused.
+// TestStacksExpireOnce sweeps the same approvals from three instances at
+// once, twice: each overdue approval expires once and pages nobody; each
+// approval past half its lifetime escalates once, while still pending,
+// and its next channel is notified once. The sweep's changes are
+// conditional on the status and escalation count it read, so the
+// instances need no lease: the one whose commit comes first wins and the
+// others' are refused.
 func TestStacksExpireOnce(t *testing.T) {
 	url, dir := pgtest.URL(t), t.TempDir()
 	var hits sync.Map // approval id -> *atomic.Int64
@@ -271,11 +273,17 @@ func TestStacksExpireOnce(t *testing.T) {
 	}
 	ctx := context.Background()
 	const n = 20
-	past := time.Now().Add(-time.Hour)
-	for i := range n {
+	past, now := time.Now().Add(-time.Hour), time.Now()
+	for i := range 2 * n {
+		// ap-0 to ap-19 are overdue; ap-20 to ap-39 are past half their
+		// lifetime.
+		created, expires := past, past.Add(time.Minute)
+		if i >= n {
+			created, expires = now.Add(-time.Hour), now.Add(time.Hour)
+		}
 		a := custody.Approval{ID: fmt.Sprint("ap-", i), Status: custody.ApprovalPending, Tool: "post_announcement",
 			Arguments: json.RawMessage(`{"channel":"ops","message":"X"}`), Digest: "d", Trace: "t1", Requester: "bot",
-			Channel: approval.ConsoleChannel, CreatedAt: past, ExpiresAt: past.Add(time.Minute)}
+			Channel: approval.ConsoleChannel, CreatedAt: created, ExpiresAt: expires}
 		e := custody.Entry{Kind: custody.KindApprovalRequest, Trace: "t1", Actor: "bot", Body: json.RawMessage(`{}`)}
 		if _, err := stacks[i%3].db.Commit(ctx, e, custody.CreateApproval(a)); err != nil {
 			t.Fatal(err)
@@ -303,13 +311,18 @@ func TestStacksExpireOnce(t *testing.T) {
 			t.Fatalf("%s entries: %d, %v; want %d", kind, len(es), err, n)
 		}
 	}
-	for i := range n {
+	for i := range 2 * n {
 		id := fmt.Sprint("ap-", i)
 		a, err := stacks[2].db.Approval(ctx, id)
-		if err != nil || a.Status != custody.ApprovalExpired || a.Escalations != 1 || a.Channel != "sms" {
-			t.Fatalf("approval %s = %+v, %v; want expired, escalated once to sms", id, a, err)
-		}
-		if c, ok := hits.Load(id); !ok || c.(*atomic.Int64).Load() != 1 {
+		c, paged := hits.Load(id)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case i < n && (a.Status != custody.ApprovalExpired || a.Escalations != 0 || paged):
+			t.Fatalf("overdue approval %s = %+v (paged %v); want expired and nobody paged", id, a, paged)
+		case i >= n && (a.Status != custody.ApprovalPending || a.Escalations != 1 || a.Channel != "sms"):
+			t.Fatalf("approval %s = %+v; want pending, escalated once to sms", id, a)
+		case i >= n && (!paged || c.(*atomic.Int64).Load() != 1):
 			t.Fatalf("approval %s: the sms webhook was not called exactly once", id)
 		}
 	}

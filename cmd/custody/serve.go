@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -270,18 +271,27 @@ func (m *Main) serveWitnesses(st *stack, list []witnessConfig) (*witnessing, err
 }
 
 // withFileEnv returns a copy of m whose environment falls back to the
-// config file: its webhooks become $CUSTODY_NOTIFY and its console URL (or
+// config file: its webhooks become $CUSTODY_NOTIFY (their secrets
+// $CUSTODY_NOTIFY_SECRETS), its escalateAt $CUSTODY_ESCALATE_AT and its
+// console URL (or
 // base) $CUSTODY_CONSOLE_URL, so the stack reads one source.
 func (m *Main) withFileEnv(cfg *config.File, base string) *Main {
 	fallback := map[string]string{"CUSTODY_CONSOLE_URL": base}
 	if cfg.ConsoleURL != "" {
 		fallback["CUSTODY_CONSOLE_URL"] = cfg.ConsoleURL
 	}
-	var hooks []string
+	var hooks, secrets []string
 	for _, w := range cfg.Webhooks {
 		hooks = append(hooks, w.Name+"="+w.URL)
+		if w.Secret != "" {
+			secrets = append(secrets, w.Name+"="+w.Secret)
+		}
 	}
 	fallback["CUSTODY_NOTIFY"] = strings.Join(hooks, ",")
+	if cfg.EscalateAt != 0 {
+		fallback["CUSTODY_ESCALATE_AT"] = strconv.FormatFloat(cfg.EscalateAt, 'g', -1, 64)
+	}
+	fallback["CUSTODY_NOTIFY_SECRETS"] = strings.Join(secrets, ",")
 	c := *m
 	c.Getenv = func(k string) string {
 		if v := m.Getenv(k); v != "" {

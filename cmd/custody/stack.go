@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +37,9 @@ type stack struct {
 	// flushSpans exports the calls' spans still buffered; nil when
 	// tracing is off.
 	flushSpans func(context.Context) error
+	// checks are approval validators of actions the gateway does not run
+	// (a domain system's), asked after the gateway, in order.
+	checks []func(ctx context.Context, a custody.Approval) error
 }
 
 // stackConfig says what a stack is made of.
@@ -114,7 +119,12 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 	if s.db, err = m.openStore(sc.data); err != nil {
 		return nil, err
 	}
-	if s.approvals, err = approval.New(approval.Config{Store: s.db, Ledger: s.db, Notifiers: notifiers}); err != nil {
+	escalateAt, err := m.escalateAt()
+	if err != nil {
+		return nil, err
+	}
+	acfg := approval.Config{Store: s.db, Ledger: s.db, Notifiers: notifiers, Validate: s.checkApproval, EscalateAt: escalateAt}
+	if s.approvals, err = approval.New(acfg); err != nil {
 		return nil, err
 	}
 	tools := append(example.Tools(s.db, nil), sc.tools...)
@@ -199,6 +209,23 @@ func (m *Main) warnLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+// checkApproval is the approval service's validator: an action about to
+// be approved is checked against the gateway that will run it, built
+// after the service, or else against the domain system that will.
+func (s *stack) checkApproval(ctx context.Context, a custody.Approval) error {
+	err := fmt.Errorf("tool %q: the gateway is not built yet: %w", a.Tool, approval.ErrNoContract)
+	if s.gw != nil {
+		err = s.gw.CheckApproval(ctx, a)
+	}
+	for _, check := range s.checks {
+		if !errors.Is(err, approval.ErrNoContract) {
+			break
+		}
+		err = check(ctx, a)
+	}
+	return err
+}
+
 // Close stops the upstreams and closes the store.
 func (s *stack) Close() error {
 	var errs []error
@@ -231,11 +258,17 @@ func (m *Main) callTracer(ctx context.Context) (trace.Tracer, func(context.Conte
 // gateScope is the instrumentation scope of the calls' spans.
 const gateScope = "github.com/custody-dev/custody/gate"
 
-// notifiers reads $CUSTODY_NOTIFY.
+// notifiers reads $CUSTODY_NOTIFY and the signing secrets of its
+// webhooks, $CUSTODY_NOTIFY_SECRETS: "name=whsec_...,name=whsec_...". A
+// webhook without a secret sends unsigned notifications, and says so.
 func (m *Main) notifiers() ([]approval.Notifier, error) {
 	spec := m.env("CUSTODY_NOTIFY", "")
 	if spec == "" {
 		return nil, nil
+	}
+	keys, err := webhookKeys(m.env("CUSTODY_NOTIFY_SECRETS", ""))
+	if err != nil {
+		return nil, err
 	}
 	console := strings.TrimRight(m.env("CUSTODY_CONSOLE_URL", ""), "/")
 	var out []approval.Notifier
@@ -244,9 +277,50 @@ func (m *Main) notifiers() ([]approval.Notifier, error) {
 		if !ok || name == "" || url == "" {
 			return nil, errors.New(`CUSTODY_NOTIFY: want "name=URL,name=URL"`)
 		}
-		out = append(out, &approval.Webhook{Channel: name, URL: url, ConsoleURL: console})
+		if keys[name] == nil {
+			fmt.Fprintf(m.Stderr, "custody: webhook %s has no secret: its notifications are unsigned\n", name)
+		}
+		out = append(out, &approval.Webhook{Channel: name, URL: url, ConsoleURL: console, Key: keys[name]})
+		delete(keys, name)
+	}
+	if len(keys) > 0 {
+		return nil, fmt.Errorf("CUSTODY_NOTIFY_SECRETS: secrets for %s, which are no webhooks of CUSTODY_NOTIFY", strings.Join(slices.Sorted(maps.Keys(keys)), ", "))
 	}
 	return out, nil
+}
+
+// escalateAt reads $CUSTODY_ESCALATE_AT: the share of a pending
+// approval's lifetime after which it escalates; 0 (the default) unset.
+func (m *Main) escalateAt() (float64, error) {
+	v := m.env("CUSTODY_ESCALATE_AT", "")
+	if v == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f > 0 && f < 1) {
+		return 0, fmt.Errorf("CUSTODY_ESCALATE_AT: %q is not a share above 0 and below 1", v)
+	}
+	return f, nil
+}
+
+// webhookKeys parses "name=whsec_...,name=whsec_..." into keys by name.
+func webhookKeys(spec string) (map[string][]byte, error) {
+	keys := map[string][]byte{}
+	if spec == "" {
+		return keys, nil
+	}
+	for _, item := range strings.Split(spec, ",") {
+		name, secret, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok || name == "" {
+			return nil, errors.New(`CUSTODY_NOTIFY_SECRETS: want "name=whsec_...,name=whsec_..."`)
+		}
+		key, err := approval.ParseWebhookSecret(secret)
+		if err != nil {
+			return nil, fmt.Errorf("CUSTODY_NOTIFY_SECRETS: webhook %s: %w", name, err)
+		}
+		keys[name] = key
+	}
+	return keys, nil
 }
 
 // errorJSON is how a command prints a refusal: the same shape as the API.

@@ -51,6 +51,7 @@ func (m *Main) serveSystems(ctx context.Context, set serveSettings) (systems, er
 		}
 		if on("mesh") {
 			wildfire = mesh.New(m.meshDeps(st, set.nats, logger))
+			st.checks = append(st.checks, wildfire.CheckApproval)
 			apps = append(apps, web.App{Name: "mesh", Title: "Wildfire mesh", Handler: wildfire.Handler()})
 		}
 		if set.room != "" {
