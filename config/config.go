@@ -51,6 +51,18 @@ type File struct {
 	Tools      map[string]Policy    `json:"tools"`
 	Agents     map[string]Agent     `json:"agents"`
 	Witnesses  []Witness            `json:"witnesses"`
+	Mesh       Mesh                 `json:"mesh"`
+}
+
+// Mesh is how serve joins the wildfire mesh over NATS: the roster of
+// admitted nodes and aggregators, the desk's own key, and the names that
+// keep this deployment apart from others on the same server. Empty
+// subjects and consumer are derived from the ledger id.
+type Mesh struct {
+	Roster   string `json:"roster"`
+	Key      string `json:"key"`
+	Subjects string `json:"subjects"`
+	Consumer string `json:"consumer"`
 }
 
 // Witness cosigns every checkpoint (C2SP tlog-witness): where its
