@@ -163,8 +163,8 @@ func (m *Main) runMeshAggregator(ctx context.Context, args []string) int {
 	}
 	defer tr.Close()
 	agg := mesh.NewAggregator(mesh.AggregatorConfig{
-		Wire:     &mesh.Wire{Transport: tr, Validator: st.reg, Ledger: st.db, Actor: "aggregator", Identity: key, Roster: roster},
-		Subjects: mesh.Subjects{Prefix: *prefix},
+		Wire:       &mesh.Wire{Transport: tr, Validator: st.reg, Ledger: st.db, Actor: "aggregator", Identity: key, Roster: roster},
+		Subjects:   mesh.Subjects{Prefix: *prefix},
 		NodePeriod: *period, Interval: *interval,
 		OnAggregation: func(a mesh.Aggregation, _ []byte, trigger string) {
 			fmt.Fprintf(m.Stdout, "%s %-9s %s nodes=%d stale=%d id=%s\n", a.AggregationTS, a.SeverityTier, trigger, len(a.InputNodeIDs), len(a.StaleNodeIDs), a.ApprovalRequestID)

@@ -247,7 +247,9 @@ func meshQuietAdvisory(t *testing.T, key *mesh.Identity, subjects mesh.Subjects)
 	t.Helper()
 	r := mesh.SensorReading{ThermalMaxC: mesh.Float(25), ThermalAreaM2: mesh.Float(0), HumidityPct: mesh.Float(40), WindSpeedMS: mesh.Float(3), WindGustMS: mesh.Float(4)}
 	n, err := mesh.NewNode(mesh.NodeConfig{ID: "forward-ridge-1", Position: mesh.Position{MGRS: "11SKU1234567890"},
-		Sensor: mesh.SensorFunc(func(context.Context, time.Time) (mesh.SensorReading, mesh.Conditions, error) { return r, mesh.Conditions{}, nil })})
+		Sensor: mesh.SensorFunc(func(context.Context, time.Time) (mesh.SensorReading, mesh.Conditions, error) {
+			return r, mesh.Conditions{}, nil
+		})})
 	if err != nil {
 		t.Fatal(err)
 	}
