@@ -159,7 +159,9 @@ func TestForgedAdvisoryRefused(t *testing.T) {
 			m, _ := ghost.sign(Subjects{}.Advisory("forward-ghost-1"), raw)
 			return m
 		}},
-		{"Unsigned", func(_ *authFixture, raw []byte) Msg { return Msg{Subject: Subjects{}.Advisory("forward-ghost-1"), Data: raw} }},
+		{"Unsigned", func(_ *authFixture, raw []byte) Msg {
+			return Msg{Subject: Subjects{}.Advisory("forward-ghost-1"), Data: raw}
+		}},
 		{"SignedByAnotherNode", func(f *authFixture, raw []byte) Msg {
 			return f.env.signed("forward-ridge-2", Subjects{}.Advisory("forward-ghost-1"), raw)
 		}},
@@ -268,7 +270,9 @@ func TestDeskWaitsForAdvisory(t *testing.T) {
 	agg := aggregation(Warning, "Sector 11SKU, 1 nodes, severity warning. Reported: forward-ridge-3 (warning).", "forward-ridge-3")
 	raw, _ := marshal(agg)
 	done := make(chan error, 1)
-	go func() { done <- f.desk.Receive(context.Background(), f.env.signed("aggregator", "mesh.aggregation.11SKU", raw)) }()
+	go func() {
+		done <- f.desk.Receive(context.Background(), f.env.signed("aggregator", "mesh.aggregation.11SKU", raw))
+	}()
 	time.Sleep(50 * time.Millisecond)
 	_, adv := f.env.advisoryOf(t, "forward-ridge-3", "11SKU1234567890", hotReading(), Conditions{})
 	if _, err := f.desk.Book().Receive(context.Background(), f.env.signed("forward-ridge-3", Subjects{}.Advisory("forward-ridge-3"), adv)); err != nil {
