@@ -186,17 +186,23 @@ func ReadRoster(raw []byte) (*Roster, error) {
 	return NewRoster(f.Members...)
 }
 
-// LoadRoster reads the roster file at path.
+// LoadRoster reads the roster file at path. The error is EINVALID and
+// names the file.
 func LoadRoster(path string) (*Roster, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read mesh roster: %w", err)
+		return nil, invalid("read mesh roster", err)
 	}
 	r, err := ReadRoster(raw)
 	if err != nil {
-		return nil, fmt.Errorf("mesh roster %s: %w", path, err)
+		return nil, invalid("mesh roster "+path, err)
 	}
 	return r, nil
+}
+
+// invalid is err as an EINVALID error saying what failed.
+func invalid(what string, err error) error {
+	return &custody.Error{Kind: custody.EINVALID, Message: what + ": " + err.Error(), Err: err}
 }
 
 // Identity is one participant's signing key.
@@ -224,14 +230,15 @@ func ParseIdentity(name string, role Role, seed []byte) (*Identity, error) {
 }
 
 // LoadIdentity reads the seed file at path (as written by WriteSeed).
+// The error is EINVALID and names the file.
 func LoadIdentity(name string, role Role, path string) (*Identity, error) {
 	seed, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read mesh key: %w", err)
+		return nil, invalid("read mesh key", err)
 	}
 	id, err := ParseIdentity(name, role, seed)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, invalid("mesh key "+path, err)
 	}
 	return id, nil
 }
@@ -249,7 +256,7 @@ func identityOf(name string, role Role, kp nkeys.KeyPair) (*Identity, error) {
 }
 
 // WriteSeed writes the identity's seed to path, readable by its owner
-// only; it refuses to replace a file.
+// only; it refuses to replace a file (EINVALID).
 func (id *Identity) WriteSeed(path string) error {
 	seed, err := id.kp.Seed()
 	if err != nil {
@@ -257,7 +264,7 @@ func (id *Identity) WriteSeed(path string) error {
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("write mesh key: %w", err)
+		return invalid("write mesh key", err)
 	}
 	if _, err := f.Write(append(seed, '\n')); err != nil {
 		f.Close()

@@ -322,7 +322,7 @@ func (m *Main) runMeshKeygen(args []string) int {
 		// A roster that refuses the member leaves no seed behind.
 		if err := admitToRoster(*rosterFile, id.Member); err != nil {
 			_ = os.Remove(*out)
-			return m.fail(err)
+			return m.fail(&custody.Error{Kind: custody.EINVALID, Message: err.Error(), Err: err})
 		}
 	}
 	line, err := json.Marshal(id.Member)
