@@ -320,3 +320,25 @@ func TestEveryAggregationNamesAnApproval(t *testing.T) {
 		t.Fatal("no info aggregation in the run")
 	}
 }
+
+// TestReplayedAggregationRefusedAfterRestart checks that a desk that
+// restarted (no cases in memory) refuses a signed aggregation it filed
+// before, instead of filing it again.
+func TestReplayedAggregationRefusedAfterRestart(t *testing.T) {
+	f := newAuthFixture(t)
+	ctx := context.Background()
+	agg := aggregation(Info, "Sector 11SKU, 2 nodes, severity info. Reported: forward-ridge-1 (info), forward-ridge-2 (info).",
+		"forward-ridge-1", "forward-ridge-2")
+	raw, _ := marshal(agg)
+	m := f.env.signed("aggregator", "mesh.aggregation.11SKU", raw)
+	if err := f.desk.Receive(ctx, m); err != nil {
+		t.Fatalf("first delivery: %v", err)
+	}
+	restarted := NewDesk(DeskConfig{Wire: f.env.wire("desk"), Approvals: f.env.approvals, Now: f.env.clock.Now, Book: f.desk.Book()})
+	if err := restarted.Receive(ctx, m); custody.ErrorKind(err) != custody.ECONFLICT {
+		t.Fatalf("replay after restart: %v, want conflict", err)
+	}
+	if n := len(f.env.entries(t, EntryRefused, map[string]string{refMeshKind: string(kindAggregation)})); n != 1 {
+		t.Fatalf("%d refusals recorded, want 1", n)
+	}
+}

@@ -166,7 +166,7 @@ func (b bothSubs) Unsubscribe() error {
 // approval when it is at warning or above. A message that fails is
 // recorded as refused.
 func (d *Desk) Receive(ctx context.Context, m Msg) error {
-	agg, err := d.admitSigned(m)
+	agg, err := d.admitSigned(ctx, m)
 	refs := signedRefs(nil, m)
 	if agg.ApprovalRequestID != "" && err == nil {
 		refs[RefApproval] = agg.ApprovalRequestID
@@ -202,13 +202,18 @@ func (d *Desk) admit(raw []byte) (Aggregation, error) {
 
 // admitSigned admits an aggregation signed by the roster's aggregator
 // whose inputs the desk's own book bears out (see checkInputs).
-func (d *Desk) admitSigned(m Msg) (Aggregation, error) {
+func (d *Desk) admitSigned(ctx context.Context, m Msg) (Aggregation, error) {
 	if _, err := d.cfg.Wire.verify(kindAggregation, m); err != nil {
 		return Aggregation{}, err
 	}
 	agg, err := d.admit(m.Data)
 	if err != nil {
 		return agg, err
+	}
+	// A desk that restarted holds no cases, but the approvals remain: a
+	// replayed or redelivered aggregation is refused, not filed twice.
+	if _, err := d.cfg.Approvals.Get(ctx, agg.ApprovalRequestID); err == nil {
+		return agg, custody.Errorf(custody.ECONFLICT, "aggregation %s was already filed", agg.ApprovalRequestID)
 	}
 	deadline := time.Now().Add(d.cfg.AdvisoryWait)
 	for {

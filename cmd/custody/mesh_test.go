@@ -114,6 +114,14 @@ func TestServeMeshSettings(t *testing.T) {
 			t.Fatal("a prefix with wildcards was accepted")
 		}
 	}
+	st, err := m.openStack(context.Background(), filepath.Join(dir, "datac"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := m.meshDeps(st, serveSettings{nats: "nats://127.0.0.1:1"}, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
+		t.Fatal("joining over NATS without a roster and a desk key was accepted")
+	}
 	if names[0].Subjects == names[1].Subjects || names[0].Consumer == names[1].Consumer {
 		t.Fatalf("two deployments share mesh names: %+v %+v", names[0], names[1])
 	}
