@@ -215,12 +215,20 @@ func (d *Desk) admitSigned(ctx context.Context, m Msg) (Aggregation, error) {
 	if _, err := d.cfg.Approvals.Get(ctx, agg.ApprovalRequestID); err == nil {
 		return agg, custody.Errorf(custody.ECONFLICT, "aggregation %s was already filed", agg.ApprovalRequestID)
 	}
+	return agg, d.awaitInputs(agg)
+}
+
+// awaitInputs runs checkInputs until it passes, fails for good, or
+// AdvisoryWait has passed: an advisory may arrive after the aggregation
+// that cites it, on its own stream. It checks again each time the book
+// admits an advisory.
+func (d *Desk) awaitInputs(agg Aggregation) error {
 	deadline := time.Now().Add(d.cfg.AdvisoryWait)
 	for {
 		seen := d.cfg.Book.changed()
 		retry, err := d.checkInputs(agg)
 		if !retry || !time.Now().Before(deadline) {
-			return agg, err
+			return err
 		}
 		for d.cfg.Book.changed() == seen && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
