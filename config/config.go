@@ -59,6 +59,7 @@ type File struct {
 	// ConsoleSessionLifetime is how long a console sign-in lasts, as a
 	// duration ("8h"); the server's default when empty.
 	ConsoleSessionLifetime string `json:"console_session_lifetime"`
+	Mesh                   Mesh   `json:"mesh"`
 }
 
 // HTTP tunes the HTTP server against slow and greedy clients. Durations
@@ -101,6 +102,17 @@ func (h HTTP) Timeouts() HTTPTimeouts {
 type TLS struct {
 	Cert string `json:"cert"`
 	Key  string `json:"key"`
+}
+
+// Mesh is how serve joins the wildfire mesh over NATS: the roster of
+// admitted nodes and aggregators, the desk's own key, and the names that
+// keep this deployment apart from others on the same server. Empty
+// subjects and consumer are derived from the ledger id.
+type Mesh struct {
+	Roster   string `json:"roster"`
+	Key      string `json:"key"`
+	Subjects string `json:"subjects"`
+	Consumer string `json:"consumer"`
 }
 
 // Witness cosigns every checkpoint (C2SP tlog-witness): where its

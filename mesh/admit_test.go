@@ -350,7 +350,7 @@ func TestLoopbackSubscriptions(t *testing.T) {
 	sub("b", "mesh.>")
 	sub("c", "mesh.broadcast.*")
 	sub("d", "mesh.advisory.n1")
-	_ = l.Publish(ctx, "mesh.advisory.n1", nil)
+	_ = l.Publish(ctx, Msg{Subject: "mesh.advisory.n1"})
 	if want := "a b d"; strings.Join(got, " ") != want {
 		t.Fatalf("delivered to %v, want %s", got, want)
 	}
@@ -358,7 +358,7 @@ func TestLoopbackSubscriptions(t *testing.T) {
 	if err := a.Unsubscribe(); err != nil {
 		t.Fatal(err)
 	}
-	_ = l.Publish(ctx, "mesh.advisory.n1", nil)
+	_ = l.Publish(ctx, Msg{Subject: "mesh.advisory.n1"})
 	if want := "b d"; strings.Join(got, " ") != want {
 		t.Fatalf("delivered to %v after unsubscribe, want %s", got, want)
 	}
@@ -374,13 +374,17 @@ func TestLoopbackSubscriptions(t *testing.T) {
 }
 
 // TestReceivedEntryRefs checks the refs of an advisory recorded as
-// received: its node and its kind.
+// received: its node, its kind and its signer (the signature is checked
+// by TestLedgerSignatureCoversRecordedBody).
 func TestReceivedEntryRefs(t *testing.T) {
 	env := newEnv(t)
 	a, _ := newTestAggregator(env)
 	feed(t, env, a, "forward-ridge-1", "11SKU1234567890", clearReading())
 	es := env.entries(t, EntryReceived, nil)
-	want := map[string]string{"node_id": "forward-ridge-1", "mesh_kind": "advisory"}
+	want := map[string]string{"node_id": "forward-ridge-1", "mesh_kind": "advisory", RefSigner: env.identity("forward-ridge-1").PublicKey}
+	if len(es) == 1 && es[0].Refs[RefSignature] != "" {
+		want[RefSignature] = es[0].Refs[RefSignature]
+	}
 	if len(es) != 1 || !reflect.DeepEqual(es[0].Refs, want) || es[0].Trace != "mesh-forward-ridge-1" {
 		t.Fatalf("entries %+v, want one with refs %v", es, want)
 	}

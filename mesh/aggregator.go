@@ -37,6 +37,10 @@ type AggregatorConfig struct {
 	// Passive keeps the latest advisories for a view (the live map) and
 	// never emits an aggregation.
 	Passive bool
+	// NoReceipts records the advisories refused but not those admitted:
+	// a desk's book of what the nodes said, beside an aggregator that
+	// records them.
+	NoReceipts bool
 	// OnAggregation observes every aggregation sent, with its trigger
 	// ("timer" or the node that triggered it).
 	OnAggregation func(agg Aggregation, raw []byte, trigger string)
@@ -67,7 +71,13 @@ type nodeState struct {
 	adv    Advisory
 	seen   time.Time
 	sector string
+	// recent holds the tiers of the node's last recentDepth advisories
+	// stored, newest last: the tiers an aggregation may cite it with.
+	recent []Tier
 }
+
+// recentDepth is how many of a node's latest tiers an aggregator keeps.
+const recentDepth = 4
 
 // NodeStatus is the aggregator's view of one node.
 type NodeStatus struct {
@@ -126,19 +136,39 @@ func (a *Aggregator) Listen(ctx context.Context) (Subscription, error) {
 // Admission runs outside the aggregator's lock, so advisories delivered
 // on several goroutines are checked in parallel.
 func (a *Aggregator) Receive(ctx context.Context, m Msg) ([]Aggregation, error) {
-	adv, at, err := a.admit(m)
+	adv, at, err := a.admitSigned(m)
 	if err != nil {
 		a.count(func(s *AggregatorStats) { s.Refused++ })
-		return nil, a.cfg.Wire.Refuse(ctx, kindAdvisory, "receive", m.Subject, m.Data, nil, err)
+		return nil, a.cfg.Wire.Refuse(ctx, kindAdvisory, "receive", m.Subject, m.Data, signedRefs(nil, m), err)
 	}
-	refs := map[string]string{"node_id": adv.NodeID, refMeshKind: string(kindAdvisory)}
-	if err := a.cfg.Wire.receivedRefs(ctx, kindAdvisory, m.Subject, m.Data, refs); err != nil {
-		if custody.ErrorKind(err) == custody.EINVALID {
-			a.count(func(s *AggregatorStats) { s.Refused++ })
+	if !a.cfg.NoReceipts {
+		refs := signedRefs(map[string]string{"node_id": adv.NodeID, refMeshKind: string(kindAdvisory)}, m)
+		if err := a.cfg.Wire.receivedRefs(ctx, kindAdvisory, m.Subject, m.Data, refs); err != nil {
+			if custody.ErrorKind(err) == custody.EINVALID {
+				a.count(func(s *AggregatorStats) { s.Refused++ })
+			}
+			return nil, err
 		}
-		return nil, err
 	}
 	return a.ingest(ctx, adv, at)
+}
+
+// admitSigned is admit of a message whose signature is checked first: it
+// must be a valid signature by the roster's node of the advisory's own
+// node id.
+func (a *Aggregator) admitSigned(m Msg) (Advisory, time.Time, error) {
+	member, err := a.cfg.Wire.verify(kindAdvisory, m)
+	if err != nil {
+		return Advisory{}, time.Time{}, err
+	}
+	adv, at, err := a.admit(m)
+	if err != nil {
+		return adv, at, err
+	}
+	if adv.NodeID != member.Name {
+		return adv, at, custody.Errorf(custody.EUNAUTHORIZED, "advisory of %s is signed by node %s", adv.NodeID, member.Name)
+	}
+	return adv, at, nil
 }
 
 // admit checks an advisory off the wire: size and contract, then that it
@@ -253,6 +283,10 @@ func (a *Aggregator) store(adv Advisory, at time.Time) (Tier, bool) {
 	}
 	st.adv, st.seen = adv, at
 	now := adv.DetectorState.Tier
+	if len(st.recent) == recentDepth {
+		st.recent = append(st.recent[:0], st.recent[1:]...)
+	}
+	st.recent = append(st.recent, now)
 	return prev, now.Rank() >= Critical.Rank() && now.Rank() > prev.Rank()
 }
 
@@ -420,6 +454,25 @@ func (a *Aggregator) emit(ctx context.Context, group []NodeStatus, trigger strin
 		out = append(out, b.agg)
 	}
 	return out, nil
+}
+
+// recentTiers returns the tiers of node id's latest advisories, newest
+// last, and whether the aggregator holds any of the node.
+func (a *Aggregator) recentTiers(id string) ([]Tier, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st, ok := a.nodes[id]
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(st.recent), true
+}
+
+// changed returns a count that moves each time an advisory is ingested.
+func (a *Aggregator) changed() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stats.Ingested
 }
 
 // Transport returns the transport the aggregator listens on.

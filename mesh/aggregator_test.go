@@ -25,7 +25,7 @@ func newTestAggregator(env *testEnv) (*Aggregator, *[]Aggregation) {
 func feed(t *testing.T, env *testEnv, a *Aggregator, id, mgrs string, r SensorReading) []Aggregation {
 	t.Helper()
 	_, raw := env.advisoryOf(t, id, mgrs, r, Conditions{})
-	aggs, err := a.Receive(context.Background(), Msg{Subject: Subjects{}.Advisory(id), Data: raw})
+	aggs, err := a.Receive(context.Background(), env.signed(id, Subjects{}.Advisory(id), raw))
 	if err != nil {
 		t.Fatalf("receive %s: %v", id, err)
 	}
@@ -247,7 +247,7 @@ func TestAdvisoryRefusedOnReceive(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := a.Receive(context.Background(), Msg{Subject: tt.subject, Data: tt.raw})
+			_, err := a.Receive(context.Background(), env.signed("forward-ridge-1", tt.subject, tt.raw))
 			if k := custody.ErrorKind(err); k != custody.EINVALID {
 				t.Fatalf("kind = %q (%v), want invalid", k, err)
 			}

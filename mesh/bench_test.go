@@ -61,9 +61,10 @@ func (c *chainRecorder) Append(_ context.Context, e custody.Entry) (custody.Entr
 
 const benchNodes = 10000
 
-// benchMesh returns an aggregator on a loopback holding the latest
-// advisory of 10,000 nodes, and the raw advisories of two rounds.
-func benchMesh(b *testing.B, onAgg func(Aggregation, []byte, string)) (*Aggregator, *Loopback, [][]byte, World) {
+// benchMesh returns an aggregator on a loopback, the signed advisories
+// of 10,000 nodes on their subjects, and how to sign another advisory of
+// node i.
+func benchMesh(b *testing.B, onAgg func(Aggregation, []byte, string)) (*Aggregator, *Loopback, []Msg, World, func(int, []byte) Msg) {
 	b.Helper()
 	reg, err := contract.Load(contract.Options{Contracts: []contract.Source{peas.Contract()}})
 	if err != nil {
@@ -74,14 +75,29 @@ func benchMesh(b *testing.B, onAgg func(Aggregation, []byte, string)) (*Aggregat
 	clock := func() time.Time { return now }
 	loop := NewLoopback(Faults{})
 	rec := &chainRecorder{}
-	wire := &Wire{Transport: loop, Validator: reg, Ledger: rec, Actor: "aggregator", Now: clock}
+	roster, _ := NewRoster()
+	wire := &Wire{Transport: loop, Validator: reg, Ledger: rec, Actor: "aggregator", Now: clock, Roster: roster}
 	agg := NewAggregator(AggregatorConfig{Wire: wire, Now: clock, NodePeriod: 30 * time.Second, OnAggregation: onAgg})
 	if _, err := agg.Listen(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	w := World{Scenario: ScenarioQuiet, Start: start, Nodes: benchNodes}
-	raws := make([][]byte, benchNodes)
+	ids := make([]*Identity, benchNodes)
+	sign := func(i int, raw []byte) Msg {
+		m, err := ids[i].sign(Subjects{}.Advisory(w.NodeID(i)), raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	msgs := make([]Msg, benchNodes)
 	for i := range benchNodes {
+		if ids[i], err = NewIdentity(w.NodeID(i), RoleNode); err != nil {
+			b.Fatal(err)
+		}
+		if err := roster.Admit(ids[i].Member); err != nil {
+			b.Fatal(err)
+		}
 		n, err := NewNode(NodeConfig{ID: w.NodeID(i), Position: w.Position(i), Sensor: fixedSensor(w.Read(i, start))})
 		if err != nil {
 			b.Fatal(err)
@@ -91,9 +107,9 @@ func benchMesh(b *testing.B, onAgg func(Aggregation, []byte, string)) (*Aggregat
 		if err != nil {
 			b.Fatal(err)
 		}
-		raws[i] = raw
+		msgs[i] = sign(i, raw)
 	}
-	return agg, loop, raws, w
+	return agg, loop, msgs, w, sign
 }
 
 // BenchmarkAggregatorIngest measures advisories admitted (size, contract
@@ -102,8 +118,8 @@ func benchMesh(b *testing.B, onAgg func(Aggregation, []byte, string)) (*Aggregat
 // body) and ingested per second with 10,000 nodes on a loopback,
 // delivered in the publisher's goroutine.
 func BenchmarkAggregatorIngest(b *testing.B) {
-	agg, loop, raws, w := benchMesh(b, nil)
-	benchIngest(b, agg, loop, raws, w)
+	agg, loop, msgs, _, _ := benchMesh(b, nil)
+	benchIngest(b, agg, loop, msgs)
 }
 
 // BenchmarkAggregatorIngestPlain is BenchmarkAggregatorIngest with each
@@ -111,7 +127,7 @@ func BenchmarkAggregatorIngest(b *testing.B) {
 // then encoding/json (receivePlain), instead of the reader of
 // advdecode.go: the baseline that reader must beat.
 func BenchmarkAggregatorIngestPlain(b *testing.B) {
-	agg, _, raws, w := benchMesh(b, nil)
+	agg, _, msgs, _, _ := benchMesh(b, nil)
 	loop := NewLoopback(Faults{})
 	_, err := loop.Subscribe(agg.cfg.Subjects.Advisories(), func(ctx context.Context, m Msg) {
 		if err := agg.receivePlain(ctx, m); err != nil {
@@ -121,22 +137,18 @@ func BenchmarkAggregatorIngestPlain(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchIngest(b, agg, loop, raws, w)
+	benchIngest(b, agg, loop, msgs)
 }
 
-// benchIngest publishes the advisories of w, round after round, on loop,
-// to which agg listens.
-func benchIngest(b *testing.B, agg *Aggregator, loop *Loopback, raws [][]byte, w World) {
+// benchIngest publishes the advisories, round after round, on loop, to
+// which agg listens.
+func benchIngest(b *testing.B, agg *Aggregator, loop *Loopback, msgs []Msg) {
 	ctx := context.Background()
-	subjects := make([]string, benchNodes)
-	for i := range subjects {
-		subjects[i] = Subjects{}.Advisory(w.NodeID(i))
-	}
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
 		k := i % benchNodes
-		if err := loop.Publish(ctx, subjects[k], raws[k]); err != nil {
+		if err := loop.Publish(ctx, msgs[k]); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -151,6 +163,9 @@ func benchIngest(b *testing.B, agg *Aggregator, loop *Loopback, raws [][]byte, w
 // Wire.Check, then encoding/json, as the package reads its other
 // messages. Its refusals are returned, not recorded.
 func (a *Aggregator) receivePlain(ctx context.Context, m Msg) error {
+	if _, err := a.cfg.Wire.verify(kindAdvisory, m); err != nil {
+		return err
+	}
 	if err := a.cfg.Wire.Check(kindAdvisory, m.Data); err != nil {
 		return err
 	}
@@ -176,36 +191,35 @@ func (a *Aggregator) receivePlain(ctx context.Context, m Msg) error {
 func BenchmarkEventAggregationLatency(b *testing.B) {
 	var sent time.Time
 	var lat []time.Duration
-	agg, loop, raws, w := benchMesh(b, func(_ Aggregation, _ []byte, trigger string) {
+	agg, loop, msgs, w, sign := benchMesh(b, func(_ Aggregation, _ []byte, trigger string) {
 		if trigger != "timer" {
 			lat = append(lat, time.Since(sent))
 		}
 	})
 	ctx := context.Background()
 	for i := range benchNodes {
-		if err := loop.Publish(ctx, Subjects{}.Advisory(w.NodeID(i)), raws[i]); err != nil {
+		if err := loop.Publish(ctx, msgs[i]); err != nil {
 			b.Fatal(err)
 		}
 	}
 	start := w.Start
 	fire := fireReading()
-	quiet := make([][]byte, benchNodes)
-	hot := make([][]byte, benchNodes)
+	quiet := msgs
+	hot := make([]Msg, benchNodes)
 	for i := range benchNodes {
 		n, _ := NewNode(NodeConfig{ID: w.NodeID(i), Position: w.Position(i), Sensor: fixedSensor(fire, Conditions{})})
-		_, hot[i], _, _ = n.Advise(ctx, start, fire, Conditions{})
-		quiet[i] = raws[i]
+		_, raw, _, _ := n.Advise(ctx, start, fire, Conditions{})
+		hot[i] = sign(i, raw)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		k := (i * 7919) % benchNodes
-		subject := Subjects{}.Advisory(w.NodeID(k))
 		sent = time.Now()
-		if err := loop.Publish(ctx, subject, hot[k]); err != nil {
+		if err := loop.Publish(ctx, hot[k]); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		_ = loop.Publish(ctx, subject, quiet[k]) // back to info for the next round
+		_ = loop.Publish(ctx, quiet[k]) // back to info for the next round
 		b.StartTimer()
 	}
 	b.StopTimer()
@@ -221,7 +235,7 @@ func BenchmarkEventAggregationLatency(b *testing.B) {
 // loopback delivering on one worker per core: admission runs in parallel,
 // and sealing the ledger entry is serialised by the recorder's lock.
 func BenchmarkAggregatorIngestParallel(b *testing.B) {
-	agg, _, raws, w := benchMesh(b, nil)
+	agg, _, msgs, _, _ := benchMesh(b, nil)
 	loop := newLoopbackWorkers(Faults{}, runtime.GOMAXPROCS(0))
 	defer loop.Close()
 	agg.cfg.Wire.Transport = loop
@@ -229,15 +243,11 @@ func BenchmarkAggregatorIngestParallel(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	subjects := make([]string, benchNodes)
-	for i := range subjects {
-		subjects[i] = Subjects{}.Advisory(w.NodeID(i))
-	}
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
 		k := i % benchNodes
-		if err := loop.Publish(ctx, subjects[k], raws[k]); err != nil {
+		if err := loop.Publish(ctx, msgs[k]); err != nil {
 			b.Fatal(err)
 		}
 	}

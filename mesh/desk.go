@@ -86,7 +86,20 @@ type DeskConfig struct {
 	Keep int
 	// OnBroadcast observes every broadcast published.
 	OnBroadcast func(Broadcast)
+	// Book holds the advisories the desk has seen itself, each admitted
+	// as the aggregator admits it (signature, roster, rule, guard); every
+	// aggregation is checked against it. A passive aggregator on Wire
+	// that records only refusals when nil.
+	Book *Aggregator
+	// AdvisoryWait is how long an aggregation citing an advisory the
+	// desk has not seen yet waits for it (advisories and aggregations
+	// arrive on different streams); default 2 s.
+	AdvisoryWait time.Duration
 }
+
+// deskOperator is the operator id under which the desk itself declines
+// the approval request of an aggregation it never puts to an operator.
+const deskOperator = "mesh-desk"
 
 // Desk is the ops side of the mesh: it admits aggregations, opens an
 // approval for every one at warning or above, and publishes a broadcast
@@ -109,22 +122,52 @@ func NewDesk(cfg DeskConfig) *Desk {
 	if cfg.Keep <= 0 {
 		cfg.Keep = 256
 	}
+	if cfg.AdvisoryWait <= 0 {
+		cfg.AdvisoryWait = 2 * time.Second
+	}
+	if cfg.Book == nil {
+		cfg.Book = NewAggregator(AggregatorConfig{Wire: cfg.Wire, Subjects: cfg.Subjects, Now: cfg.Now, Passive: true, NoReceipts: true})
+	}
 	return &Desk{cfg: cfg, cases: make(map[string]*Case)}
 }
 
-// Listen subscribes the desk to every aggregation on its wire.
+// Book returns the passive aggregator holding the advisories the desk
+// has seen.
+func (d *Desk) Book() *Aggregator { return d.cfg.Book }
+
+// Listen subscribes the desk's book to every advisory, then the desk to
+// every aggregation on its wire. The subscription returned stops both.
 func (d *Desk) Listen(ctx context.Context) (Subscription, error) {
-	return d.cfg.Wire.Transport.Subscribe(d.cfg.Subjects.Aggregations(), func(_ context.Context, m Msg) {
+	book, err := d.cfg.Book.Listen(ctx)
+	if err != nil {
+		return nil, err
+	}
+	aggs, err := d.cfg.Wire.Transport.Subscribe(d.cfg.Subjects.Aggregations(), func(_ context.Context, m Msg) {
 		_ = d.Receive(ctx, m)
 	})
+	if err != nil {
+		_ = book.Unsubscribe()
+		return nil, err
+	}
+	return bothSubs{book, aggs}, nil
+}
+
+type bothSubs [2]Subscription
+
+func (b bothSubs) Unsubscribe() error {
+	err := b[0].Unsubscribe()
+	if err2 := b[1].Unsubscribe(); err == nil {
+		err = err2
+	}
+	return err
 }
 
 // Receive admits one aggregation off the wire, records it, and opens its
 // approval when it is at warning or above. A message that fails is
 // recorded as refused.
 func (d *Desk) Receive(ctx context.Context, m Msg) error {
-	agg, err := d.admit(m.Data)
-	refs := map[string]string{}
+	agg, err := d.admitSigned(ctx, m)
+	refs := signedRefs(nil, m)
 	if agg.ApprovalRequestID != "" && err == nil {
 		refs[RefApproval] = agg.ApprovalRequestID
 	}
@@ -155,6 +198,93 @@ func (d *Desk) admit(raw []byte) (Aggregation, error) {
 		return agg, custody.Errorf(custody.ECONFLICT, "aggregation %s was already received", agg.ApprovalRequestID)
 	}
 	return agg, nil
+}
+
+// admitSigned admits an aggregation signed by the roster's aggregator
+// whose inputs the desk's own book bears out (see checkInputs).
+func (d *Desk) admitSigned(ctx context.Context, m Msg) (Aggregation, error) {
+	if _, err := d.cfg.Wire.verify(kindAggregation, m); err != nil {
+		return Aggregation{}, err
+	}
+	agg, err := d.admit(m.Data)
+	if err != nil {
+		return agg, err
+	}
+	// A desk that restarted holds no cases, but the approvals remain: a
+	// replayed or redelivered aggregation is refused, not filed twice.
+	if _, err := d.cfg.Approvals.Get(ctx, agg.ApprovalRequestID); err == nil {
+		return agg, custody.Errorf(custody.ECONFLICT, "aggregation %s was already filed", agg.ApprovalRequestID)
+	}
+	return agg, d.awaitInputs(agg)
+}
+
+// awaitInputs runs checkInputs until it passes, fails for good, or
+// AdvisoryWait has passed: an advisory may arrive after the aggregation
+// that cites it, on its own stream. It checks again each time the book
+// admits an advisory.
+func (d *Desk) awaitInputs(agg Aggregation) error {
+	deadline := time.Now().Add(d.cfg.AdvisoryWait)
+	for {
+		seen := d.cfg.Book.changed()
+		retry, err := d.checkInputs(agg)
+		if !retry || !time.Now().Before(deadline) {
+			return err
+		}
+		for d.cfg.Book.changed() == seen && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// checkInputs re-checks an aggregation as the aggregator checked it, but
+// against the advisories the desk has seen itself: every input is a node
+// on the roster whose advisory the desk admitted, each node cited with
+// the tier of one of its latest advisories, the severity no higher than
+// the inputs (stale ones capped at warning), and the text passing the
+// aggregation guard (at least one node cited, no hazard at all when
+// every input is info, OQ-T5.3). retry says an input the desk has not
+// seen may yet arrive.
+func (d *Desk) checkInputs(agg Aggregation) (retry bool, err error) {
+	reported := make(map[string]string, len(agg.InputNodeIDs))
+	top := -1
+	for _, id := range agg.InputNodeIDs {
+		if !d.cfg.Wire.Roster.Node(id) {
+			return false, custody.Errorf(custody.EUNAUTHORIZED, "aggregation cites node %s, which is not on the roster", id)
+		}
+		tiers, ok := d.cfg.Book.recentTiers(id)
+		if !ok {
+			return true, custody.Errorf(custody.EINVALID, "aggregation cites node %s, whose advisory the desk has not seen", id)
+		}
+		t := tiers[len(tiers)-1]
+		if cited := citedTier(agg.AggregationText, id); cited != "" {
+			if !slices.Contains(tiers, cited) {
+				return true, custody.Errorf(custody.EINVALID, "aggregation cites node %s as %s, but its latest advisories say %v", id, cited, tiers)
+			}
+			t = cited
+		}
+		reported[id] = string(t)
+		if slices.Contains(agg.StaleNodeIDs, id) {
+			t = t.Cap(Warning)
+		}
+		top = max(top, t.Rank())
+	}
+	if agg.SeverityTier.Rank() > top {
+		return false, custody.Errorf(custody.EINVALID, "aggregation severity %s is above every input as the desk saw them", agg.SeverityTier)
+	}
+	return false, aggregationGuard(reported, string(agg.SeverityTier))(agg.AggregationText)
+}
+
+// citedTier returns the tier the text cites node id with, "" when it
+// cites none.
+func citedTier(text, id string) Tier {
+	for _, c := range meshCitationRE.FindAllStringSubmatch(text, -1) {
+		if c[1] == id {
+			if t := meshFirstTier(c[2]); t != "" {
+				return Tier(t)
+			}
+		}
+	}
+	return ""
 }
 
 // checkAggregation checks what the desk can check without the advisories:
@@ -191,21 +321,36 @@ func citedOnlyInputs(text string, inputs map[string]bool) error {
 }
 
 // open files the case and, at warning or above, the approval request.
+//
+// Every aggregation's approval_request_id names a real approval, as the
+// seed threads it aggregation → broadcast → ledger: one the desk does not
+// put to an operator (info, or held) is requested and declined by the
+// desk at once, saying why.
 func (d *Desk) open(ctx context.Context, agg Aggregation, raw []byte) error {
 	c := &Case{Aggregation: agg, Status: CaseInfo, Received: d.cfg.Now()}
 	d.keep(c)
 	if agg.SeverityTier.Rank() < Warning.Rank() {
-		return nil
+		return d.close(ctx, agg, raw, CaseInfo, "an info aggregation never becomes a broadcast")
 	}
 	// One question at a time: while the operator has an undecided approval
 	// for the same nodes at this tier or above, a newer aggregation adds
 	// nothing to decide. A higher tier is always asked at once.
-	if held, err := d.waiting(ctx, agg); err != nil || held != "" {
-		if err == nil {
-			d.setStatus(agg.ApprovalRequestID, CaseHeld, "approval "+held+" for the same nodes is still waiting")
-		}
+	held, err := d.waiting(ctx, agg)
+	if err != nil {
 		return err
 	}
+	if held != "" {
+		return d.close(ctx, agg, raw, CaseHeld, "approval "+held+" for the same nodes is still waiting")
+	}
+	if err := d.request(ctx, agg, raw); err != nil {
+		return err
+	}
+	d.setStatus(agg.ApprovalRequestID, CasePending, "")
+	return nil
+}
+
+// request files the approval request of an aggregation's broadcast.
+func (d *Desk) request(ctx context.Context, agg Aggregation, raw []byte) error {
 	draft := order{BroadcastText: agg.AggregationText, SeverityTier: agg.SeverityTier, TargetAudience: strings.Join(d.cfg.Audiences, ",")}
 	args, err := marshal(draft)
 	if err != nil {
@@ -216,10 +361,22 @@ func (d *Desk) open(ctx context.Context, agg Aggregation, raw []byte) error {
 		Requester: "mesh-aggregator", Editable: orderEditable, Context: raw, TTL: d.cfg.TTL,
 		Reason: fmt.Sprintf("Broadcast the %s aggregation of %d nodes to the field", agg.SeverityTier, len(agg.InputNodeIDs)),
 	})
-	if err != nil {
+	return err
+}
+
+// close files the approval request of an aggregation the desk does not
+// put to an operator and declines it at once as deskOperator, with the
+// reason as its note.
+func (d *Desk) close(ctx context.Context, agg Aggregation, raw []byte, status, reason string) error {
+	if err := d.request(ctx, agg, raw); err != nil {
 		return err
 	}
-	d.setStatus(agg.ApprovalRequestID, CasePending, "")
+	if _, err := d.cfg.Approvals.Decide(ctx, agg.ApprovalRequestID, approval.Decision{
+		Decision: approval.Decline, Operator: deskOperator, Note: reason,
+	}); err != nil {
+		return err
+	}
+	d.setStatus(agg.ApprovalRequestID, status, reason)
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 type deskFixture struct {
 	env       *testEnv
 	agg       *Aggregator
+	aggs      *[]Aggregation
 	desk      *Desk
 	alpha     *Receiver
 	ops       *Receiver
@@ -28,19 +29,19 @@ func newDeskFixture(t *testing.T) *deskFixture {
 	env := newEnv(t)
 	ctx := context.Background()
 	f := &deskFixture{env: env}
-	f.agg, _ = newTestAggregator(env)
-	f.desk = NewDesk(DeskConfig{Wire: env.wire("desk"), Approvals: env.approvals, Now: env.clock.Now})
+	f.agg, f.aggs = newTestAggregator(env)
+	f.desk = NewDesk(DeskConfig{Wire: env.wire("desk"), Approvals: env.approvals, Now: env.clock.Now, AdvisoryWait: 50 * time.Millisecond})
 	f.alpha = &Receiver{Audience: "ground_crew_alpha", Wire: env.wire("ground_crew_alpha"), Approvals: env.approvals}
 	f.ops = &Receiver{Audience: "ops_center", Wire: env.wire("ops_center"), Approvals: env.approvals}
 	for _, l := range []interface {
 		Listen(context.Context) (Subscription, error)
-	}{f.agg, f.desk, f.alpha, f.ops} {
+	}{f.desk, f.agg, f.alpha, f.ops} {
 		if _, err := l.Listen(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	feed(t, env, f.agg, "forward-ridge-9", "11SLT1234567890", clearReading())
-	aggs := feed(t, env, f.agg, "forward-ridge-1", "11SKU1234567890", fireReading())
+	f.feed(t, "forward-ridge-9", "11SLT1234567890", clearReading())
+	aggs := f.feed(t, "forward-ridge-1", "11SKU1234567890", fireReading())
 	if len(aggs) != 1 || aggs[0].SeverityTier != Emergency {
 		t.Fatalf("event aggregation: %+v", aggs)
 	}
@@ -61,6 +62,19 @@ func newDeskFixture(t *testing.T) *deskFixture {
 	return f
 }
 
+// feed publishes the signed advisory of one node on the loopback, where
+// the desk's book and the aggregator hear it, and returns the
+// aggregations it triggered.
+func (f *deskFixture) feed(t *testing.T, id, mgrs string, r SensorReading) []Aggregation {
+	t.Helper()
+	_, raw := f.env.advisoryOf(t, id, mgrs, r, Conditions{})
+	before := len(*f.aggs)
+	if err := f.env.loop.Publish(context.Background(), f.env.signed(id, Subjects{}.Advisory(id), raw)); err != nil {
+		t.Fatal(err)
+	}
+	return slices.Clone((*f.aggs)[before:])
+}
+
 func TestAggregationOpensApproval(t *testing.T) {
 	f := newDeskFixture(t)
 	a, err := f.env.approvals.Get(context.Background(), f.critical.ApprovalRequestID)
@@ -70,8 +84,17 @@ func TestAggregationOpensApproval(t *testing.T) {
 	if a.Status != custody.ApprovalPending || a.Tool != broadcastTool {
 		t.Fatalf("approval %+v", a)
 	}
-	if _, err := f.env.approvals.Get(context.Background(), f.infoAggID); custody.ErrorKind(err) != custody.ENOTFOUND {
-		t.Fatalf("info aggregation opened an approval: %v", err)
+	// The info aggregation's id names a real approval too, which the desk
+	// declined at once: it is never put to an operator.
+	a, err = f.env.approvals.Get(context.Background(), f.infoAggID)
+	if err != nil {
+		t.Fatalf("info aggregation's id names no approval: %v", err)
+	}
+	if a.Status != custody.ApprovalDeclined || a.Operator != deskOperator {
+		t.Fatalf("info aggregation's approval %s by %q, want declined by %s", a.Status, a.Operator, deskOperator)
+	}
+	if c, _ := f.desk.Case(f.infoAggID); c.Status != CaseInfo {
+		t.Fatalf("info case status %s", c.Status)
 	}
 }
 
@@ -128,7 +151,7 @@ func TestBroadcastRaisedTierRefused(t *testing.T) {
 	ctx := context.Background()
 	// A warning aggregation: a hot spot alone.
 	f.env.clock.Add(time.Second)
-	feed(t, f.env, f.agg, "forward-ridge-5", "11SMT1234567890", hotReading())
+	f.feed(t, "forward-ridge-5", "11SMT1234567890", hotReading())
 	f.env.clock.Add(time.Minute)
 	ticked, _ := f.agg.Tick(ctx)
 	var warn Aggregation
@@ -171,7 +194,7 @@ func TestBroadcastConsoleEditRaisingTierRefused(t *testing.T) {
 	f := newDeskFixture(t)
 	ctx := context.Background()
 	// A warning aggregation approved in the console with the tier raised.
-	feed(t, f.env, f.agg, "forward-ridge-5", "11SMT1234567890", hotReading())
+	f.feed(t, "forward-ridge-5", "11SMT1234567890", hotReading())
 	f.env.clock.Add(time.Minute)
 	ticked, _ := f.agg.Tick(ctx)
 	var id string
@@ -239,18 +262,27 @@ func TestForgedBroadcastRefusedOnReceive(t *testing.T) {
 			OperatorID: "op-7", BroadcastText: "forward-ridge-1 (emergency). Leave now.", SeverityTier: Emergency, TargetAudience: []string{"ops_center"}})
 		return raw
 	}
+	subject := Subjects{}.Broadcast("ops_center")
+	signed := func(raw []byte) Msg { return f.env.signed("desk", subject, raw) }
+	unsigned := Msg{Subject: subject, Data: forge(f.critical.ApprovalRequestID)}
+	wrongRole := f.env.signed("aggregator", subject, forge(f.critical.ApprovalRequestID))
+	tampered := signed(forge(f.critical.ApprovalRequestID))
+	tampered.Data = forge(newUUID())
 	tests := []struct {
 		name string
-		raw  []byte
+		m    Msg
 	}{
-		{"NoApproval", forge(newUUID())},
-		{"InfoAggregationID", forge(f.infoAggID)},
-		{"PendingApproval", forge(f.critical.ApprovalRequestID)},
-		{"Oversize", append(forge(newUUID()), make([]byte, 2100)...)},
+		{"NoApproval", signed(forge(newUUID()))},
+		{"InfoAggregationID", signed(forge(f.infoAggID))},
+		{"PendingApproval", signed(forge(f.critical.ApprovalRequestID))},
+		{"Oversize", signed(append(forge(newUUID()), make([]byte, 2100)...))},
+		{"Unsigned", unsigned},
+		{"SignedByAggregator", wrongRole},
+		{"Tampered", tampered},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := f.ops.Receive(ctx, Msg{Subject: Subjects{}.Broadcast("ops_center"), Data: tt.raw}); err == nil {
+			if _, err := f.ops.Receive(ctx, tt.m); err == nil {
 				t.Fatal("forged broadcast admitted")
 			}
 		})
@@ -279,6 +311,7 @@ func TestForgedAggregationRefusedOnReceive(t *testing.T) {
 		raw  []byte
 	}{
 		{"Replayed", good},
+		{"Unsigned", nil},
 		{"UnknownNodeCited", mutate(func(a *Aggregation) {
 			a.ApprovalRequestID = newUUID()
 			a.AggregationText += " forward-ghost-1 (emergency) too."
@@ -294,7 +327,11 @@ func TestForgedAggregationRefusedOnReceive(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := f.desk.Receive(ctx, Msg{Subject: "mesh.aggregation.11SKU", Data: tt.raw}); err == nil {
+			m := f.env.signed("aggregator", "mesh.aggregation.11SKU", tt.raw)
+			if tt.raw == nil {
+				m = Msg{Subject: "mesh.aggregation.11SKU", Data: mutate(func(a *Aggregation) { a.ApprovalRequestID = newUUID() })}
+			}
+			if err := f.desk.Receive(ctx, m); err == nil {
 				t.Fatal("forged aggregation admitted")
 			}
 		})
@@ -321,8 +358,8 @@ func TestAggregationHeldWhileApprovalWaits(t *testing.T) {
 	if len(hs) != 1 || !slices.Equal(hs[0].Aggregation.InputNodeIDs, f.critical.InputNodeIDs) {
 		t.Fatalf("held cases %+v, want the timer's repeat of the emergency sector", hs)
 	}
-	if _, err := f.env.approvals.Get(ctx, hs[0].Aggregation.ApprovalRequestID); custody.ErrorKind(err) != custody.ENOTFOUND {
-		t.Fatalf("a held aggregation opened an approval: %v", err)
+	if a, err := f.env.approvals.Get(ctx, hs[0].Aggregation.ApprovalRequestID); err != nil || a.Status != custody.ApprovalDeclined || a.Operator != deskOperator {
+		t.Fatalf("a held aggregation's approval: %+v, %v; want one declined by %s", a, err, deskOperator)
 	}
 	f.env.clock.Add(approval.DefaultTTL + time.Minute)
 	ticked, err := f.agg.Tick(ctx)
@@ -332,7 +369,7 @@ func TestAggregationHeldWhileApprovalWaits(t *testing.T) {
 	opened := 0
 	for _, a := range ticked {
 		if slices.Equal(sortedIDs(a.InputNodeIDs), sortedIDs(f.critical.InputNodeIDs)) {
-			if _, err := f.env.approvals.Get(ctx, a.ApprovalRequestID); err == nil {
+			if a, err := f.env.approvals.Get(ctx, a.ApprovalRequestID); err == nil && a.Status == custody.ApprovalPending {
 				opened++
 			}
 		}

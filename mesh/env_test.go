@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,9 @@ type testEnv struct {
 	db        *sqlite.DB
 	approvals *approval.Service
 	loop      *Loopback
+	// roster admits every identity the env made; ids holds them by name.
+	roster *Roster
+	ids    map[string]*Identity
 }
 
 func newEnv(t testing.TB) *testEnv {
@@ -45,11 +49,52 @@ func newEnv(t testing.TB) *testEnv {
 	if err != nil {
 		t.Fatalf("approval service: %v", err)
 	}
-	return &testEnv{clock: clock, reg: reg, db: db, approvals: svc, loop: NewLoopback(Faults{})}
+	roster, _ := NewRoster()
+	return &testEnv{clock: clock, reg: reg, db: db, approvals: svc, loop: NewLoopback(Faults{}), roster: roster, ids: map[string]*Identity{}}
 }
 
+// wire returns a wire on the env's roster, signing as actor: a forward
+// node, "aggregator" or "desk" (admitted on first use); any other actor
+// (an audience) only receives.
 func (e *testEnv) wire(actor string) *Wire {
-	return &Wire{Transport: e.loop, Validator: e.reg, Ledger: e.db, Actor: actor, Now: e.clock.Now}
+	return &Wire{Transport: e.loop, Validator: e.reg, Ledger: e.db, Actor: actor, Now: e.clock.Now, Identity: e.identity(actor), Roster: e.roster}
+}
+
+// identity returns the admitted identity of name, made on first use;
+// nil for a name that has no role.
+func (e *testEnv) identity(name string) *Identity {
+	if id, ok := e.ids[name]; ok {
+		return id
+	}
+	var role Role
+	switch {
+	case strings.HasPrefix(name, "forward-"):
+		role = RoleNode
+	case name == "aggregator", strings.HasPrefix(name, "aggregator-"):
+		role = RoleAggregator
+	case name == "desk":
+		role = RoleDesk
+	default:
+		return nil
+	}
+	id, err := NewIdentity(name, role)
+	if err != nil {
+		panic(err)
+	}
+	if err := e.roster.Admit(id.Member); err != nil {
+		panic(err)
+	}
+	e.ids[name] = id
+	return id
+}
+
+// signed returns raw on subject signed by name's identity.
+func (e *testEnv) signed(name, subject string, raw []byte) Msg {
+	m, err := e.identity(name).sign(subject, raw)
+	if err != nil {
+		panic(err)
+	}
+	return m
 }
 
 // entries returns the ledger entries of one kind.

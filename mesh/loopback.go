@@ -95,10 +95,11 @@ func (l *Loopback) work(q chan queued) {
 // Drain waits until every queued message has been delivered.
 func (l *Loopback) Drain() { l.pending.Wait() }
 
-// Publish delivers data to every matching subscription, subject to the
+// Publish delivers m to every matching subscription, subject to the
 // injected faults.
-func (l *Loopback) Publish(ctx context.Context, subject string, data []byte) error {
-	msg := Msg{Subject: subject, Data: append([]byte(nil), data...)}
+func (l *Loopback) Publish(ctx context.Context, m Msg) error {
+	msg := m
+	msg.Data = append([]byte(nil), m.Data...)
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

@@ -22,7 +22,7 @@ func TestLoopbackFaults(t *testing.T) {
 		for i := range n {
 			s := fmt.Sprint(i)
 			sent = append(sent, s)
-			_ = l.Publish(ctx, "mesh.advisory.forward-a-1", []byte(s))
+			_ = l.Publish(ctx, Msg{Subject: "mesh.advisory.forward-a-1", Data: []byte(s)})
 		}
 		return sent
 	}
@@ -61,7 +61,7 @@ func TestLoopbackFaults(t *testing.T) {
 		l := NewLoopback(Faults{Delay: 5 * time.Millisecond})
 		done := make(chan struct{})
 		_, _ = l.Subscribe("mesh.>", func(context.Context, Msg) { close(done) })
-		_ = l.Publish(ctx, "mesh.advisory.forward-a-1", []byte("x"))
+		_ = l.Publish(ctx, Msg{Subject: "mesh.advisory.forward-a-1", Data: []byte("x")})
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
@@ -77,7 +77,7 @@ func TestReorderedAdvisoriesKeepLatest(t *testing.T) {
 	env.clock.Add(30 * time.Second)
 	_, newer := env.advisoryOf(t, "forward-ridge-1", "11SKU1234567890", clearReading(), Conditions{})
 	for _, raw := range [][]byte{newer, older} {
-		if _, err := a.Receive(context.Background(), Msg{Subject: "mesh.advisory.forward-ridge-1", Data: raw}); err != nil {
+		if _, err := a.Receive(context.Background(), env.signed("forward-ridge-1", "mesh.advisory.forward-ridge-1", raw)); err != nil {
 			t.Fatal(err)
 		}
 	}

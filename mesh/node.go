@@ -84,6 +84,9 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Sensor == nil {
 		return nil, custody.Errorf(custody.EINVALID, "node %s has no sensor", cfg.ID)
 	}
+	if id := wireIdentity(cfg.Wire); id != nil && (id.Role != RoleNode || id.Name != cfg.ID) {
+		return nil, custody.Errorf(custody.EINVALID, "node %s cannot sign with the key of %s %q", cfg.ID, id.Role, id.Name)
+	}
 	return &Node{cfg: cfg}, nil
 }
 

@@ -51,7 +51,7 @@ func TestComposerTextKeptWhenItPasses(t *testing.T) {
 	env := newEnv(t)
 	text := "Tier emergency at forward-ridge-2: active fire with dry, windy air."
 	n, _ := NewNode(NodeConfig{ID: "forward-ridge-2", Position: Position{MGRS: "11SKU1234567890"}, Model: "gemma-4-E2B-it",
-		Sensor: fixedSensor(fireReading(), Conditions{}), Composer: fakeBackend(text), Now: env.clock.Now, Wire: env.wire("n")})
+		Sensor: fixedSensor(fireReading(), Conditions{}), Composer: fakeBackend(text), Now: env.clock.Now, Wire: env.wire("forward-ridge-2")})
 	adv, comp, err := n.Cycle(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestAdvisoryNamesAbsentSensor(t *testing.T) {
 	r := clearReading()
 	r.HumidityPct = nil
 	n, _ := NewNode(NodeConfig{ID: "forward-ridge-4", Position: Position{MGRS: "11SKU1234567890"},
-		Sensor: fixedSensor(r, Conditions{}), Composer: fakeBackend("Tier info at the node: conditions clear."), Now: env.clock.Now, Wire: env.wire("n")})
+		Sensor: fixedSensor(r, Conditions{}), Composer: fakeBackend("Tier info at the node: conditions clear."), Now: env.clock.Now, Wire: env.wire("forward-ridge-4")})
 	adv, comp, err := n.Cycle(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestAdvisoryOverflowComposedShorter(t *testing.T) {
 	r := fireReading()
 	n, _ := NewNode(NodeConfig{ID: "forward-" + strings.Repeat("x", 56), Position: Position{MGRS: strings.Repeat("1", 32), Lat: Float(34), Lon: Float(-118), UncertaintyM: Float(5)},
 		Sensor: fixedSensor(r, Conditions{RFWActive: Bool(true), WFIGSProximityKM: Float(1.5)}), Composer: fakeBackend(long),
-		Adapter: &adapter, Now: env.clock.Now, Wire: env.wire("n")})
+		Adapter: &adapter, Now: env.clock.Now, Wire: env.wire("forward-" + strings.Repeat("x", 56))})
 	adv, raw, comp, err := n.Advise(context.Background(), env.clock.Now(), r, Conditions{RFWActive: Bool(true), WFIGSProximityKM: Float(1.5)})
 	if err != nil {
 		t.Fatal(err)

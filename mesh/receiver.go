@@ -36,11 +36,11 @@ func (r *Receiver) Listen(ctx context.Context) (Subscription, error) {
 
 // Receive admits one broadcast; a refused one is recorded and dropped.
 func (r *Receiver) Receive(ctx context.Context, m Msg) (Broadcast, error) {
-	b, err := r.admit(ctx, m)
+	b, err := r.admitSigned(ctx, m)
 	if err != nil {
-		return Broadcast{}, r.Wire.Refuse(ctx, kindBroadcast, "receive", m.Subject, m.Data, nil, err)
+		return Broadcast{}, r.Wire.Refuse(ctx, kindBroadcast, "receive", m.Subject, m.Data, signedRefs(nil, m), err)
 	}
-	refs := map[string]string{RefApproval: b.ApprovalRequestID}
+	refs := signedRefs(map[string]string{RefApproval: b.ApprovalRequestID}, m)
 	if err := r.Wire.Received(ctx, kindBroadcast, m.Subject, m.Data, refs); err != nil {
 		return Broadcast{}, err
 	}
@@ -55,6 +55,14 @@ func (r *Receiver) Accepted() []Broadcast {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.accepted)
+}
+
+// admitSigned admits a broadcast signed by a desk on the roster.
+func (r *Receiver) admitSigned(ctx context.Context, m Msg) (Broadcast, error) {
+	if _, err := r.Wire.verify(kindBroadcast, m); err != nil {
+		return Broadcast{}, err
+	}
+	return r.admit(ctx, m)
 }
 
 func (r *Receiver) admit(ctx context.Context, m Msg) (Broadcast, error) {

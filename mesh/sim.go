@@ -188,6 +188,9 @@ type Sim struct {
 	// from its own goroutines while Run advances it.
 	now      atomic.Int64
 	Timeline Timeline
+	// Roster admits the simulation's participants; an audience listening
+	// to the simulation verifies with it.
+	Roster *Roster
 }
 
 // Timeline is what a simulation saw: each node's tier at each cycle, and
@@ -226,8 +229,14 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 	if stamp == nil {
 		stamp = s.Now
 	}
+	keys, err := newSimKeys(w)
+	if err != nil {
+		return nil, err
+	}
+	s.Roster = keys.roster
 	wire := func(actor string) *Wire {
-		return &Wire{Transport: cfg.Transport, Validator: cfg.Validator, Ledger: cfg.Ledger, Actor: actor, Now: stamp}
+		return &Wire{Transport: cfg.Transport, Validator: cfg.Validator, Ledger: cfg.Ledger, Actor: actor, Now: stamp,
+			Identity: keys.ids[actor], Roster: keys.roster}
 	}
 	for i := range cfg.Nodes {
 		n, err := NewNode(NodeConfig{ID: w.NodeID(i), Position: w.Position(i), Period: cfg.Period, Now: s.Now, Subjects: cfg.Subjects,
@@ -250,6 +259,43 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 	return s, nil
 }
 
+// simKeys are the keys of a simulation's participants, made afresh for
+// each run, and the roster that admits them.
+type simKeys struct {
+	ids    map[string]*Identity
+	roster *Roster
+}
+
+func newSimKeys(w *World) (simKeys, error) {
+	k := simKeys{ids: map[string]*Identity{}}
+	add := func(name string, role Role) error {
+		id, err := NewIdentity(name, role)
+		if err != nil {
+			return err
+		}
+		k.ids[name] = id
+		return nil
+	}
+	for i := range w.Nodes {
+		if err := add(w.NodeID(i), RoleNode); err != nil {
+			return k, err
+		}
+	}
+	if err := add("aggregator", RoleAggregator); err != nil {
+		return k, err
+	}
+	if err := add("desk", RoleDesk); err != nil {
+		return k, err
+	}
+	var members []Member
+	for _, id := range k.ids {
+		members = append(members, id.Member)
+	}
+	r, err := NewRoster(members...)
+	k.roster = r
+	return k, err
+}
+
 // Now is the simulation's clock.
 func (s *Sim) Now() time.Time { return time.Unix(0, s.now.Load()).UTC() }
 
@@ -270,15 +316,17 @@ func (s *Sim) observe(agg Aggregation, _ []byte, trigger string) {
 	s.Timeline.Aggregations = append(s.Timeline.Aggregations, SimAggregation{At: s.Now(), Trigger: trigger, Aggregation: agg, Inputs: inputs})
 }
 
-// Listen subscribes the aggregator and the desk to the transport.
+// Listen subscribes the desk and the aggregator to the transport. The
+// desk subscribes first: on a loopback it then sees each advisory before
+// the aggregation it triggers.
 func (s *Sim) Listen(ctx context.Context) error {
-	if _, err := s.Aggregator.Listen(ctx); err != nil {
-		return err
-	}
 	if s.Desk != nil {
 		if _, err := s.Desk.Listen(ctx); err != nil {
 			return err
 		}
+	}
+	if _, err := s.Aggregator.Listen(ctx); err != nil {
+		return err
 	}
 	return nil
 }

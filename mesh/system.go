@@ -21,6 +21,11 @@ type Deps struct {
 	// nil runs a simulated mesh on a loopback.
 	Dial     func(ctx context.Context) (Transport, error)
 	Subjects Subjects
+	// Roster admits the nodes and aggregators of the mesh joined over
+	// NATS, and Key is the desk's own identity, which signs broadcasts.
+	// A simulation makes its own keys.
+	Roster *Roster
+	Key    *Identity
 	// Simulation settings (loopback only): scenario, nodes, speedup.
 	Scenario string
 	Nodes    int
@@ -92,18 +97,17 @@ func (s *System) runNATS(ctx context.Context) error {
 		return err
 	}
 	defer tr.Close()
-	wire := func(actor string) *Wire {
-		return &Wire{Transport: tr, Validator: s.deps.Validator, Ledger: s.deps.Ledger, Actor: actor, Now: s.deps.Now}
+	if s.deps.Roster == nil || s.deps.Key == nil {
+		return custody.Errorf(custody.EINVALID, "joining the mesh over NATS needs a roster and the desk's key (see custody mesh keygen)")
 	}
-	view := NewAggregator(AggregatorConfig{Wire: &Wire{Transport: tr, Validator: s.deps.Validator, Now: s.deps.Now}, Subjects: s.deps.Subjects, Now: s.deps.Now, Passive: true})
-	desk := NewDesk(DeskConfig{Wire: wire("desk"), Subjects: s.deps.Subjects, Approvals: s.deps.Approvals, Now: s.deps.Now})
-	if _, err := view.Listen(ctx); err != nil {
-		return err
-	}
+	wire := &Wire{Transport: tr, Validator: s.deps.Validator, Ledger: s.deps.Ledger, Actor: "desk", Now: s.deps.Now,
+		Identity: s.deps.Key, Roster: s.deps.Roster}
+	desk := NewDesk(DeskConfig{Wire: wire, Subjects: s.deps.Subjects, Approvals: s.deps.Approvals, Now: s.deps.Now})
 	if _, err := desk.Listen(ctx); err != nil {
 		return err
 	}
-	s.set(view, desk, "nats")
+	// The map shows the desk's own book: the advisories it admitted.
+	s.set(desk.Book(), desk, "nats")
 	return desk.Run(ctx, 2*time.Second)
 }
 

@@ -5,11 +5,15 @@ import (
 	"strings"
 )
 
-// Msg is one message on a transport: the subject it was published on and
-// its exact bytes.
+// Msg is one message on a transport: the subject it was published on,
+// its exact bytes, and the detached signature of those bytes (see
+// Identity): the signer's public nkey and the base64url ed25519
+// signature.
 type Msg struct {
-	Subject string
-	Data    []byte
+	Subject   string
+	Data      []byte
+	Signer    string
+	Signature string
 }
 
 // Handler receives messages from a subscription. It is called from the
@@ -26,10 +30,11 @@ type Subscription interface {
 // Subjects are dot-separated tokens; a subscription may use "*" for one
 // token and a final ">" for the rest, as in NATS.
 type Transport interface {
-	// Publish sends data on subject. A nil error means the transport
-	// accepted the message; with a durable transport it means the message
-	// is stored and will survive a restart of the transport.
-	Publish(ctx context.Context, subject string, data []byte) error
+	// Publish sends m, with its signature, on m.Subject. A nil error
+	// means the transport accepted the message; with a durable transport
+	// it means the message is stored and will survive a restart of the
+	// transport.
+	Publish(ctx context.Context, m Msg) error
 	// Subscribe delivers every message on subjects matching pattern to h.
 	Subscribe(pattern string, h Handler) (Subscription, error)
 	// Close releases the transport.

@@ -61,6 +61,11 @@ type Wire struct {
 	// Actor names this participant on the ledger (a node id, "aggregator").
 	Actor string
 	Now   func() time.Time
+	// Identity signs every message sent; a wire without one sends nothing.
+	Identity *Identity
+	// Roster admits the signers of the messages received; a wire without
+	// one admits nothing.
+	Roster *Roster
 }
 
 func (w *Wire) now() time.Time {
@@ -190,16 +195,22 @@ func skipString(raw []byte, open int) int {
 	return len(raw)
 }
 
-// Send checks raw, records it as sent and publishes it on subject. A
-// message that fails its check is recorded as refused and not published.
+// Send checks raw, signs it, records it as sent with its signature and
+// publishes it on subject. A message that fails its check is recorded as
+// refused and not published.
 func (w *Wire) Send(ctx context.Context, kind Kind, subject string, raw []byte, refs map[string]string) error {
 	if err := w.Check(kind, raw); err != nil {
 		return w.Refuse(ctx, kind, "send", subject, raw, refs, err)
 	}
+	m, err := w.sign(kind, subject, raw)
+	if err != nil {
+		return w.Refuse(ctx, kind, "send", subject, raw, refs, err)
+	}
+	refs = signedRefs(refs, m)
 	if err := w.record(ctx, EntrySent, kind, subject, raw, refs); err != nil {
 		return w.refuseUnrecordable(ctx, kind, "send", subject, raw, refs, err)
 	}
-	if err := w.Transport.Publish(ctx, subject, raw); err != nil {
+	if err := w.Transport.Publish(ctx, m); err != nil {
 		return &custody.Error{Kind: custody.EUNAVAILABLE, Message: "publish " + string(kind), Err: err}
 	}
 	return nil

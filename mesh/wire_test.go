@@ -113,7 +113,7 @@ func TestBigIntegerAdvisoryRefusedOnReceive(t *testing.T) {
 	_, raw := env.advisoryOf(t, "forward-ridge-1", "11SKU1234567890", clearReading(), Conditions{})
 	n := 0
 	for _, v := range numberVariants(raw) {
-		_, err := a.Receive(context.Background(), Msg{Subject: "mesh.advisory.forward-ridge-1", Data: v.raw})
+		_, err := a.Receive(context.Background(), env.signed("forward-ridge-1", "mesh.advisory.forward-ridge-1", v.raw))
 		if v.ok {
 			continue // accepted by both; may be refused later for other reasons
 		}

@@ -66,7 +66,7 @@ func demoReceivers(ctx context.Context, sim *mesh.Sim, st *stack) ([]*mesh.Recei
 	var out []*mesh.Receiver
 	for _, a := range demoAudiences {
 		r := &mesh.Receiver{Audience: a, Approvals: st.approvals,
-			Wire: &mesh.Wire{Transport: sim.Aggregator.Transport(), Validator: st.reg, Ledger: st.db, Actor: a, Now: sim.Now}}
+			Wire: &mesh.Wire{Transport: sim.Aggregator.Transport(), Validator: st.reg, Ledger: st.db, Actor: a, Now: sim.Now, Roster: sim.Roster}}
 		if _, err := r.Listen(ctx); err != nil {
 			return nil, err
 		}
@@ -132,8 +132,33 @@ func (m *Main) demoMeshCheck(ctx context.Context, st *stack, sim *mesh.Sim, rece
 	if err := demoThread(ctx, st, b.ApprovalRequestID); err != nil {
 		return err
 	}
+	n, err := demoApprovals(ctx, st, sim)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "check      %d aggregations, each approval_request_id names a real approval on the ledger\n", n)
 	fmt.Fprintf(m.Stdout, "check      broadcast %s: aggregation → approval → decision → broadcast → %d audiences on the ledger\n", b.ApprovalRequestID, len(receivers))
 	return m.demoLedger(ctx, st)
+}
+
+// demoApprovals checks that the approval_request_id of every aggregation
+// names an approval that exists, with its request on the ledger under the
+// same id, and returns how many it checked.
+func demoApprovals(ctx context.Context, st *stack, sim *mesh.Sim) (int, error) {
+	for _, a := range sim.Timeline.Aggregations {
+		id := a.Aggregation.ApprovalRequestID
+		if _, err := st.approvals.Get(ctx, id); err != nil {
+			return 0, fmt.Errorf("aggregation %s names no approval: %w", id, err)
+		}
+		es, err := st.db.Entries(ctx, custody.Query{Kind: custody.KindApprovalRequest, Trace: "mesh-" + id, Limit: 2})
+		if err != nil {
+			return 0, err
+		}
+		if len(es) != 1 {
+			return 0, fmt.Errorf("aggregation %s: %d approval requests on the ledger, want 1", id, len(es))
+		}
+	}
+	return len(sim.Timeline.Aggregations), nil
 }
 
 // demoThread checks that one approval id threads the aggregation, the

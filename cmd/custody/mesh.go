@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -18,10 +21,12 @@ import (
 // a simulation.
 func (m *Main) runMesh(ctx context.Context, args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(m.Stderr, "usage: custody mesh node|aggregator|simulate [flags]")
+		fmt.Fprintln(m.Stderr, "usage: custody mesh keygen|node|aggregator|simulate [flags]")
 		return exitUsage
 	}
 	switch args[0] {
+	case "keygen":
+		return m.runMeshKeygen(args[1:])
 	case "node":
 		return m.runMeshNode(ctx, args[1:])
 	case "aggregator":
@@ -29,7 +34,7 @@ func (m *Main) runMesh(ctx context.Context, args []string) int {
 	case "simulate":
 		return m.runMeshSimulate(ctx, args[1:])
 	}
-	fmt.Fprintf(m.Stderr, "custody mesh: unknown subcommand %q (want node, aggregator or simulate)\n", args[0])
+	fmt.Fprintf(m.Stderr, "custody mesh: unknown subcommand %q (want keygen, node, aggregator or simulate)\n", args[0])
 	return exitUsage
 }
 
@@ -43,6 +48,7 @@ func meshNATS(ctx context.Context, url, prefix, durable string) (*natsmesh.Trans
 func (m *Main) runMeshNode(ctx context.Context, args []string) int {
 	fs := m.flags("mesh node", "--id forward-NAME --nats URL [flags]")
 	id := fs.String("id", "", "node `ID` (forward-...)")
+	keyFile := fs.String("key", "", "the node's nkey seed `FILE` (custody mesh keygen)")
 	url := fs.String("nats", m.env("CUSTODY_NATS", ""), "NATS server `URL` (env CUSTODY_NATS)")
 	prefix := fs.String("subjects", "mesh", "subject `PREFIX` of the mesh")
 	scenario := fs.String("scenario", mesh.ScenarioRidgeFire, "synthetic sensor scenario: "+strings.Join(mesh.Scenarios(), ", "))
@@ -53,8 +59,12 @@ func (m *Main) runMeshNode(ctx context.Context, args []string) int {
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
-	if *id == "" || *url == "" {
-		return m.flagUsage(fs, "--id and --nats are required")
+	if *id == "" || *url == "" || *keyFile == "" {
+		return m.flagUsage(fs, "--id, --key and --nats are required")
+	}
+	key, err := mesh.LoadIdentity(*id, mesh.RoleNode, *keyFile)
+	if err != nil {
+		return m.fail(err)
 	}
 	st, err := m.openStack(ctx, *data, *contracts)
 	if err != nil {
@@ -72,7 +82,7 @@ func (m *Main) runMeshNode(ctx context.Context, args []string) int {
 	}
 	i := nodeIndex(*id)
 	n, err := mesh.NewNode(mesh.NodeConfig{ID: *id, Position: world.Position(i), Period: *period, Subjects: mesh.Subjects{Prefix: *prefix},
-		Wire: &mesh.Wire{Transport: tr, Validator: st.reg, Ledger: st.db, Actor: *id},
+		Wire: &mesh.Wire{Transport: tr, Validator: st.reg, Ledger: st.db, Actor: *id, Identity: key},
 		Sensor: mesh.SensorFunc(func(_ context.Context, now time.Time) (mesh.SensorReading, mesh.Conditions, error) {
 			r, c := world.Read(i, now)
 			return r, c, nil
@@ -119,8 +129,10 @@ func nodeIndex(id string) int {
 
 // runMeshAggregator aggregates the advisories of every node on NATS.
 func (m *Main) runMeshAggregator(ctx context.Context, args []string) int {
-	fs := m.flags("mesh aggregator", "--nats URL [flags]")
+	fs := m.flags("mesh aggregator", "--nats URL --key FILE --roster FILE [flags]")
 	url := fs.String("nats", m.env("CUSTODY_NATS", ""), "NATS server `URL` (env CUSTODY_NATS)")
+	keyFile := fs.String("key", "", "the aggregator's nkey seed `FILE` (custody mesh keygen)")
+	rosterFile := fs.String("roster", "", "roster `FILE` of the admitted nodes")
 	prefix := fs.String("subjects", "mesh", "subject `PREFIX` of the mesh")
 	period := fs.Duration("node-period", 30*time.Second, "the nodes' polling `PERIOD` (stale after three)")
 	interval := fs.Duration("interval", time.Minute, "timer cadence `INTERVAL`")
@@ -129,8 +141,16 @@ func (m *Main) runMeshAggregator(ctx context.Context, args []string) int {
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
-	if *url == "" {
-		return m.flagUsage(fs, "--nats is required")
+	if *url == "" || *keyFile == "" || *rosterFile == "" {
+		return m.flagUsage(fs, "--nats, --key and --roster are required")
+	}
+	roster, err := mesh.LoadRoster(*rosterFile)
+	if err != nil {
+		return m.fail(err)
+	}
+	key, err := mesh.LoadIdentity("aggregator", mesh.RoleAggregator, *keyFile)
+	if err != nil {
+		return m.fail(err)
 	}
 	st, err := m.openStack(ctx, *data, *contracts)
 	if err != nil {
@@ -143,7 +163,8 @@ func (m *Main) runMeshAggregator(ctx context.Context, args []string) int {
 	}
 	defer tr.Close()
 	agg := mesh.NewAggregator(mesh.AggregatorConfig{
-		Wire: &mesh.Wire{Transport: tr, Validator: st.reg, Ledger: st.db, Actor: "aggregator"}, Subjects: mesh.Subjects{Prefix: *prefix},
+		Wire:       &mesh.Wire{Transport: tr, Validator: st.reg, Ledger: st.db, Actor: "aggregator", Identity: key, Roster: roster},
+		Subjects:   mesh.Subjects{Prefix: *prefix},
 		NodePeriod: *period, Interval: *interval,
 		OnAggregation: func(a mesh.Aggregation, _ []byte, trigger string) {
 			fmt.Fprintf(m.Stdout, "%s %-9s %s nodes=%d stale=%d id=%s\n", a.AggregationTS, a.SeverityTier, trigger, len(a.InputNodeIDs), len(a.StaleNodeIDs), a.ApprovalRequestID)
@@ -272,4 +293,75 @@ func meshDataDir(data string) (string, func(), error) {
 		return "", nil, fmt.Errorf("create mesh data directory: %w", err)
 	}
 	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// runMeshKeygen makes the key of one mesh participant: the seed goes to
+// a new file readable by its owner only, to be installed on that
+// participant, and the public key is added to the roster file (created
+// when absent), which every receiver reads.
+func (m *Main) runMeshKeygen(args []string) int {
+	fs := m.flags("mesh keygen", "--name NAME --role node|aggregator|desk --out FILE [--roster FILE]")
+	name := fs.String("name", "", "the participant's `NAME`: a node's id (forward-...), or a label")
+	role := fs.String("role", string(mesh.RoleNode), "`ROLE`: node, aggregator or desk")
+	out := fs.String("out", "", "new seed `FILE` to write (mode 0600; never replaced)")
+	rosterFile := fs.String("roster", "", "roster `FILE` to admit the public key to (created when absent)")
+	if ok, code := m.parse(fs, args); !ok {
+		return code
+	}
+	if *name == "" || *out == "" {
+		return m.flagUsage(fs, "--name and --out are required")
+	}
+	id, err := mesh.NewIdentity(*name, mesh.Role(*role))
+	if err != nil {
+		return m.flagUsage(fs, err.Error())
+	}
+	if err := id.WriteSeed(*out); err != nil {
+		return m.fail(err)
+	}
+	if *rosterFile != "" {
+		// A roster that refuses the member leaves no seed behind.
+		if err := admitToRoster(*rosterFile, id.Member); err != nil {
+			_ = os.Remove(*out)
+			return m.fail(&custody.Error{Kind: custody.EINVALID, Message: err.Error(), Err: err})
+		}
+	}
+	line, err := json.Marshal(id.Member)
+	if err != nil {
+		return m.fail(err)
+	}
+	fmt.Fprintf(m.Stdout, "%s\n", line)
+	return exitOK
+}
+
+// admitToRoster adds member to the roster file at path, creating it.
+func admitToRoster(path string, member mesh.Member) error {
+	var f mesh.RosterFile
+	raw, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("read mesh roster: %w", err)
+	default:
+		r, err := mesh.ReadRoster(raw)
+		if err != nil {
+			return fmt.Errorf("mesh roster %s: %w", path, err)
+		}
+		f.Members = r.Members()
+	}
+	f.Members = append(f.Members, member)
+	if _, err := mesh.NewRoster(f.Members...); err != nil {
+		return fmt.Errorf("mesh roster %s: %w", path, err)
+	}
+	out, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode mesh roster: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(out, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write mesh roster: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write mesh roster: %w", err)
+	}
+	return nil
 }

@@ -70,7 +70,7 @@ func TestDemoMesh(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	for _, want := range []string{"none above its inputs", "capped a stale node at warning", "aggregation → approval → decision → broadcast", "ledger     verified: ok", "signed checkpoint"} {
+	for _, want := range []string{"none above its inputs", "capped a stale node at warning", "aggregation → approval → decision → broadcast", "each approval_request_id names a real approval", "ledger     verified: ok", "signed checkpoint"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

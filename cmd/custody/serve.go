@@ -56,6 +56,8 @@ type serveSettings struct {
 	witnesses []witnessConfig
 	// tlsCert and tlsKey, both or neither, make serve answer HTTPS.
 	tlsCert, tlsKey string
+	// mesh is how the mesh is joined over NATS: flags over the file.
+	mesh config.Mesh
 }
 
 // systems is where the domain systems plug into serve: their tools join
@@ -98,6 +100,10 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	edgeURL := fset.String("llm-edge", "", "edge text backend `URL` for language hops (env CUSTODY_LLM_EDGE; default: the main backend)")
 	room := fset.String("room", "", "a Brain room `FILE` (room.db) whose review queue the console shows (env CUSTODY_BRAIN_ROOM)")
 	natsURL := fset.String("nats", "", "join the wildfire mesh over NATS at `URL` (env CUSTODY_NATS; default: a simulated mesh)")
+	meshRoster := fset.String("mesh-roster", "", "roster `FILE` of the mesh's admitted nodes and aggregators (with --nats)")
+	meshKey := fset.String("mesh-key", "", "the desk's nkey seed `FILE`, which signs broadcasts (with --nats)")
+	meshSubjects := fset.String("mesh-subjects", "", "subject `PREFIX` of this deployment's mesh (default mesh-<ledger id prefix>)")
+	meshConsumer := fset.String("mesh-consumer", "", "durable consumer `NAME` of this deployment's desk (default custody-desk-<ledger id prefix>)")
 	configPath := m.configFlag(fset)
 	systemsList := fset.String("systems", "", "seed systems to serve beside the configured tools: `LIST` of peas, mesh (default: the config file's \"systems\")")
 	simulate := fset.Bool("simulate", false, "run the seed systems' simulated feeds (a pile-up feed, a simulated wildfire mesh)")
@@ -144,6 +150,12 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 		return set, m.flagUsage(fset, "--tls-cert and --tls-key go together: give both or neither"), false
 	}
 	set.witnesses = set.cfg.Witnesses
+	set.mesh = config.Mesh{
+		Roster:   m.setting(given["mesh-roster"], *meshRoster, "", set.cfg.Mesh.Roster, ""),
+		Key:      m.setting(given["mesh-key"], *meshKey, "", set.cfg.Mesh.Key, ""),
+		Subjects: m.setting(given["mesh-subjects"], *meshSubjects, "", set.cfg.Mesh.Subjects, ""),
+		Consumer: m.setting(given["mesh-consumer"], *meshConsumer, "", set.cfg.Mesh.Consumer, ""),
+	}
 	list := []string(witnessFlag)
 	if len(list) == 0 {
 		list = strings.Fields(m.env("CUSTODY_WITNESSES", ""))

@@ -2,12 +2,18 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/custody-dev/custody/brain"
+	"github.com/custody-dev/custody/config"
 	"github.com/custody-dev/custody/llm"
 	"github.com/custody-dev/custody/mesh"
 	"github.com/custody-dev/custody/peas"
@@ -50,7 +56,11 @@ func (m *Main) serveSystems(ctx context.Context, set serveSettings) (systems, er
 			apps = append(apps, web.App{Name: "peas", Title: "Pile-up alert", Handler: pileup.Handler()})
 		}
 		if on("mesh") {
-			wildfire = mesh.New(m.meshDeps(st, set.nats, logger))
+			deps, err := m.meshDeps(st, set, logger)
+			if err != nil {
+				return nil, err
+			}
+			wildfire = mesh.New(deps)
 			st.checks = append(st.checks, wildfire.CheckApproval)
 			apps = append(apps, web.App{Name: "mesh", Title: "Wildfire mesh", Handler: wildfire.Handler()})
 		}
@@ -82,15 +92,83 @@ func (m *Main) serveSystems(ctx context.Context, set serveSettings) (systems, er
 }
 
 // meshDeps wires the mesh to the stack: a simulated ridge on a loopback,
-// or the real mesh over NATS when a URL is given.
-func (m *Main) meshDeps(st *stack, natsURL string, logger *slog.Logger) mesh.Deps {
+// or the real mesh over NATS when a URL is given, with the roster and
+// the desk's key, under this deployment's subject prefix and consumer
+// name.
+func (m *Main) meshDeps(st *stack, set serveSettings, logger *slog.Logger) (mesh.Deps, error) {
 	d := mesh.Deps{Validator: st.reg, Ledger: st.db, Approvals: st.approvals, Logger: logger, OperatorOf: operatorOf}
-	if natsURL != "" {
-		d.Dial = func(ctx context.Context) (mesh.Transport, error) {
-			return meshNATS(ctx, natsURL, "", "custody-serve")
+	if set.nats == "" {
+		return d, nil
+	}
+	names, err := meshNames(st, set.mesh)
+	if err != nil {
+		return d, err
+	}
+	if set.mesh.Roster == "" || set.mesh.Key == "" {
+		return d, fmt.Errorf("joining the mesh over NATS needs --mesh-roster and --mesh-key (see custody mesh keygen)")
+	}
+	if d.Roster, err = mesh.LoadRoster(set.mesh.Roster); err != nil {
+		return d, err
+	}
+	if d.Key, err = mesh.LoadIdentity("desk", mesh.RoleDesk, set.mesh.Key); err != nil {
+		return d, err
+	}
+	d.Subjects = mesh.Subjects{Prefix: names.Subjects}
+	d.Dial = func(ctx context.Context) (mesh.Transport, error) {
+		return meshNATS(ctx, set.nats, names.Subjects, names.Consumer)
+	}
+	fmt.Fprintf(m.Stderr, "mesh: joining over NATS as subjects %s.*, consumer %s, %d members on the roster\n", names.Subjects, names.Consumer, len(d.Roster.Members()))
+	return d, nil
+}
+
+// meshNamePattern is what a subject prefix or consumer name may hold: one
+// NATS token, usable in stream and consumer names.
+var meshNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// meshNames returns the subject prefix and consumer name of this
+// deployment: as configured, else derived from the ledger id, so that two
+// deployments on one NATS server neither share a consumer (and split its
+// messages) nor see each other's subjects.
+func meshNames(st *stack, cfg config.Mesh) (config.Mesh, error) {
+	out := cfg
+	if out.Subjects == "" || out.Consumer == "" {
+		id, err := ledgerIDOf(st)
+		if err != nil {
+			return out, fmt.Errorf("%w: give --mesh-subjects and --mesh-consumer", err)
+		}
+		if out.Subjects == "" {
+			out.Subjects = "mesh-" + id[:12]
+		}
+		if out.Consumer == "" {
+			out.Consumer = "custody-desk-" + id[:12]
 		}
 	}
-	return d
+	for _, v := range []string{out.Subjects, out.Consumer} {
+		if !meshNamePattern.MatchString(v) {
+			return out, fmt.Errorf("mesh subject prefix or consumer name %q: want 1-64 of A-Z a-z 0-9 _ -", v)
+		}
+	}
+	return out, nil
+}
+
+// ledgerIDOf returns the id of the stack's ledger: the store's own, or the
+// one its data directory records.
+func ledgerIDOf(st *stack) (string, error) {
+	var id string
+	switch db := st.db.(type) {
+	case interface{ LedgerID() string }:
+		id = db.LedgerID()
+	case interface{ Dir() string }:
+		raw, err := os.ReadFile(filepath.Join(db.Dir(), "ledger.id"))
+		if err != nil {
+			return "", fmt.Errorf("read the ledger id: %w", err)
+		}
+		id = strings.TrimSpace(string(raw))
+	}
+	if len(id) < 12 {
+		return "", fmt.Errorf("the store names no ledger id")
+	}
+	return id, nil
 }
 
 // operatorOf names the operator behind a console request to a seed

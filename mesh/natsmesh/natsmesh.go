@@ -104,10 +104,20 @@ func (t *Transport) ensureStreams(ctx context.Context) error {
 	return nil
 }
 
-// Publish stores data on subject: nil means the server acknowledged it.
-func (t *Transport) Publish(ctx context.Context, subject string, data []byte) error {
-	if _, err := t.js.Publish(ctx, subject, data); err != nil {
-		return unavailable("publish on "+subject, err)
+// Publish stores m on its subject, its signature in the headers
+// mesh.SignerHeader and mesh.SignatureHeader and its bytes as the
+// message data: nil means the server acknowledged it.
+func (t *Transport) Publish(ctx context.Context, m mesh.Msg) error {
+	msg := nats.NewMsg(m.Subject)
+	msg.Data = m.Data
+	if m.Signer != "" {
+		msg.Header.Set(mesh.SignerHeader, m.Signer)
+	}
+	if m.Signature != "" {
+		msg.Header.Set(mesh.SignatureHeader, m.Signature)
+	}
+	if _, err := t.js.PublishMsg(ctx, msg); err != nil {
+		return unavailable("publish on "+m.Subject, err)
 	}
 	return nil
 }
@@ -122,7 +132,7 @@ func (t *Transport) Subscribe(pattern string, h mesh.Handler) (mesh.Subscription
 		return nil, err
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		h(ctx, mesh.Msg{Subject: m.Subject(), Data: m.Data()})
+		h(ctx, msgOf(m))
 		_ = m.Ack()
 	})
 	if err != nil {
@@ -132,6 +142,16 @@ func (t *Transport) Subscribe(pattern string, h mesh.Handler) (mesh.Subscription
 	t.subs = append(t.subs, cc)
 	t.mu.Unlock()
 	return stopper{cc}, nil
+}
+
+// msgOf returns the mesh message of a JetStream message: its subject,
+// data and the signature headers.
+func msgOf(m jetstream.Msg) mesh.Msg {
+	out := mesh.Msg{Subject: m.Subject(), Data: m.Data()}
+	if h := m.Headers(); h != nil {
+		out.Signer, out.Signature = h.Get(mesh.SignerHeader), h.Get(mesh.SignatureHeader)
+	}
+	return out
 }
 
 func (t *Transport) consumer(ctx context.Context, pattern string) (jetstream.Consumer, error) {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 const (
 	envNodeURL    = "CUSTODY_MESH_NODE_URL"
 	envNodePrefix = "CUSTODY_MESH_NODE_PREFIX"
+	envNodeKey    = "CUSTODY_MESH_NODE_KEY"
 )
 
 // natsURL returns the server of CUSTODY_TEST_NATS_URL, or starts an
@@ -104,9 +106,13 @@ func dial(t *testing.T, url, prefix, durable string) *Transport {
 // TestNodeProcess is the forward node of TestNATSEndToEnd, run in its own
 // process by re-executing the test binary. It skips when run directly.
 func TestNodeProcess(t *testing.T) {
-	url, prefix := os.Getenv(envNodeURL), os.Getenv(envNodePrefix)
-	if url == "" || prefix == "" {
+	url, prefix, keyFile := os.Getenv(envNodeURL), os.Getenv(envNodePrefix), os.Getenv(envNodeKey)
+	if url == "" || prefix == "" || keyFile == "" {
 		t.Skip("runs only as the node process of TestNATSEndToEnd")
+	}
+	key, err := mesh.LoadIdentity("forward-ridge-1", mesh.RoleNode, keyFile)
+	if err != nil {
+		t.Fatal(err)
 	}
 	st := newStack(t)
 	tr := dial(t, url, prefix, "")
@@ -118,7 +124,7 @@ func TestNodeProcess(t *testing.T) {
 	i := 0
 	n, err := mesh.NewNode(mesh.NodeConfig{
 		ID: "forward-ridge-1", Position: mesh.Position{MGRS: "11SKU1234567890", Lat: mesh.Float(34.2), Lon: mesh.Float(-118.1)},
-		Subjects: subjects, Wire: &mesh.Wire{Transport: tr, Validator: st.reg, Ledger: st.db, Actor: "forward-ridge-1"},
+		Subjects: subjects, Wire: &mesh.Wire{Transport: tr, Validator: st.reg, Ledger: st.db, Actor: "forward-ridge-1", Identity: key},
 		Sensor: mesh.SensorFunc(func(context.Context, time.Time) (mesh.SensorReading, mesh.Conditions, error) {
 			r := readings[i]
 			i++
@@ -142,10 +148,18 @@ func TestNATSEndToEnd(t *testing.T) {
 	subjects := mesh.Subjects{Prefix: prefix}
 	ctx := context.Background()
 
+	// Keys are made as custody mesh keygen makes them: the node's seed in
+	// a file of its own, every public key on the roster.
+	keys := newKeys(t, "forward-ridge-1")
+	keyFile := filepath.Join(t.TempDir(), "forward-ridge-1.nk")
+	if err := keys.ids["forward-ridge-1"].WriteSeed(keyFile); err != nil {
+		t.Fatal(err)
+	}
+
 	// The node runs and exits before any aggregator listens: its advisory
 	// must survive in JetStream.
 	cmd := exec.Command(os.Args[0], "-test.run=^TestNodeProcess$", "-test.v")
-	cmd.Env = append(os.Environ(), envNodeURL+"="+url, envNodePrefix+"="+prefix)
+	cmd.Env = append(os.Environ(), envNodeURL+"="+url, envNodePrefix+"="+prefix, envNodeKey+"="+keyFile)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("node process: %v\n%s", err, out)
 	}
@@ -153,7 +167,7 @@ func TestNATSEndToEnd(t *testing.T) {
 	st := newStack(t)
 	aggregated := make(chan mesh.Aggregation, 4)
 	agg := mesh.NewAggregator(mesh.AggregatorConfig{
-		Wire: &mesh.Wire{Transport: dial(t, url, prefix, ""), Validator: st.reg, Ledger: st.db, Actor: "aggregator"}, Subjects: subjects,
+		Wire: keys.wire(dial(t, url, prefix, ""), st, "aggregator"), Subjects: subjects,
 		OnAggregation: func(a mesh.Aggregation, _ []byte, _ string) { aggregated <- a },
 	})
 	if _, err := agg.Listen(ctx); err != nil {
@@ -171,7 +185,7 @@ func TestNATSEndToEnd(t *testing.T) {
 
 	// The desk connects after the aggregation was published: its durable
 	// consumer still receives it.
-	desk := mesh.NewDesk(mesh.DeskConfig{Wire: &mesh.Wire{Transport: dial(t, url, prefix, "desk-"+prefix), Validator: st.reg, Ledger: st.db, Actor: "desk"},
+	desk := mesh.NewDesk(mesh.DeskConfig{Wire: keys.wire(dial(t, url, prefix, "desk-"+prefix), st, "desk"),
 		Subjects: subjects, Approvals: st.approvals})
 	if _, err := desk.Listen(ctx); err != nil {
 		t.Fatal(err)
@@ -179,7 +193,7 @@ func TestNATSEndToEnd(t *testing.T) {
 	waitFor(t, "desk receives the aggregation", func() bool { _, err := desk.Case(a.ApprovalRequestID); return err == nil })
 
 	crew := &mesh.Receiver{Audience: "ground_crew_bravo", Subjects: subjects, Approvals: st.approvals,
-		Wire: &mesh.Wire{Transport: dial(t, url, prefix, "bravo-"+prefix), Validator: st.reg, Ledger: st.db, Actor: "ground_crew_bravo"}}
+		Wire: keys.wire(dial(t, url, prefix, "bravo-"+prefix), st, "ground_crew_bravo")}
 	if _, err := crew.Listen(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +204,43 @@ func TestNATSEndToEnd(t *testing.T) {
 	if b := crew.Accepted()[0]; b.ApprovalRequestID != a.ApprovalRequestID || b.SeverityTier != mesh.Critical {
 		t.Fatalf("broadcast %+v", b)
 	}
+}
+
+// keys are the identities of a test mesh and the roster admitting them:
+// the nodes named, an aggregator and a desk.
+type keys struct {
+	ids    map[string]*mesh.Identity
+	roster *mesh.Roster
+}
+
+func newKeys(t *testing.T, nodes ...string) keys {
+	t.Helper()
+	k := keys{ids: map[string]*mesh.Identity{}}
+	var members []mesh.Member
+	add := func(name string, role mesh.Role) {
+		id, err := mesh.NewIdentity(name, role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.ids[name] = id
+		members = append(members, id.Member)
+	}
+	for _, n := range nodes {
+		add(n, mesh.RoleNode)
+	}
+	add("aggregator", mesh.RoleAggregator)
+	add("desk", mesh.RoleDesk)
+	r, err := mesh.NewRoster(members...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.roster = r
+	return k
+}
+
+// wire returns a wire on tr for actor, signing with its key when it has one.
+func (k keys) wire(tr mesh.Transport, st stack, actor string) *mesh.Wire {
+	return &mesh.Wire{Transport: tr, Validator: st.reg, Ledger: st.db, Actor: actor, Identity: k.ids[actor], Roster: k.roster}
 }
 
 // waitFor polls cond until it holds; messages cross a real server here.
