@@ -464,3 +464,40 @@ func TestNewRefusesNegativeLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestMalformedArgumentsRecorded: arguments that are not strict JSON in a
+// strict envelope reach the gateway, which refuses them with a ledger
+// entry; the same fault in the envelope is refused at the door.
+func TestMalformedArgumentsRecorded(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct{ trace, args string }{
+		{"t-dup-arg", `{"zone":"UTC","zone":"Europe/Paris"}`},
+		{"t-utf8-arg", "{\"zone\":\"UTC\xff\"}"},
+		{"t-big-arg", `{"zone":"UTC","n":100000000000000000000}`},
+	} {
+		res := e.callAs(agentToken, tc.trace, "get_time", tc.args)
+		if res.Status != 400 {
+			t.Fatalf("%s: %d %s", tc.trace, res.Status, res.Body)
+		}
+		d := res.Error(t)
+		if d.Receipt == nil || !strings.Contains(d.Message, "arguments are not strict JSON") {
+			t.Errorf("%s: refused with %+v, want the gateway's refusal with its receipt", tc.trace, d)
+		}
+		if n := len(e.entries(tc.trace, custody.KindCallRefused)); n != 1 {
+			t.Errorf("%s: %d refusals on the ledger, want 1", tc.trace, n)
+		}
+	}
+	before := len(e.entries("", ""))
+	for _, body := range []string{
+		`{"tool":"get_time","tool":"write_note","arguments":{"a":1,"a":2}}`,
+		`{"tool":"get_time","arguments":{"a":1,"a":2},"arguments":{}}`,
+		"{\"tool\":\"get_time\xff\",\"arguments\":{\"a\":1,\"a\":2}}",
+	} {
+		if res := e.do("POST", "/v1/calls", agentToken, []byte(body)); res.Status != 400 || res.Error(t).Receipt != nil {
+			t.Errorf("%q: %d %s, want a refusal at the door", body, res.Status, res.Body)
+		}
+	}
+	if after := len(e.entries("", "")); after != before {
+		t.Errorf("bad envelopes left %d entries", after-before)
+	}
+}

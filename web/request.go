@@ -55,21 +55,32 @@ func statusFor(err error, kind string) int {
 // trailing data ..., with the byte offset), so that every door of the API
 // reads a document the way the ledger will.
 func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
-		return nil, err
-	}
-	data, err := s.readBody(w, r)
+	data, err := s.readJSONBody(w, r)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.checkStrict(data); err != nil {
-		var se *ledger.SyntaxError
-		if errors.As(err, &se) {
-			return nil, custody.Errorf(custody.EINVALID, "the request body is not strict JSON: at byte %d: %s", se.Offset, se.Msg)
-		}
-		return nil, custody.Errorf(custody.EINVALID, "the request body is not strict JSON: %v", err)
+		return nil, notStrict(err)
 	}
 	return data, nil
+}
+
+// readJSONBody reads a body declared application/json, under the limits
+// readJSON names, without judging it.
+func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+		return nil, err
+	}
+	return s.readBody(w, r)
+}
+
+// notStrict is the refusal of a body the strict checker refused with err.
+func notStrict(err error) error {
+	var se *ledger.SyntaxError
+	if errors.As(err, &se) {
+		return custody.Errorf(custody.EINVALID, "the request body is not strict JSON: at byte %d: %s", se.Offset, se.Msg)
+	}
+	return custody.Errorf(custody.EINVALID, "the request body is not strict JSON: %v", err)
 }
 
 // checkStrict is ledger.Check with a pooled checker, whose buffers
