@@ -51,6 +51,25 @@ type File struct {
 	Tools      map[string]Policy    `json:"tools"`
 	Agents     map[string]Agent     `json:"agents"`
 	Witnesses  []Witness            `json:"witnesses"`
+	MCP        MCP                  `json:"mcp"`
+}
+
+// MCP configures the MCP door at /mcp. Zero values leave the defaults.
+type MCP struct {
+	// SessionIdleTimeout closes a session without a request for this
+	// long, e.g. "30m".
+	SessionIdleTimeout string `json:"sessionIdleTimeout"`
+	// MaxSessionsPerAgent caps the sessions one agent holds open.
+	MaxSessionsPerAgent int `json:"maxSessionsPerAgent"`
+	// AllowedOrigins are browser origins that may call /mcp besides the
+	// server's own.
+	AllowedOrigins []string `json:"allowedOrigins"`
+}
+
+// IdleTimeout returns the session idle timeout, zero when not set.
+func (m MCP) IdleTimeout() time.Duration {
+	d, _ := time.ParseDuration(m.SessionIdleTimeout)
+	return d
 }
 
 // Witness cosigns every checkpoint (C2SP tlog-witness): where its
@@ -254,6 +273,11 @@ func (f *File) checkPolicies() error {
 			if d, err := time.ParseDuration(p.Timeout); err != nil || d <= 0 {
 				return fmt.Errorf("/tools/%s/timeout: %q is not a positive duration", escape(name), p.Timeout)
 			}
+		}
+	}
+	if t := f.MCP.SessionIdleTimeout; t != "" {
+		if d, err := time.ParseDuration(t); err != nil || d <= 0 {
+			return fmt.Errorf("/mcp/sessionIdleTimeout: %q is not a positive duration", t)
 		}
 	}
 	for id, a := range f.Agents {

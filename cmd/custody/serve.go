@@ -206,7 +206,7 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return err
 	}
-	h, err := m.serveHandler(ctx, st, tokens, sys, wit.status())
+	h, err := m.serveHandler(ctx, st, tokens, sys, wit.status(), set.cfg.MCP)
 	if err != nil {
 		return err
 	}
@@ -356,7 +356,7 @@ func keptToken(path string) (token string, created bool, err error) {
 }
 
 // serveHandler builds the root handler: MCP at /mcp, everything else web.
-func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys systems, witnesses func() []tlog.WitnessStatus) (http.Handler, error) {
+func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys systems, witnesses func() []tlog.WitnessStatus, mcpCfg config.MCP) (http.Handler, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	metrics := web.NewMetrics()
 	var apps []web.App
@@ -379,15 +379,12 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 	if err != nil {
 		return nil, err
 	}
-	ms, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Observe: metrics.ObserveCall, Inclusion: st.inclusion, Logger: logger})
+	ms, err := mcpserver.New(st.gw, st.reg, mcpOptions(mcpCfg, mcpserver.Options{Observe: metrics.ObserveCall, Inclusion: st.inclusion, Logger: logger}))
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", ms.HTTPHandler(func(token string) (string, bool) {
-		p, ok := tokens.Lookup(token)
-		return p.ID, ok && p.Role == web.RoleAgent
-	}))
+	mux.Handle("/mcp", ms.HTTPHandler(mcpAgent(tokens)))
 	mux.Handle("/", ws.Handler())
 	return mux, nil
 }
