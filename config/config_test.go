@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/custody-dev/custody"
 )
@@ -58,6 +59,11 @@ func TestParseErrors(t *testing.T) {
 		{"ErrNotJSON", `{"tools":`, "not valid JSON"},
 		{"ErrTrailing", `{} {}`, "unexpected data"},
 		{"ErrSystem", `{"systems":["brainz"]}`, "/systems/0"},
+		{"ErrMCPUnknownKey", `{"mcp":{"sessionTimeout":"5m"}}`, `/mcp: additional property "sessionTimeout"`},
+		{"ErrMCPIdleTimeout", `{"mcp":{"sessionIdleTimeout":"soon"}}`, "/mcp/sessionIdleTimeout"},
+		{"ErrMCPIdleTimeoutZero", `{"mcp":{"sessionIdleTimeout":"0m"}}`, "/mcp/sessionIdleTimeout"},
+		{"ErrMCPMaxSessions", `{"mcp":{"maxSessionsPerAgent":0}}`, "/mcp/maxSessionsPerAgent"},
+		{"ErrMCPOrigin", `{"mcp":{"allowedOrigins":["https://app.example.com/path"]}}`, "/mcp/allowedOrigins/0"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.doc), env(nil))
@@ -117,5 +123,19 @@ func TestExampleConfig(t *testing.T) {
 	}
 	if len(f.MCPServers) != 2 || len(f.Tools) == 0 {
 		t.Errorf("example: %d servers, %d tools", len(f.MCPServers), len(f.Tools))
+	}
+}
+
+func TestParseMCP(t *testing.T) {
+	f, err := Parse([]byte(`{"mcp":{"sessionIdleTimeout":"90s","maxSessionsPerAgent":8,"allowedOrigins":["https://app.example.com"]}}`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.MCP.IdleTimeout() != 90*time.Second || f.MCP.MaxSessionsPerAgent != 8 || len(f.MCP.AllowedOrigins) != 1 {
+		t.Errorf("mcp %+v", f.MCP)
+	}
+	f, err = Parse([]byte(`{}`), env(nil))
+	if err != nil || f.MCP.IdleTimeout() != 0 || f.MCP.MaxSessionsPerAgent != 0 {
+		t.Errorf("no mcp section: %+v, %v; want zero values (the defaults)", f.MCP, err)
 	}
 }
