@@ -42,7 +42,8 @@ const maxBodyBytes = mcp.DefaultMaxRequestBodyBytes
 //
 // Sessions are bound to the actor that opened them, closed after
 // Options.SessionIdleTimeout without a request, and capped per actor
-// (Options.MaxSessionsPerAgent).
+// (Options.MaxSessionsPerAgent). Responses to POST requests are
+// application/json, never an event stream: no tool streams.
 func (s *Server) HTTPHandler(authenticate func(token string) (actor string, err error)) http.Handler {
 	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		actor, _ := r.Context().Value(actorKey{}).(string)
@@ -52,8 +53,9 @@ func (s *Server) HTTPHandler(authenticate func(token string) (actor string, err 
 		return &auth.TokenInfo{UserID: actor}, nil
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
-		&mcp.StreamableHTTPOptions{Logger: s.opts.Logger, SessionTimeout: s.opts.SessionIdleTimeout, MaxRequestBodyBytes: maxBodyBytes})
+		&mcp.StreamableHTTPOptions{Logger: s.opts.Logger, JSONResponse: true, MaxRequestBodyBytes: maxBodyBytes})
 	return &door{
+		s:            s,
 		authenticate: authenticate,
 		origins:      originSet(s.opts.AllowedOrigins),
 		sdk:          auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h),
@@ -66,6 +68,7 @@ type actorKey struct{}
 
 // door is custody's edge in front of the SDK's streamable HTTP handler.
 type door struct {
+	s            *Server
 	authenticate func(token string) (string, error)
 	origins      map[string]bool
 	sdk          http.Handler
@@ -87,7 +90,7 @@ func (d *door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodPost && isJSON(r.Header.Get("Content-Type")) {
 		body, ok := strictBody(w, r)
-		if !ok {
+		if !ok || d.fastCall(w, r, actor, body) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -94,7 +94,7 @@ func New(gw *gate.Gateway, reg *contract.Registry, opts Options) (*Server, error
 		opts.MaxSessionsPerAgent = DefaultMaxSessionsPerAgent
 	}
 	s := &Server{gw: gw, opts: opts, log: opts.Logger, structured: map[string]bool{}, stdioTrace: "mcp-" + rand.Text(),
-		sessions: newSessions(opts.MaxSessionsPerAgent)}
+		sessions: newSessions(opts.MaxSessionsPerAgent, opts.SessionIdleTimeout)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -30,12 +30,18 @@ const CodeSessionLimit = -32001
 // that restarted without closing its sessions gets in again at once,
 // where a refusal would lock it out until its old sessions timed out.
 // When every one of the agent's sessions is busy, the new one is refused.
+//
+// sessions also closes a session idle for longer than its timeout: the
+// door answers some requests without the SDK (see fastCall), so the SDK's
+// own idle timer, which only its requests reset, cannot be the judge.
 type sessions struct {
-	max int
-	now func() time.Time
+	max  int
+	idle time.Duration
+	now  func() time.Time
 
 	mu     sync.Mutex
 	open   map[*mcp.ServerSession]*session
+	byID   map[string]*mcp.ServerSession
 	counts map[string]int
 }
 
@@ -43,11 +49,13 @@ type sessions struct {
 type session struct {
 	agent    string
 	inFlight int
-	last     time.Time // when its last request started or ended
+	last     time.Time   // when its last request started or ended
+	timer    *time.Timer // closes the session when idle; stopped while a request runs
 }
 
-func newSessions(max int) *sessions {
-	return &sessions{max: max, now: time.Now, open: map[*mcp.ServerSession]*session{}, counts: map[string]int{}}
+func newSessions(max int, idle time.Duration) *sessions {
+	return &sessions{max: max, idle: idle, now: time.Now, open: map[*mcp.ServerSession]*session{},
+		byID: map[string]*mcp.ServerSession{}, counts: map[string]int{}}
 }
 
 // admit registers ss, which agent is opening, evicting the agent's least
@@ -86,7 +94,8 @@ func (r *sessions) add(ss *mcp.ServerSession, agent string) (*mcp.ServerSession,
 		}
 		r.drop(victim)
 	}
-	r.open[ss] = &session{agent: agent, last: r.now()}
+	r.open[ss] = &session{agent: agent, last: r.now(), timer: time.AfterFunc(r.idle, func() { ss.Close() })}
+	r.byID[ss.ID()] = ss
 	r.counts[agent]++
 	return victim, nil
 }
@@ -120,24 +129,51 @@ func (r *sessions) drop(ss *mcp.ServerSession) {
 	if !ok {
 		return
 	}
+	s.timer.Stop()
 	delete(r.open, ss)
+	if r.byID[ss.ID()] == ss {
+		delete(r.byID, ss.ID())
+	}
 	if r.counts[s.agent]--; r.counts[s.agent] <= 0 {
 		delete(r.counts, s.agent)
 	}
 }
 
-// begin and end bracket a request of ss, so that a session is never
-// evicted mid-request.
-func (r *sessions) begin(ss *mcp.ServerSession) { r.mark(ss, 1) }
-func (r *sessions) end(ss *mcp.ServerSession)   { r.mark(ss, -1) }
-
-func (r *sessions) mark(ss *mcp.ServerSession, d int) {
+// begin and end bracket a request of ss, so that a session is neither
+// evicted nor timed out mid-request; its idle time starts at the end of
+// its last request.
+func (r *sessions) begin(ss *mcp.ServerSession) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s, ok := r.open[ss]; ok {
-		s.inFlight += d
+		if s.inFlight == 0 {
+			s.timer.Stop()
+		}
+		s.inFlight++
 		s.last = r.now()
 	}
+}
+
+func (r *sessions) end(ss *mcp.ServerSession) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.open[ss]; ok {
+		if s.inFlight--; s.inFlight == 0 {
+			s.timer.Reset(r.idle)
+		}
+		s.last = r.now()
+	}
+}
+
+// lookup returns the open session with id and the agent holding it.
+func (r *sessions) lookup(id string) (*mcp.ServerSession, string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ss, ok := r.byID[id]
+	if !ok {
+		return nil, "", false
+	}
+	return ss, r.open[ss].agent, true
 }
 
 // len returns how many sessions are open, and how many of them agent's.
