@@ -70,6 +70,8 @@ func (e *doorEnv) rawPost(t *testing.T, session, body string, headers ...string)
 	return res, out
 }
 
+const getTime = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_time","arguments":{}}}`
+
 const initializeBody = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 
 // initialize opens a session with raw requests and returns its id.
@@ -141,11 +143,15 @@ func TestSessionCap(t *testing.T) {
 func TestSessionIdleTimeout(t *testing.T) {
 	const idle = 300 * time.Millisecond
 	e := newDoorEnv(t, mcpserver.Options{SessionIdleTimeout: idle})
-	quiet, busy := e.initialize(t), e.initialize(t)
+	quiet, busy, calling := e.initialize(t), e.initialize(t), e.initialize(t)
 	deadline := time.Now().Add(3 * idle)
 	for time.Now().Before(deadline) {
 		if got := e.ping(t, busy); got != http.StatusOK {
 			t.Fatalf("the busy session: ping status %d", got)
+		}
+		// tools/call is answered at the door: it counts as activity too.
+		if res, body := e.rawPost(t, calling, getTime); res.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"result"`)) {
+			t.Fatalf("the calling session: %d %s", res.StatusCode, body)
 		}
 		time.Sleep(idle / 6)
 	}

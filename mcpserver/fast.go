@@ -66,7 +66,7 @@ func (d *door) fastCall(w http.ResponseWriter, r *http.Request, actor string, bo
 		if res.Content == nil {
 			res.Content = []mcp.Content{} // as the SDK does: never "null"
 		}
-		if out.Result, err = marshal(res); err != nil {
+		if out.Result, err = json.Marshal(res); err != nil {
 			out.Error = err
 		}
 	}
@@ -124,17 +124,6 @@ func fastDecode(body []byte) (fastRequest, jsonrpc.ID, bool) {
 		return req, jsonrpc.ID{}, false
 	}
 	return req, id, true
-}
-
-// marshal encodes v as the SDK encodes results: HTML characters unescaped.
-func marshal(v any) (json.RawMessage, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
 // acceptsBoth reports whether an Accept header takes JSON and an event
