@@ -2,8 +2,10 @@ package mcpserver_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,8 +13,14 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/contract"
+	"github.com/custody-dev/custody/example"
+	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/httpjson"
+	"github.com/custody-dev/custody/internal/gatetest"
 	"github.com/custody-dev/custody/mcpserver"
+	"github.com/custody-dev/custody/sqlite"
 )
 
 // doorEnv is the HTTP door over a real SQLite ledger with opts.
@@ -37,12 +45,21 @@ func newDoorEnv(t *testing.T, opts mcpserver.Options) *doorEnv {
 }
 
 // rawPost posts body to /mcp as an MCP client does, with the given
-// session and extra headers (name, value pairs).
+// session and extra headers (name, value pairs; an empty value removes).
 func (e *doorEnv) rawPost(t *testing.T, session, body string, headers ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(body))
+	res, out, err := e.send(session, body, headers...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return res, out
+}
+
+// send is rawPost for any goroutine.
+func (e *doorEnv) send(session, body string, headers ...string) (*http.Response, []byte, error) {
+	req, err := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(body))
+	if err != nil {
+		return nil, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+agentToken)
 	req.Header.Set("Content-Type", "application/json")
@@ -60,14 +77,11 @@ func (e *doorEnv) rawPost(t *testing.T, session, body string, headers ...string)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	defer res.Body.Close()
 	out, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, out
+	return res, out, err
 }
 
 const getTime = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_time","arguments":{}}}`
@@ -320,4 +334,95 @@ func oneErrorShape(t *testing.T, res *http.Response, body []byte, status int) cu
 		t.Fatalf("body %s is not exactly %s", body, want)
 	}
 	return eb.Error
+}
+
+// TestSessionCapAllBusy fills an agent's cap with sessions that each have
+// a call in flight: a new session is refused with a JSON-RPC error saying
+// why, none is evicted mid-call, and once the calls end a new session
+// gets in.
+func TestSessionCapAllBusy(t *testing.T) {
+	const maxSessions = 2
+	entered, release := make(chan struct{}, maxSessions), make(chan struct{})
+	e := newHoldEnv(t, mcpserver.Options{MaxSessionsPerAgent: maxSessions}, entered, release)
+	held := make(chan string, maxSessions)
+	for range maxSessions {
+		id := e.initialize(t)
+		go func() {
+			_, body, err := e.send(id, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"hold","arguments":{"n":1}}}`)
+			if err != nil {
+				body = []byte(err.Error())
+			}
+			held <- string(body)
+		}()
+	}
+	for range maxSessions {
+		<-entered
+	}
+	res, body := e.rawPost(t, "", initializeBody)
+	var msg struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &msg); err != nil || msg.Error.Code != mcpserver.CodeSessionLimit || !strings.Contains(msg.Error.Message, "all busy") {
+		t.Errorf("initialize beyond a busy cap: %d %s, want error %d", res.StatusCode, body, mcpserver.CodeSessionLimit)
+	}
+	if all, _ := mcpserver.OpenSessions(e.srv, "agent-7"); all != maxSessions {
+		t.Errorf("%d sessions counted, want %d", all, maxSessions)
+	}
+	close(release)
+	for range maxSessions {
+		if out := <-held; !strings.Contains(out, `"result"`) || strings.Contains(out, `"isError":true`) {
+			t.Errorf("a held call: %s", out)
+		}
+	}
+	e.initialize(t)
+	waitFor(t, 10*time.Second, func() bool { return e.sdkSessions() == maxSessions }, "the SDK holds the cap's sessions only")
+}
+
+// newHoldEnv is the HTTP door with the example envelope and "hold", a
+// READ tool whose calls signal entered and wait for release.
+func newHoldEnv(t *testing.T, opts mcpserver.Options, entered chan<- struct{}, release <-chan struct{}) *doorEnv {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	name, raw := example.Contract()
+	reg, err := contract.Load(contract.Options{Extra: map[string][]byte{name: raw, gatetest.ContractFile: []byte(gatetest.Contract)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	approvals, err := approval.New(approval.Config{Store: db, Ledger: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := gate.Tool{Spec: custody.ToolSpec{Name: "hold", Description: "waits",
+		Input: "https://custody.dev/schemas/gatetest/v1#/$defs/in", Output: "https://custody.dev/schemas/gatetest/v1#/$defs/out",
+		Access: custody.Read, Effect: custody.EffectNone, Approval: custody.NotRequired,
+	}, Handler: func(ctx context.Context, _ custody.Call) (json.RawMessage, error) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+			return json.RawMessage(`{"ok":true}`), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}
+	gw, err := gate.New(gate.Config{Registry: reg, Ledger: db, Approvals: approvals, State: db,
+		Logger: slog.New(slog.DiscardHandler)}, example.EnvelopeID, append(example.Tools(db, nil), hold))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mcpserver.New(gw, reg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv.HTTPHandler(authAs("agent-7")))
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	return &doorEnv{srv: srv, url: hs.URL}
 }
