@@ -40,6 +40,9 @@ const maxBodyBytes = mcp.DefaultMaxRequestBodyBytes
 //     refuses) with the JSON-RPC parse error -32700 saying what and where,
 //     so that the SDK's lenient decoder never picks one of two names.
 //
+// A plain tools/call on an established session is then answered by the
+// door itself (fastCall); every other request goes to the SDK.
+//
 // Sessions are bound to the actor that opened them, closed after
 // Options.SessionIdleTimeout without a request, and capped per actor
 // (Options.MaxSessionsPerAgent). Responses to POST requests are

@@ -37,7 +37,6 @@ const CodeSessionLimit = -32001
 type sessions struct {
 	max  int
 	idle time.Duration
-	now  func() time.Time
 
 	mu     sync.Mutex
 	open   map[*mcp.ServerSession]*session
@@ -54,7 +53,7 @@ type session struct {
 }
 
 func newSessions(max int, idle time.Duration) *sessions {
-	return &sessions{max: max, idle: idle, now: time.Now, open: map[*mcp.ServerSession]*session{},
+	return &sessions{max: max, idle: idle, open: map[*mcp.ServerSession]*session{},
 		byID: map[string]*mcp.ServerSession{}, counts: map[string]int{}}
 }
 
@@ -62,13 +61,12 @@ func newSessions(max int, idle time.Duration) *sessions {
 // recently active idle session when it would exceed its cap; with none
 // idle it refuses. A session admitted is forgotten when it closes.
 func (r *sessions) admit(ss *mcp.ServerSession, agent string) error {
-	victim, err := r.add(ss, agent)
-	if err != nil {
+	victim, added, err := r.add(ss, agent)
+	if err != nil || !added {
 		return err
 	}
 	if victim != nil {
-		// Closing takes the session out of the SDK's handler, and its
-		// watcher below takes it out of here.
+		// add has forgotten it; closing takes it out of the SDK.
 		victim.Close()
 	}
 	go func() {
@@ -78,26 +76,26 @@ func (r *sessions) admit(ss *mcp.ServerSession, agent string) error {
 	return nil
 }
 
-// add registers ss and picks the session to evict, if one must go.
-func (r *sessions) add(ss *mcp.ServerSession, agent string) (*mcp.ServerSession, error) {
+// add registers ss, unless it already is, and forgets the session to
+// evict, if one must go.
+func (r *sessions) add(ss *mcp.ServerSession, agent string) (victim *mcp.ServerSession, added bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, known := r.open[ss]; known {
-		return nil, nil
+		return nil, false, nil
 	}
-	var victim *mcp.ServerSession
 	if r.counts[agent] >= r.max {
 		victim = r.idlest(agent)
 		if victim == nil {
-			return nil, &jsonrpc.Error{Code: CodeSessionLimit, Message: fmt.Sprintf(
+			return nil, false, &jsonrpc.Error{Code: CodeSessionLimit, Message: fmt.Sprintf(
 				"agent %q already has %d MCP sessions open, all busy: close one (HTTP DELETE /mcp with its Mcp-Session-Id) or retry later", agent, r.max)}
 		}
 		r.drop(victim)
 	}
-	r.open[ss] = &session{agent: agent, last: r.now(), timer: time.AfterFunc(r.idle, func() { ss.Close() })}
+	r.open[ss] = &session{agent: agent, last: time.Now(), timer: time.AfterFunc(r.idle, func() { ss.Close() })}
 	r.byID[ss.ID()] = ss
 	r.counts[agent]++
-	return victim, nil
+	return victim, true, nil
 }
 
 // idlest returns agent's least recently active session with no request
@@ -150,7 +148,7 @@ func (r *sessions) begin(ss *mcp.ServerSession) {
 			s.timer.Stop()
 		}
 		s.inFlight++
-		s.last = r.now()
+		s.last = time.Now()
 	}
 }
 
@@ -161,7 +159,7 @@ func (r *sessions) end(ss *mcp.ServerSession) {
 		if s.inFlight--; s.inFlight == 0 {
 			s.timer.Reset(r.idle)
 		}
-		s.last = r.now()
+		s.last = time.Now()
 	}
 }
 
