@@ -69,9 +69,12 @@ func (e *doorEnv) send(session, body string, headers ...string) (*http.Response,
 		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
-		if headers[i+1] == "" {
+		switch {
+		case headers[i] == "Host":
+			req.Host = headers[i+1]
+		case headers[i+1] == "":
 			req.Header.Del(headers[i])
-		} else {
+		default:
 			req.Header.Set(headers[i], headers[i+1])
 		}
 	}

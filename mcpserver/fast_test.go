@@ -53,8 +53,9 @@ func withoutReceipts(t *testing.T, body []byte) string {
 }
 
 // TestFastPathLeavesToSDK checks requests the door must not answer
-// itself: another agent's session is refused by the SDK and runs nothing;
-// a _meta key the door does not know is served by the SDK.
+// itself: another agent's session and a rebound Host are refused by the
+// SDK and run nothing; a _meta key the door does not know is served by
+// the SDK.
 func TestFastPathLeavesToSDK(t *testing.T) {
 	st := newStack(t, t.TempDir())
 	srv, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{})
@@ -80,6 +81,21 @@ func TestFastPathLeavesToSDK(t *testing.T) {
 	}
 	if es := entries(t, st.db, custody.Query{}); len(es) != 0 {
 		t.Fatalf("a call on another agent's session ran: %+v", es[0])
+	}
+
+	// The SDK refuses a loopback request naming another host (DNS
+	// rebinding); the door must not answer it first.
+	res, body = e.rawPost(t, id, getTime, "Host", "rebound.example")
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("a loopback request for another host: %d %s, want 403", res.StatusCode, body)
+	}
+	if es := entries(t, st.db, custody.Query{}); len(es) != 0 {
+		t.Fatalf("a call through a rebound host ran: %+v", es[0])
+	}
+
+	// The SDK requires both media types in Accept; so does the door.
+	if res, body = e.rawPost(t, id, getTime, "Accept", "application/json"); res.StatusCode != http.StatusBadRequest {
+		t.Errorf("Accept without text/event-stream: %d %s, want the SDK's 400", res.StatusCode, body)
 	}
 
 	withMeta := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_time","arguments":{},"_meta":{"example.com/tag":"x"}}}`
