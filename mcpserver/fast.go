@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -56,7 +57,10 @@ func (d *door) fastCall(w http.ResponseWriter, r *http.Request, actor string, bo
 	}
 	d.s.sessions.begin(ss)
 	defer d.s.sessions.end(ss)
-	res, err := d.s.callTool(r.Context(), &mcp.CallToolRequest{
+	// As on the SDK's path, a client that goes away does not cancel its
+	// call (the streamable HTTP transport says disconnection is not
+	// cancellation); the tool's timeout still bounds it.
+	res, err := d.s.callTool(context.WithoutCancel(r.Context()), &mcp.CallToolRequest{
 		Session: ss,
 		Params:  &mcp.CallToolParamsRaw{Name: req.Params.Name, Arguments: req.Params.Arguments, Meta: req.Params.Meta},
 		Extra:   &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{UserID: actor}, Header: r.Header},
