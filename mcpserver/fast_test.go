@@ -23,6 +23,8 @@ func TestFastPathMatchesSDK(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"write_note","arguments":{"title":"t","text":"<x> & y","extra":1}}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"rm_<rf>&","arguments":{"path":"/"}}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_time","arguments":{"zone":"Mars/Olympus"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_note","arguments":null}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"write_note"}}`,
 	} {
 		before := len(entries(t, e.st.db, custody.Query{}))
 		fastRes, fast := e.rawPost(t, id, body)
