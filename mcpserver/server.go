@@ -9,6 +9,11 @@
 // stripped, coerced or defaulted. Calls of tools outside the envelope are
 // routed to the gateway too, so that their refusal is on the ledger like
 // any other.
+//
+// Over streamable HTTP (HTTPHandler) custody's door stands in front of
+// the SDK: it checks Origin and the bearer token, refuses bodies that are
+// not strict JSON, caps and expires sessions, and answers a plain
+// tools/call on an established session itself, with the same handler.
 package mcpserver
 
 import (
