@@ -65,6 +65,13 @@ func (d *door) fastCall(w http.ResponseWriter, r *http.Request, actor string, bo
 		Params:  &mcp.CallToolParamsRaw{Name: req.Params.Name, Arguments: req.Params.Arguments, Meta: req.Params.Meta},
 		Extra:   &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{UserID: actor}, Header: r.Header},
 	})
+	d.writeResult(w, id, res, err)
+	return true
+}
+
+// writeResult writes the JSON-RPC response to request id, as the SDK
+// would: the result, or err as a JSON-RPC error.
+func (d *door) writeResult(w http.ResponseWriter, id jsonrpc.ID, res *mcp.CallToolResult, err error) {
 	out := &jsonrpc.Response{ID: id, Error: err}
 	if err == nil {
 		if res.Content == nil {
@@ -78,12 +85,11 @@ func (d *door) fastCall(w http.ResponseWriter, r *http.Request, actor string, bo
 	if err != nil {
 		d.s.log.Error("mcp: encode a tools/call response", "err", err)
 		writeRPCError(w, http.StatusInternalServerError, jsonrpc.CodeInternalError, "internal error")
-		return true
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	w.Write(msg)
-	return true
 }
 
 // fastSession returns the session a request names when the fast path may
