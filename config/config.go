@@ -60,6 +60,7 @@ type File struct {
 	// duration ("8h"); the server's default when empty.
 	ConsoleSessionLifetime string `json:"console_session_lifetime"`
 	Mesh                   Mesh   `json:"mesh"`
+	MCP                    MCP    `json:"mcp"`
 }
 
 // HTTP tunes the HTTP server against slow and greedy clients. Durations
@@ -113,6 +114,24 @@ type Mesh struct {
 	Key      string `json:"key"`
 	Subjects string `json:"subjects"`
 	Consumer string `json:"consumer"`
+}
+
+// MCP configures the MCP door at /mcp. Zero values leave the defaults.
+type MCP struct {
+	// SessionIdleTimeout closes a session without a request for this
+	// long, e.g. "30m".
+	SessionIdleTimeout string `json:"sessionIdleTimeout"`
+	// MaxSessionsPerAgent caps the sessions one agent holds open.
+	MaxSessionsPerAgent int `json:"maxSessionsPerAgent"`
+	// AllowedOrigins are browser origins that may call /mcp besides the
+	// server's own.
+	AllowedOrigins []string `json:"allowedOrigins"`
+}
+
+// IdleTimeout returns the session idle timeout, zero when not set.
+func (m MCP) IdleTimeout() time.Duration {
+	d, _ := time.ParseDuration(m.SessionIdleTimeout)
+	return d
 }
 
 // Witness cosigns every checkpoint (C2SP tlog-witness): where its
@@ -351,6 +370,11 @@ func (f *File) checkPolicies() error {
 			if d, err := time.ParseDuration(p.Timeout); err != nil || d <= 0 {
 				return fmt.Errorf("/tools/%s/timeout: %q is not a positive duration", escape(name), p.Timeout)
 			}
+		}
+	}
+	if t := f.MCP.SessionIdleTimeout; t != "" {
+		if d, err := time.ParseDuration(t); err != nil || d <= 0 {
+			return fmt.Errorf("/mcp/sessionIdleTimeout: %q is not a positive duration", t)
 		}
 	}
 	for id, a := range f.Agents {

@@ -69,6 +69,11 @@ func TestParseErrors(t *testing.T) {
 			"/http/writeTimeout: 30s does not outlast /tools/slow/timeout 1m0s"},
 		{"ErrTLSNoKey", `{"tls":{"cert":"c.pem"}}`, "/tls"},
 		{"ErrTLSUnknownField", `{"tls":{"cert":"c.pem","key":"k.pem","ca":"x"}}`, `/tls: additional property "ca"`},
+		{"ErrMCPUnknownKey", `{"mcp":{"sessionTimeout":"5m"}}`, `/mcp: additional property "sessionTimeout"`},
+		{"ErrMCPIdleTimeout", `{"mcp":{"sessionIdleTimeout":"soon"}}`, "/mcp/sessionIdleTimeout"},
+		{"ErrMCPIdleTimeoutZero", `{"mcp":{"sessionIdleTimeout":"0m"}}`, "/mcp/sessionIdleTimeout"},
+		{"ErrMCPMaxSessions", `{"mcp":{"maxSessionsPerAgent":0}}`, "/mcp/maxSessionsPerAgent"},
+		{"ErrMCPOrigin", `{"mcp":{"allowedOrigins":["https://app.example.com/path"]}}`, "/mcp/allowedOrigins/0"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.doc), env(nil))
@@ -198,5 +203,19 @@ func TestWebhookSecret(t *testing.T) {
 	_, err = Parse([]byte(`{"webhooks":[{"name":"pager","url":"https://pager.example/hook","secret":"hunter2"}]}`), env(nil))
 	if err == nil || !strings.Contains(err.Error(), "/webhooks/0/secret") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("a secret not in whsec_ form: %v, want an error at /webhooks/0/secret that does not repeat it", err)
+	}
+}
+
+func TestParseMCP(t *testing.T) {
+	f, err := Parse([]byte(`{"mcp":{"sessionIdleTimeout":"90s","maxSessionsPerAgent":8,"allowedOrigins":["https://app.example.com"]}}`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.MCP.IdleTimeout() != 90*time.Second || f.MCP.MaxSessionsPerAgent != 8 || len(f.MCP.AllowedOrigins) != 1 {
+		t.Errorf("mcp %+v", f.MCP)
+	}
+	f, err = Parse([]byte(`{}`), env(nil))
+	if err != nil || f.MCP.IdleTimeout() != 0 || f.MCP.MaxSessionsPerAgent != 0 {
+		t.Errorf("no mcp section: %+v, %v; want zero values (the defaults)", f.MCP, err)
 	}
 }

@@ -30,7 +30,24 @@ import (
 // an MCP stdio server.
 const stdioEnv = "CUSTODY_TEST_MCP_STDIO_DIR"
 
-const agentToken = "agent-token-0123456789"
+const (
+	agentToken    = "agent-token-0123456789"
+	operatorToken = "operator-token-0123456789"
+)
+
+// authAs accepts agentToken as actor's and refuses operatorToken as a
+// token of a role that may not use MCP, as serve does.
+func authAs(actor string) func(token string) (string, error) {
+	return func(token string) (string, error) {
+		switch token {
+		case agentToken:
+			return actor, nil
+		case operatorToken:
+			return "", custody.Errorf(custody.EDENIED, "the operator role may not use MCP")
+		}
+		return "", custody.Errorf(custody.EUNAUTHORIZED, "a valid bearer token is required")
+	}
+}
 
 // TestMain turns the test binary into "custody mcp --stdio" when asked, so
 // the stdio transport is tested against a real subprocess.
@@ -92,7 +109,7 @@ func openStack(dir string) (*stack, error) {
 	return &stack{db: db, reg: reg, approvals: approvals, gw: gw}, nil
 }
 
-func newStack(t *testing.T, dir string) *stack {
+func newStack(t testing.TB, dir string) *stack {
 	t.Helper()
 	st, err := openStack(dir)
 	if err != nil {
@@ -122,9 +139,7 @@ func serveHTTP(t *testing.T, st *stack) *httptest.Server {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv.HTTPHandler(func(token string) (string, bool) {
-		return "agent-7", token == agentToken
-	}))
+	mux.Handle("/mcp", srv.HTTPHandler(authAs("agent-7")))
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
 	return hs
@@ -175,7 +190,7 @@ func TestHTTP(t *testing.T) {
 func TestHTTPAuth(t *testing.T) {
 	st := newStack(t, t.TempDir())
 	hs := serveHTTP(t, st)
-	for _, tok := range []string{"", "operator-token-0123456789"} {
+	for _, tok := range []string{"", operatorToken} {
 		if cs, err := connectHTTP(t, hs.URL, tok); err == nil {
 			cs.Close()
 			t.Errorf("token %q: connected", tok)

@@ -31,7 +31,7 @@ func TestProofMeta(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv.HTTPHandler(func(token string) (string, bool) { return "agent-7", token == agentToken }))
+	mux.Handle("/mcp", srv.HTTPHandler(authAs("agent-7")))
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
 	cs, err := connectHTTP(t, hs.URL, agentToken)

@@ -63,7 +63,7 @@ func newRefusalEnv(t *testing.T) *refusalEnv {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv.HTTPHandler(func(token string) (string, bool) { return "agent-9", token == agentToken }))
+	mux.Handle("/mcp", srv.HTTPHandler(authAs("agent-9")))
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
 	e.url = hs.URL

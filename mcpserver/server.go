@@ -9,6 +9,11 @@
 // stripped, coerced or defaulted. Calls of tools outside the envelope are
 // routed to the gateway too, so that their refusal is on the ledger like
 // any other.
+//
+// Over streamable HTTP (HTTPHandler) custody's door stands in front of
+// the SDK: it checks Origin and the bearer token, refuses bodies that are
+// not strict JSON, caps and expires sessions, and answers a plain
+// tools/call on an established session itself, with the same handler.
 package mcpserver
 
 import (
@@ -19,10 +24,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/custody-dev/custody"
@@ -46,6 +49,17 @@ type Options struct {
 	// sets ProofMeta; nil leaves the flag unanswered.
 	Inclusion func(ctx context.Context, seq uint64) (tlog.Receipt, error)
 	Logger    *slog.Logger
+
+	// SessionIdleTimeout closes an HTTP session that has had no request
+	// for this long; DefaultSessionIdleTimeout when zero or less.
+	SessionIdleTimeout time.Duration
+	// MaxSessionsPerAgent caps the HTTP sessions one agent holds open;
+	// DefaultMaxSessionsPerAgent when zero or less. A new session beyond
+	// the cap evicts the agent's least recently active idle session.
+	MaxSessionsPerAgent int
+	// AllowedOrigins are the browser origins ("https://app.example.com")
+	// that may call the HTTP door besides the server's own.
+	AllowedOrigins []string
 }
 
 // Server is an MCP server whose tools are a gateway's envelope.
@@ -61,6 +75,8 @@ type Server struct {
 	// stdioTrace is the trace of calls on a transport without session
 	// ids: one per server, as custody mcp --stdio serves one session.
 	stdioTrace string
+	// sessions keeps every agent's HTTP sessions under its cap.
+	sessions *sessions
 }
 
 // New returns an MCP server offering gw's tools, with input and output
@@ -76,7 +92,14 @@ func New(gw *gate.Gateway, reg *contract.Registry, opts Options) (*Server, error
 	if opts.Actor == "" {
 		opts.Actor = "mcp-stdio"
 	}
-	s := &Server{gw: gw, opts: opts, log: opts.Logger, structured: map[string]bool{}, stdioTrace: "mcp-" + rand.Text()}
+	if opts.SessionIdleTimeout <= 0 {
+		opts.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if opts.MaxSessionsPerAgent <= 0 {
+		opts.MaxSessionsPerAgent = DefaultMaxSessionsPerAgent
+	}
+	s := &Server{gw: gw, opts: opts, log: opts.Logger, structured: map[string]bool{}, stdioTrace: "mcp-" + rand.Text(),
+		sessions: newSessions(opts.MaxSessionsPerAgent, opts.SessionIdleTimeout)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -91,7 +114,7 @@ func New(gw *gate.Gateway, reg *contract.Registry, opts Options) (*Server, error
 		s.structured[spec.Name] = t.OutputSchema == nil
 		s.srv.AddTool(t, s.callTool)
 	}
-	s.srv.AddReceivingMiddleware(s.routeUnknownTools, s.filterTools)
+	s.srv.AddReceivingMiddleware(s.sessions.limit, s.routeUnknownTools, s.filterTools)
 	return s, nil
 }
 
@@ -118,23 +141,6 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
-
-// HTTPHandler returns the streamable HTTP handler (mount it at /mcp). Every
-// request needs a bearer token that authenticate accepts; it returns the
-// actor recorded for the token's calls, and should accept agent tokens
-// only. Sessions are bound to the actor that opened them.
-func (s *Server) HTTPHandler(authenticate func(token string) (actor string, ok bool)) http.Handler {
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		actor, ok := authenticate(token)
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: actor}, nil
-	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
-		&mcp.StreamableHTTPOptions{Logger: s.opts.Logger})
-	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
-}
 
 // mcpTool describes one envelope tool for tools/list. A tool that
 // publishes schemas of its own (an upstream tool) is described with them.

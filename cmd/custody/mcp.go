@@ -4,7 +4,10 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/config"
 	"github.com/custody-dev/custody/mcpserver"
+	"github.com/custody-dev/custody/web"
 )
 
 // runMCP serves MCP on stdin and stdout for a local agent:
@@ -39,4 +42,27 @@ func (m *Main) runMCP(ctx context.Context, args []string) int {
 		return m.fail(err)
 	}
 	return exitOK
+}
+
+// mcpOptions adds the config file's settings of the MCP door to opts.
+func mcpOptions(cfg config.MCP, opts mcpserver.Options) mcpserver.Options {
+	opts.SessionIdleTimeout = cfg.IdleTimeout()
+	opts.MaxSessionsPerAgent = cfg.MaxSessionsPerAgent
+	opts.AllowedOrigins = cfg.AllowedOrigins
+	return opts
+}
+
+// mcpAgent authenticates the MCP door's bearer tokens: agent tokens only,
+// refused as /v1 refuses them (unknown: unauthorized; another role: denied).
+func mcpAgent(tokens web.Tokens) func(token string) (string, error) {
+	return func(token string) (string, error) {
+		p, ok := tokens.Lookup(token)
+		switch {
+		case !ok:
+			return "", custody.Errorf(custody.EUNAUTHORIZED, "a valid bearer token is required")
+		case p.Role != web.RoleAgent:
+			return "", custody.Errorf(custody.EDENIED, "the %s role may not use MCP: it is for agents", p.Role)
+		}
+		return p.ID, nil
+	}
 }

@@ -248,7 +248,7 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return err
 	}
-	h, ws, err := m.serveHandler(ctx, st, tokens, sys, wit.status(), limits, lifetime)
+	h, ws, err := m.serveHandler(ctx, st, tokens, sys, wit.status(), limits, lifetime, set.cfg.MCP)
 	if err != nil {
 		return err
 	}
@@ -425,7 +425,7 @@ func loginNote(ws *web.Server, base string) string {
 
 // serveHandler builds the root handler, MCP at /mcp and everything else
 // web, and returns the web server too.
-func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys systems, witnesses func() []tlog.WitnessStatus, limits httpLimits, sessionLifetime time.Duration) (http.Handler, *web.Server, error) {
+func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys systems, witnesses func() []tlog.WitnessStatus, limits httpLimits, sessionLifetime time.Duration, mcpCfg config.MCP) (http.Handler, *web.Server, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	metrics := web.NewMetrics(web.GovernedBy(st.gw))
 	var apps []web.App
@@ -449,15 +449,12 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 	if err != nil {
 		return nil, nil, err
 	}
-	ms, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Observe: metrics.ObserveCall, Inclusion: st.inclusion, Logger: logger})
+	ms, err := mcpserver.New(st.gw, st.reg, mcpOptions(mcpCfg, mcpserver.Options{Observe: metrics.ObserveCall, Inclusion: st.inclusion, Logger: logger}))
 	if err != nil {
 		return nil, nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", web.LimitBodies(ms.HTTPHandler(func(token string) (string, bool) {
-		p, ok := tokens.Lookup(token)
-		return p.ID, ok && p.Role == web.RoleAgent
-	}), limits.maxBody))
+	mux.Handle("/mcp", web.LimitBodies(ms.HTTPHandler(mcpAgent(tokens)), limits.maxBody))
 	mux.Handle("/", ws.Handler())
 	return telemetry.Continue(mux), ws, nil
 }

@@ -1,0 +1,188 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/httpjson"
+	"github.com/custody-dev/custody/ledger"
+)
+
+// maxBodyBytes bounds a request body, as the SDK would.
+const maxBodyBytes = mcp.DefaultMaxRequestBodyBytes
+
+// HTTPHandler returns the streamable HTTP handler (mount it at /mcp).
+//
+// Before the SDK sees a request, the door
+//   - refuses a browser Origin that is neither the server's own (the
+//     request's Host) nor one of Options.AllowedOrigins: 403; a request
+//     without Origin (any non-browser client) passes;
+//   - requires a bearer token that authenticate accepts: it returns the
+//     actor recorded for the token's calls, or a custody error of kind
+//     EUNAUTHORIZED (no or an unknown token: 401 with WWW-Authenticate:
+//     Bearer) or EDENIED (a token that may not use MCP: 403). Refusals
+//     are in custody's one error shape, as on /v1;
+//   - refuses a POST body that is not one strict JSON document (duplicate
+//     members, invalid UTF-8, trailing data, ...: what ledger.Check
+//     refuses) with the JSON-RPC parse error -32700 saying what and where,
+//     so that the SDK's lenient decoder never picks one of two names.
+//
+// A plain tools/call on an established session is then answered by the
+// door itself (fastCall); every other request goes to the SDK.
+//
+// Sessions are bound to the actor that opened them, closed after
+// Options.SessionIdleTimeout without a request, and capped per actor
+// (Options.MaxSessionsPerAgent). Responses to POST requests are
+// application/json, never an event stream: no tool streams.
+func (s *Server) HTTPHandler(authenticate func(token string) (actor string, err error)) http.Handler {
+	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		actor, _ := r.Context().Value(actorKey{}).(string)
+		if actor == "" {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: actor}, nil
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
+		&mcp.StreamableHTTPOptions{Logger: s.opts.Logger, JSONResponse: true, MaxRequestBodyBytes: maxBodyBytes})
+	return &door{
+		s:            s,
+		authenticate: authenticate,
+		origins:      originSet(s.opts.AllowedOrigins),
+		sdk:          auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h),
+	}
+}
+
+// actorKey carries the authenticated actor from the door to the SDK's
+// token check.
+type actorKey struct{}
+
+// door is custody's edge in front of the SDK's streamable HTTP handler.
+type door struct {
+	s            *Server
+	authenticate func(token string) (string, error)
+	origins      map[string]bool
+	sdk          http.Handler
+}
+
+func (d *door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if origin := r.Header.Get("Origin"); !d.originAllowed(origin, r.Host) {
+		httpjson.WriteError(w, custody.Errorf(custody.EDENIED,
+			"requests from the origin %q may not use /mcp: it is not this server's origin nor an allowed one", origin))
+		return
+	}
+	actor, err := d.actor(r)
+	if err != nil {
+		if custody.ErrorKind(err) == custody.EUNAUTHORIZED {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+		}
+		httpjson.WriteError(w, err)
+		return
+	}
+	if r.Method == http.MethodPost && isJSON(r.Header.Get("Content-Type")) {
+		body, ok := strictBody(w, r)
+		if !ok || d.fastCall(w, r, actor, body) {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	d.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, actor)))
+}
+
+// actor authenticates the request's bearer token.
+func (d *door) actor(r *http.Request) (string, error) {
+	// The SDK's token check reads the header the same way.
+	f := strings.Fields(r.Header.Get("Authorization"))
+	if len(f) != 2 || !strings.EqualFold(f[0], "Bearer") {
+		return "", custody.Errorf(custody.EUNAUTHORIZED, "a valid bearer token is required")
+	}
+	actor, err := d.authenticate(f[1])
+	switch {
+	case err != nil:
+		if k := custody.ErrorKind(err); k != custody.EUNAUTHORIZED && k != custody.EDENIED {
+			return "", custody.Errorf(custody.EUNAUTHORIZED, "a valid bearer token is required")
+		}
+		return "", err
+	case actor == "":
+		return "", custody.Errorf(custody.EUNAUTHORIZED, "a valid bearer token is required")
+	}
+	return actor, nil
+}
+
+// originAllowed reports whether a request from origin may proceed: no
+// Origin (not a browser), the server's own (its host is the request's
+// Host) or a configured one.
+func (d *door) originAllowed(origin, host string) bool {
+	if origin == "" || d.origins[normalOrigin(origin)] {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && strings.EqualFold(u.Host, host)
+}
+
+func originSet(list []string) map[string]bool {
+	set := make(map[string]bool, len(list))
+	for _, o := range list {
+		set[normalOrigin(o)] = true
+	}
+	return set
+}
+
+// normalOrigin is an origin as compared: lower case, no trailing slash.
+func normalOrigin(o string) string { return strings.ToLower(strings.TrimSuffix(o, "/")) }
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
+// strictBody reads a POST body and checks that it is one strict JSON
+// document (a message or a batch). On failure it answers with a JSON-RPC
+// error and returns false.
+func strictBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeRPCError(w, http.StatusRequestEntityTooLarge, jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("the request body is larger than %d bytes", tooBig.Limit))
+			return nil, false
+		}
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.CodeParseError, "parse error: the request body could not be read")
+		return nil, false
+	}
+	if err := ledger.Check(body); err != nil {
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.CodeParseError, "parse error: the request body is not strict JSON: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// writeRPCError answers with a JSON-RPC error response without an id:
+// the request's could not be read.
+func writeRPCError(w http.ResponseWriter, status, code int, message string) {
+	type rpcError struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string   `json:"jsonrpc"`
+		ID      any      `json:"id"`
+		Error   rpcError `json:"error"`
+	}{"2.0", nil, rpcError{code, message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
