@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -216,7 +217,7 @@ func TestStrictEnvelope(t *testing.T) {
 		{"DuplicateMember", dupName, `duplicate`},
 		{"DuplicateInBatch", "[" + dupName + "]", `duplicate`},
 		{"DuplicateMethod", `{"jsonrpc":"2.0","id":7,"method":"ping","method":"tools/call","params":{"name":"write_note","arguments":{"title":"t","text":"x"}}}`, `duplicate`},
-		{"InvalidUTF8", "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"write_note\",\"arguments\":{\"title\":\"t\xff\",\"text\":\"x\"}}}", `UTF-8`},
+		{"InvalidUTF8", "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"write_note\xff\",\"arguments\":{\"title\":\"t\",\"text\":\"x\"}}}", `UTF-8`},
 		{"TrailingData", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"write_note","arguments":{"title":"t","text":"x"}}} {"jsonrpc":"2.0","id":8,"method":"ping"}`, `unexpected data`},
 		{"Empty", ``, `byte 0`},
 	} {
@@ -247,6 +248,32 @@ func TestStrictEnvelope(t *testing.T) {
 	res := call(t, cs, "get_time", json.RawMessage(`{}`))
 	if res.IsError {
 		t.Fatalf("the session after the refusals: %s", text(res))
+	}
+}
+
+// TestMalformedArgumentsRecorded: arguments that are not strict JSON in a
+// strict envelope reach the gateway, which refuses them on the ledger, as
+// on /v1: the two doors agree.
+func TestMalformedArgumentsRecorded(t *testing.T) {
+	e := newDoorEnv(t, mcpserver.Options{})
+	cs, err := connectHTTP(t, e.url, agentToken)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	for i, args := range []string{`{"title":"t","title":"u","text":"x"}`, "{\"title\":\"t\xff\",\"text\":\"x\"}"} {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"write_note","arguments":%s}}`, 20+i, args)
+		res, out := e.rawPost(t, cs.ID(), body)
+		if res.StatusCode != http.StatusOK || !strings.Contains(string(out), "not strict JSON") || !strings.Contains(string(out), `"isError":true`) {
+			t.Errorf("%q: %d %s, want the gateway's refusal as a tool error", args, res.StatusCode, out)
+		}
+	}
+	refused := entries(t, e.st.db, custody.Query{Kind: custody.KindCallRefused})
+	if len(refused) != 2 {
+		t.Fatalf("%d refusals on the ledger, want 2", len(refused))
+	}
+	if es := entries(t, e.st.db, custody.Query{Kind: custody.KindCallSucceeded}); len(es) != 0 {
+		t.Fatalf("a malformed call ran: %s", es[0].Body)
 	}
 }
 

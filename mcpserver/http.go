@@ -163,7 +163,9 @@ func strictBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		writeRPCError(w, http.StatusBadRequest, jsonrpc.CodeParseError, "parse error: the request body could not be read")
 		return nil, false
 	}
-	if err := ledger.Check(body); err != nil {
+	// Arguments that are not strict JSON in a strict envelope go on to the
+	// gateway, which refuses them on the ledger, as /v1 does.
+	if err := httpjson.CheckEnvelope(body, ledger.Check, "params", "arguments"); err != nil {
 		writeRPCError(w, http.StatusBadRequest, jsonrpc.CodeParseError, "parse error: the request body is not strict JSON: "+err.Error())
 		return nil, false
 	}

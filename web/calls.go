@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/httpjson"
 )
 
 // callRequest is the body of POST /v1/calls. Arguments keep their exact
@@ -88,64 +89,29 @@ func (s *Server) readObject(w http.ResponseWriter, r *http.Request) (map[string]
 
 // callMembers reads the members of a call envelope. A body the strict
 // checker refuses is refused, unless what it refuses is inside the
-// arguments alone: the same body with the arguments replaced by {} is
-// strict. Then the envelope is as strict as any other, and the arguments
-// go to the gateway as they are, which refuses them with a ledger entry:
-// a refusal of an agent's call is evidence too.
+// arguments alone (httpjson.CheckEnvelope): then the arguments go to the
+// gateway as they are, which refuses them with a ledger entry, as a
+// refusal of an agent's call is evidence too.
 func (s *Server) callMembers(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, error) {
 	data, err := s.readJSONBody(w, r)
 	if err != nil {
 		return nil, err
 	}
-	strictErr := s.checkStrict(data)
-	if strictErr == nil {
-		return objectMembers(data)
-	}
-	start, end, ok := argumentsSpan(data)
-	if !ok {
-		return nil, notStrict(strictErr)
-	}
-	envelope := append(append(append([]byte(nil), data[:start]...), "{}"...), data[end:]...)
-	if s.checkStrict(envelope) != nil {
-		return nil, notStrict(strictErr)
+	if err := httpjson.CheckEnvelope(data, s.checkStrict, "arguments"); err != nil {
+		return nil, notStrict(err)
 	}
 	return objectMembers(data)
 }
 
 // objectMembers returns the members of the JSON object data as raw
-// values; the last of two members of one name wins, which only a body
-// the strict checker has passed, or one whose envelope it has, reaches.
+// values; only a body whose envelope the strict checker has passed
+// reaches it, so no two members share a name.
 func objectMembers(data []byte) (map[string]json.RawMessage, error) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(data, &members); err != nil || members == nil {
 		return nil, custody.Errorf(custody.EINVALID, "the request body must be a JSON object")
 	}
 	return members, nil
-}
-
-// argumentsSpan returns where the value of the top-level "arguments"
-// member of the JSON object data starts and ends, read leniently; false
-// when data is not an object with such a member.
-func argumentsSpan(data []byte) (start, end int, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return 0, 0, false
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return 0, 0, false
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return 0, 0, false
-		}
-		if tok == "arguments" {
-			end = int(dec.InputOffset())
-			start, ok = end-len(raw), true
-		}
-	}
-	return start, end, ok
 }
 
 // decodeString decodes a member that must be a JSON string. The body has
