@@ -7,7 +7,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/contract/internal/draft2020"
-	"github.com/custody-dev/custody/contract/internal/strictjson"
+	"github.com/custody-dev/custody/internal/strictjson"
 	"github.com/pb33f/jsonschema/v6"
 )
 

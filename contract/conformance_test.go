@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/custody-dev/custody/contract/internal/draft2020"
-	"github.com/custody-dev/custody/contract/internal/strictjson"
+	"github.com/custody-dev/custody/internal/strictjson"
 )
 
 // The official JSON Schema Test Suite, run through draft2020.NewCompiler:

@@ -15,7 +15,7 @@ import (
 	"github.com/custody-dev/custody/contract/fast"
 	"github.com/custody-dev/custody/contract/internal/draft2020"
 	"github.com/custody-dev/custody/contract/internal/format"
-	"github.com/custody-dev/custody/contract/internal/strictjson"
+	"github.com/custody-dev/custody/internal/strictjson"
 )
 
 // Source is a contract that a package owning it hands to Load: a seed

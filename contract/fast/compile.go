@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/custody-dev/custody/contract/internal/draft2020"
-	"github.com/custody-dev/custody/contract/internal/strictjson"
+	"github.com/custody-dev/custody/internal/strictjson"
 )
 
 // Compiler compiles the schemas of one contract document. Its nodes
