@@ -14,7 +14,7 @@ import (
 // compileBundle compiles a bundle on its own, with nothing else loaded.
 func compileBundle(t *testing.T, bundle []byte) *jsonschema.Schema {
 	t.Helper()
-	doc, err := strictjson.Decode(bundle)
+	doc, err := strictjson.DecodeExact(bundle)
 	if err != nil {
 		t.Fatalf("bundle is not strict JSON: %v", err)
 	}

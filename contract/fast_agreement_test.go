@@ -72,7 +72,7 @@ func runFastSuiteFile(t *testing.T, suite, file string, bySuite bool, count *fas
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, err := strictjson.Decode(raw)
+	tree, err := strictjson.DecodeExact(raw)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
