@@ -37,10 +37,11 @@ func syntaxError(err error) error {
 }
 
 // Canonicalize returns the RFC 8785 (JCS) form of the JSON document raw.
-// It refuses what cannot be hashed faithfully: invalid JSON or UTF-8, lone
-// surrogates, duplicate object keys, integer literals a double would round
-// (see MaxSafeInteger), numbers beyond the range of a double, nesting
-// deeper than 512. The error is a *SyntaxError.
+// It refuses what cannot be hashed faithfully, by the rules of the strict
+// reader every front door shares: invalid JSON or UTF-8, lone surrogates,
+// duplicate object keys, nesting deeper than 512, and numbers a double
+// would not hold as written (see the package documentation). The error
+// is a *SyntaxError.
 func Canonicalize(raw []byte) ([]byte, error) {
 	return AppendCanonical(make([]byte, 0, len(raw)), raw)
 }
@@ -53,7 +54,8 @@ func AppendCanonical(dst, raw []byte) ([]byte, error) {
 	return c.appendDoc(dst, raw)
 }
 
-// Check reports whether raw is a document Canonicalize accepts.
+// Check reports whether raw is a document Canonicalize accepts: strict
+// JSON, as every front door reads it.
 func Check(raw []byte) error {
 	_, err := Canonicalize(raw)
 	return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -366,6 +367,38 @@ func TestAppendString(t *testing.T) {
 		}
 		if got := string(appendString(nil, in)); got != `"`+in+`"` {
 			t.Errorf("appendString(%q) = %q, want the bytes as they are", in, got)
+		}
+	}
+}
+
+// TestDocNumbers holds the package documentation to the code: each number
+// doc.go gives as accepted is accepted by Check, and each it gives as
+// refused is refused.
+func TestDocNumbers(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, list := range []struct {
+		prefix   string
+		accepted bool
+	}{
+		{"// Accepted, for example: ", true},
+		{"// Refused, for example: ", false},
+	} {
+		var lits []string
+		for line := range strings.Lines(string(doc)) {
+			if rest, ok := strings.CutPrefix(line, list.prefix); ok {
+				lits = strings.Split(strings.TrimSuffix(strings.TrimSpace(rest), "."), ", ")
+			}
+		}
+		if len(lits) < 5 {
+			t.Fatalf("doc.go lists %d numbers after %q, want the examples", len(lits), list.prefix)
+		}
+		for _, lit := range lits {
+			if err := Check([]byte(lit)); (err == nil) != list.accepted {
+				t.Errorf("doc.go says %s is accepted = %v; Check says %v", lit, list.accepted, err)
+			}
 		}
 	}
 }
