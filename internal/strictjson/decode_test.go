@@ -170,3 +170,25 @@ func skipsTo(data []byte) int {
 	d.SkipSpace()
 	return d.Pos
 }
+
+// TestDecodeExact checks that DecodeExact, the contracts' reader, keeps
+// numbers beyond the double rules exactly and holds every other rule.
+func TestDecodeExact(t *testing.T) {
+	got, err := DecodeExact([]byte(`{"maximum": 18446744073709551615, "big": 1e400, "round": 1e20}`))
+	want := map[string]any{"maximum": json.Number("18446744073709551615"), "big": json.Number("1e400"), "round": json.Number("1e20")}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("DecodeExact = %#v, %v; want %#v", got, err, want)
+	}
+	for _, tc := range []struct{ in, msg string }{
+		{`1e10000`, "exponent out of range"},
+		{`{"a": 1, "a": 2}`, "duplicate key"},
+		{`"\ud800"`, "unpaired surrogate"},
+		{"\"\xff\"", "invalid UTF-8"},
+		{`[1] 2`, "unexpected data after the JSON value"},
+		{strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), "nesting deeper"},
+	} {
+		if _, err := DecodeExact([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("DecodeExact(%.20q) = %v, want refused with %q", tc.in, err, tc.msg)
+		}
+	}
+}
