@@ -244,7 +244,12 @@ func (c *canon) endOf(container string, closer byte) error {
 // member stack.
 func (c *canon) member(dst []byte, depth int) ([]byte, error) {
 	keyAt, start := c.d.Pos, len(dst)
-	key, escaped, err := c.d.Key(nil)
+	if c.d.Peek() != '"' {
+		return dst, c.d.Fail("expected an object key")
+	}
+	// Key would do, but String and the colon read here save a call for
+	// every member of every document the ledger hashes.
+	key, escaped, err := c.d.String(nil)
 	if err != nil {
 		return dst, err
 	}
@@ -253,6 +258,12 @@ func (c *canon) member(dst []byte, depth int) ([]byte, error) {
 	} else {
 		dst = append(dst, c.d.In[keyAt:keyAt+len(key)+2]...)
 	}
+	c.d.SkipSpace()
+	if c.d.Peek() != ':' {
+		return dst, c.d.Fail("expected ':' after object key %q", key)
+	}
+	c.d.Pos++
+	c.d.SkipSpace()
 	dst = append(dst, ':')
 	if dst, err = c.value(dst, depth); err != nil {
 		return dst, err

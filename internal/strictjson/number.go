@@ -57,7 +57,9 @@ func (d *Reader) Number() (Number, error) {
 		return n, nil
 	}
 	if n.Int {
-		if !safeInteger(n.Lit) {
+		// Fifteen bytes or fewer is below 10^15 < 2^53: the common case
+		// costs no call.
+		if len(n.Lit) > 15 && !safeInteger(n.Lit) {
 			return Number{}, d.failAt(start, "integer %s beyond ±2^53 cannot be read exactly as a double", n.Lit)
 		}
 		return n, nil
