@@ -386,7 +386,7 @@ func (c *canon) stringBytes(name string) ([]byte, error) {
 // exponent, within ±2^53 as every number of a strict document is.
 func (c *canon) integerField(name string) (int64, error) {
 	start := c.d.Pos
-	if b := c.d.Peek(); b != '-' && (b < '0' || b > '9') || c.d.SkipNumber() != nil {
+	if c.d.SkipNumber() != nil {
 		return 0, fmt.Errorf("%q must be an integer", name)
 	}
 	lit := c.d.In[start:c.d.Pos]

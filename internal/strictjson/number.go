@@ -135,7 +135,7 @@ func (d *Reader) exponent(start, expAt int) error {
 // returns where its integer part ends and where the digits of its
 // exponent start (0 for none).
 func (d *Reader) numberSyntax() (intEnd, expAt int, err error) {
-	if d.In[d.Pos] == '-' {
+	if d.Pos < len(d.In) && d.In[d.Pos] == '-' {
 		d.Pos++
 	}
 	switch {

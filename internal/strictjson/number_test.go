@@ -87,7 +87,7 @@ func TestSkipNumberSyntaxOnly(t *testing.T) {
 			t.Errorf("SkipNumber(%s) = %v at %d", lit, err, d.Pos)
 		}
 	}
-	for _, lit := range []string{"-", "1.", "1e", "1e+"} {
+	for _, lit := range []string{"", "-", "1.", "1e", "1e+", "x"} {
 		if err := (&Reader{In: []byte(lit)}).SkipNumber(); err == nil {
 			t.Errorf("SkipNumber(%s) accepted a malformed number", lit)
 		}
