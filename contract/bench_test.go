@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/custody-dev/custody/contract/internal/strictjson"
+	"github.com/custody-dev/custody/internal/strictjson"
 	"github.com/pb33f/jsonschema/v6"
 )
 

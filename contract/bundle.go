@@ -9,7 +9,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/contract/internal/draft2020"
-	"github.com/custody-dev/custody/contract/internal/strictjson"
+	"github.com/custody-dev/custody/internal/strictjson"
 )
 
 // Bundle returns a standalone schema document for ref, usable as an MCP

@@ -7,14 +7,14 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/contract/internal/draft2020"
-	"github.com/custody-dev/custody/contract/internal/strictjson"
+	"github.com/custody-dev/custody/internal/strictjson"
 	"github.com/pb33f/jsonschema/v6"
 )
 
 // compileBundle compiles a bundle on its own, with nothing else loaded.
 func compileBundle(t *testing.T, bundle []byte) *jsonschema.Schema {
 	t.Helper()
-	doc, err := strictjson.Decode(bundle)
+	doc, err := strictjson.DecodeExact(bundle)
 	if err != nil {
 		t.Fatalf("bundle is not strict JSON: %v", err)
 	}

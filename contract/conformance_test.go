@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/custody-dev/custody/contract/internal/draft2020"
-	"github.com/custody-dev/custody/contract/internal/strictjson"
+	"github.com/custody-dev/custody/internal/strictjson"
 )
 
 // The official JSON Schema Test Suite, run through draft2020.NewCompiler:
@@ -71,7 +71,7 @@ func (dir suiteRemotes) Load(url string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return strictjson.Decode(raw)
+	return strictjson.DecodeExact(raw)
 }
 
 // suiteResult counts a run and names its failures.
@@ -87,7 +87,7 @@ func runSuiteFile(t *testing.T, suite, file string, assertFormats bool, res *sui
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, err := strictjson.Decode(raw)
+	tree, err := strictjson.DecodeExact(raw)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/custody-dev/custody/contract/fast"
 	"github.com/custody-dev/custody/contract/internal/draft2020"
-	"github.com/custody-dev/custody/contract/internal/strictjson"
+	"github.com/custody-dev/custody/internal/strictjson"
 	"github.com/pb33f/jsonschema/v6"
 )
 
@@ -72,7 +72,7 @@ func runFastSuiteFile(t *testing.T, suite, file string, bySuite bool, count *fas
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, err := strictjson.Decode(raw)
+	tree, err := strictjson.DecodeExact(raw)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/custody-dev/custody/contract/fast"
 	"github.com/custody-dev/custody/contract/internal/draft2020"
 	"github.com/custody-dev/custody/contract/internal/format"
-	"github.com/custody-dev/custody/contract/internal/strictjson"
+	"github.com/custody-dev/custody/internal/strictjson"
 )
 
 // Source is a contract that a package owning it hands to Load: a seed
@@ -181,9 +181,12 @@ func userNamer(file string) func(any) []Name {
 }
 
 // add registers one contract. defaultID is its id when it declares no
-// $id ("" when it must declare one).
+// $id ("" when it must declare one). A contract is strict JSON read
+// exactly (strictjson.DecodeExact): its numbers are only ever compared
+// exactly, so a bound such as 18446744073709551615 is kept, where a
+// document validated against it is held to every number rule.
 func (r *Registry) add(file, defaultID string, raw []byte, names func(any) []Name) error {
-	tree, err := strictjson.Decode(raw)
+	tree, err := strictjson.DecodeExact(raw)
 	if err != nil {
 		return contractError(file, "is not valid JSON: %v", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/contract/internal/strictjson"
+	"github.com/custody-dev/custody/internal/strictjson"
 	"github.com/pb33f/jsonschema/v6"
 	"github.com/pb33f/jsonschema/v6/kind"
 )

@@ -17,9 +17,12 @@ import (
 const maxTraceBytes = 128
 
 // decode is step 1: it settles the trace id and refuses argument bytes that
-// cannot be validated and hashed faithfully: over the size cap, empty, not
-// strict JSON (invalid UTF-8, duplicate keys) or holding integers beyond
-// ±2^53.
+// cannot be validated and hashed faithfully: over the size cap, empty, or
+// not strict JSON (invalid UTF-8, duplicate keys, numbers a double would
+// not hold as written, ...). The rules are the shared reader's
+// (internal/strictjson), applied through ledger.Check, so the arguments
+// are refused here exactly when the contract or the ledger would refuse
+// them later.
 func (g *Gateway) decode(_ context.Context, f *flight) error {
 	if err := settleTrace(f, uuid.NewString); err != nil {
 		return err

@@ -4,21 +4,19 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"slices"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/custody-dev/custody/internal/strictjson"
 )
 
 // MaxSafeInteger is 2^53, the largest of the range of integers a double
 // holds without gaps. RFC 8785 hashes doubles, so an integer literal
-// beyond ±2^53 is refused unless it already is the canonical spelling of
-// a double: 9007199254740993 would hash like 9007199254740992, and an
-// approval for one would authorise the other.
-const MaxSafeInteger = 1 << 53
+// beyond ±2^53 is refused: 9007199254740993 would hash like
+// 9007199254740992, and an approval for one would authorise the other.
+const MaxSafeInteger = strictjson.MaxSafeInteger
 
 // maxDepth bounds nesting so hostile input cannot exhaust the stack.
-const maxDepth = 512
+const maxDepth = strictjson.MaxDepth
 
 // SyntaxError says what is wrong with a JSON document and where.
 type SyntaxError struct {
@@ -29,11 +27,21 @@ type SyntaxError struct {
 // Error returns the message prefixed with the byte offset.
 func (e *SyntaxError) Error() string { return fmt.Sprintf("at byte %d: %s", e.Offset, e.Msg) }
 
+// syntaxError turns the shared reader's *strictjson.SyntaxError into the
+// ledger's own; any other error is returned as it is.
+func syntaxError(err error) error {
+	if se, ok := err.(*strictjson.SyntaxError); ok {
+		return &SyntaxError{Offset: se.Offset, Msg: se.Msg}
+	}
+	return err
+}
+
 // Canonicalize returns the RFC 8785 (JCS) form of the JSON document raw.
-// It refuses what cannot be hashed faithfully: invalid JSON or UTF-8, lone
-// surrogates, duplicate object keys, integer literals a double would round
-// (see MaxSafeInteger), numbers beyond the range of a double, nesting
-// deeper than 512. The error is a *SyntaxError.
+// It refuses what cannot be hashed faithfully, by the rules of the strict
+// reader every front door shares: invalid JSON or UTF-8, lone surrogates,
+// duplicate object keys, nesting deeper than 512, and numbers a double
+// would not hold as written (see the package documentation). The error
+// is a *SyntaxError.
 func Canonicalize(raw []byte) ([]byte, error) {
 	return AppendCanonical(make([]byte, 0, len(raw)), raw)
 }
@@ -46,7 +54,8 @@ func AppendCanonical(dst, raw []byte) ([]byte, error) {
 	return c.appendDoc(dst, raw)
 }
 
-// Check reports whether raw is a document Canonicalize accepts.
+// Check reports whether raw is a document Canonicalize accepts: strict
+// JSON, as every front door reads it.
 func Check(raw []byte) error {
 	_, err := Canonicalize(raw)
 	return err
@@ -56,8 +65,9 @@ func Check(raw []byte) error {
 // documents, so a long-lived canon (in a Verifier, say) stops allocating
 // once it has seen the largest document.
 type canon struct {
-	in  []byte
-	pos int
+	// d reads the document: the strict rules are strictjson's, and the
+	// canonicalizer only writes what it reads.
+	d strictjson.Reader
 	// members is a stack shared by nested objects: each object owns the
 	// members above the length it found on entry.
 	members []member
@@ -105,105 +115,95 @@ func compareKeys(ms []member, a, b sortKey) int {
 }
 
 func (c *canon) appendDoc(dst, raw []byte) ([]byte, error) {
-	c.in, c.pos, c.members = raw, 0, c.members[:0]
+	c.d.In, c.d.Pos, c.members = raw, 0, c.members[:0]
 	mark := len(dst)
-	c.skipSpace()
+	c.d.SkipSpace()
 	out, err := c.value(dst, 0)
 	if err == nil {
-		c.skipSpace()
-		if c.pos != len(c.in) {
-			err = c.fail("unexpected data after the JSON value")
-		}
+		err = c.d.End()
 	}
-	c.in = nil
+	c.d.In = nil
 	if err != nil {
-		return dst[:mark], err
+		return dst[:mark], syntaxError(err)
 	}
 	return out, nil
 }
 
-func (c *canon) fail(format string, args ...any) error {
-	return &SyntaxError{Offset: c.pos, Msg: fmt.Sprintf(format, args...)}
-}
-
-func (c *canon) skipSpace() {
-	for c.pos < len(c.in) {
-		switch c.in[c.pos] {
-		case ' ', '\t', '\n', '\r':
-			c.pos++
-		default:
-			return
-		}
-	}
-}
-
+// value appends the canonical form of the value at the reader's position,
+// inside depth objects and arrays.
 func (c *canon) value(dst []byte, depth int) ([]byte, error) {
-	if c.pos >= len(c.in) {
-		return dst, c.fail("unexpected end of JSON")
-	}
-	switch b := c.in[c.pos]; {
-	case b == '"':
+	switch c.d.Peek() {
+	case '"':
 		return c.stringValue(dst)
-	case b == '-' || (b >= '0' && b <= '9'):
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		return c.number(dst)
-	case b == '{':
-		if depth >= maxDepth {
-			return dst, c.fail("nesting deeper than %d", maxDepth)
+	case '{':
+		if err := c.d.Nest(depth + 1); err != nil {
+			return dst, err
 		}
-		return c.object(dst, depth)
-	case b == '[':
-		if depth >= maxDepth {
-			return dst, c.fail("nesting deeper than %d", maxDepth)
+		return c.object(dst, depth+1)
+	case '[':
+		if err := c.d.Nest(depth + 1); err != nil {
+			return dst, err
 		}
-		return c.array(dst, depth)
-	case b == 't':
+		return c.array(dst, depth+1)
+	case 't':
 		return c.literal(dst, "true")
-	case b == 'f':
+	case 'f':
 		return c.literal(dst, "false")
-	case b == 'n':
+	case 'n':
 		return c.literal(dst, "null")
-	default:
-		return dst, c.fail("unexpected character %q", b)
 	}
+	return dst, c.d.Unexpected()
 }
 
 func (c *canon) literal(dst []byte, lit string) ([]byte, error) {
-	if err := c.expectLiteral(lit); err != nil {
+	if err := c.d.Literal(lit); err != nil {
 		return dst, err
 	}
 	return append(dst, lit...), nil
 }
 
-func (c *canon) expectLiteral(lit string) error {
-	if len(c.in)-c.pos < len(lit) || string(c.in[c.pos:c.pos+len(lit)]) != lit {
-		return c.fail("invalid literal")
-	}
-	c.pos += len(lit)
-	return nil
-}
-
-// stringValue appends the canonical form of the string literal at c.pos.
-// A literal without escapes is already canonical and is copied as is.
+// stringValue appends the canonical form of the string literal at the
+// reader's position. A literal without escapes is already canonical and
+// is copied as is.
 func (c *canon) stringValue(dst []byte) ([]byte, error) {
-	start := c.pos
-	s, escaped, err := c.str(c.sbuf[:0])
+	start := c.d.Pos
+	s, escaped, err := c.d.String(c.sbuf[:0])
 	if err != nil {
 		return dst, err
 	}
 	if !escaped {
-		return append(dst, c.in[start:c.pos]...), nil
+		return append(dst, c.d.In[start:c.d.Pos]...), nil
 	}
 	c.sbuf = s
 	return appendString(dst, s), nil
 }
 
+// number appends the canonical form of the number literal at the
+// reader's position: an integer literal, which the rules keep within
+// ±2^53, is its own canonical form (JSON forbids leading zeros) except
+// for -0; any other is written as ECMAScript writes its double.
+func (c *canon) number(dst []byte) ([]byte, error) {
+	n, err := c.d.Number()
+	switch {
+	case err != nil:
+		return dst, err
+	case !n.Int:
+		return AppendNumber(dst, n.Float), nil
+	case len(n.Lit) == 2 && n.Lit[0] == '-' && n.Lit[1] == '0':
+		return append(dst, '0'), nil
+	}
+	return append(dst, n.Lit...), nil
+}
+
 func (c *canon) object(dst []byte, depth int) ([]byte, error) {
 	open := len(dst)
 	dst = append(dst, '{')
-	c.pos++
-	c.skipSpace()
-	if c.pos < len(c.in) && c.in[c.pos] == '}' {
-		c.pos++
+	c.d.Pos++
+	c.d.SkipSpace()
+	if c.d.Peek() == '}' {
+		c.d.Pos++
 		return append(dst, '}'), nil
 	}
 	base := len(c.members)
@@ -212,20 +212,16 @@ func (c *canon) object(dst []byte, depth int) ([]byte, error) {
 		if dst, err = c.member(dst, depth); err != nil {
 			return dst, err
 		}
-		c.skipSpace()
-		if c.pos >= len(c.in) {
-			return dst, c.fail("unexpected end of JSON in object")
-		}
-		if c.in[c.pos] == '}' {
-			c.pos++
+		c.d.SkipSpace()
+		if b := c.d.Peek(); b == '}' {
+			c.d.Pos++
 			break
+		} else if b != ',' {
+			return dst, c.endOf("object", '}')
 		}
-		if c.in[c.pos] != ',' {
-			return dst, c.fail("expected ',' or '}' in object")
-		}
-		c.pos++
+		c.d.Pos++
 		dst = append(dst, ',')
-		c.skipSpace()
+		c.d.SkipSpace()
 	}
 	dst, err := c.order(dst, open, c.members[base:])
 	c.members = c.members[:base]
@@ -235,30 +231,41 @@ func (c *canon) object(dst []byte, depth int) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
+// endOf is the error for a byte that neither continues nor closes an
+// object or array.
+func (c *canon) endOf(container string, closer byte) error {
+	if c.d.Pos >= len(c.d.In) {
+		return c.d.Fail("unexpected end of JSON in %s", container)
+	}
+	return c.d.Fail("expected ',' or '%c' in %s", closer, container)
+}
+
 // member appends one `"key":value` in canonical form and pushes it on the
 // member stack.
 func (c *canon) member(dst []byte, depth int) ([]byte, error) {
-	if c.pos >= len(c.in) || c.in[c.pos] != '"' {
-		return dst, c.fail("expected an object key")
+	keyAt, start := c.d.Pos, len(dst)
+	if c.d.Peek() != '"' {
+		return dst, c.d.Fail("expected an object key")
 	}
-	keyAt, start := c.pos, len(dst)
-	key, escaped, err := c.str(nil)
+	// Key would do, but String and the colon read here save a call for
+	// every member of every document the ledger hashes.
+	key, escaped, err := c.d.String(nil)
 	if err != nil {
 		return dst, err
 	}
 	if escaped {
 		dst = appendString(dst, key)
 	} else {
-		dst = append(dst, c.in[keyAt:c.pos]...)
+		dst = append(dst, c.d.In[keyAt:keyAt+len(key)+2]...)
 	}
-	c.skipSpace()
-	if c.pos >= len(c.in) || c.in[c.pos] != ':' {
-		return dst, c.fail("expected ':' after object key")
+	c.d.SkipSpace()
+	if c.d.Peek() != ':' {
+		return dst, c.d.Fail("expected ':' after object key %q", key)
 	}
-	c.pos++
-	c.skipSpace()
+	c.d.Pos++
+	c.d.SkipSpace()
 	dst = append(dst, ':')
-	if dst, err = c.value(dst, depth+1); err != nil {
+	if dst, err = c.value(dst, depth); err != nil {
 		return dst, err
 	}
 	c.members = append(c.members, member{key: key, keyAt: keyAt, start: start, end: len(dst)})
@@ -318,209 +325,31 @@ func duplicateKey(ms []member, keys []sortKey) error {
 	if dup == nil {
 		return nil
 	}
-	return &SyntaxError{Offset: dup.keyAt, Msg: fmt.Sprintf("duplicate key %q", dup.key)}
+	return strictjson.DuplicateKey(dup.keyAt, dup.key)
 }
 
 func (c *canon) array(dst []byte, depth int) ([]byte, error) {
-	c.pos++ // '['
+	c.d.Pos++ // '['
 	dst = append(dst, '[')
-	c.skipSpace()
-	if c.pos < len(c.in) && c.in[c.pos] == ']' {
-		c.pos++
+	c.d.SkipSpace()
+	if c.d.Peek() == ']' {
+		c.d.Pos++
 		return append(dst, ']'), nil
 	}
 	for {
 		var err error
-		if dst, err = c.value(dst, depth+1); err != nil {
+		if dst, err = c.value(dst, depth); err != nil {
 			return dst, err
 		}
-		c.skipSpace()
-		if c.pos >= len(c.in) {
-			return dst, c.fail("unexpected end of JSON in array")
-		}
-		if c.in[c.pos] == ']' {
-			c.pos++
+		c.d.SkipSpace()
+		if b := c.d.Peek(); b == ']' {
+			c.d.Pos++
 			return append(dst, ']'), nil
+		} else if b != ',' {
+			return dst, c.endOf("array", ']')
 		}
-		if c.in[c.pos] != ',' {
-			return dst, c.fail("expected ',' or ']' in array")
-		}
-		c.pos++
+		c.d.Pos++
 		dst = append(dst, ',')
-		c.skipSpace()
+		c.d.SkipSpace()
 	}
-}
-
-// str decodes the string literal at c.pos (which is '"'). Without escapes
-// it returns a slice of the input and escaped == false; otherwise the
-// decoded bytes are appended to buf.
-func (c *canon) str(buf []byte) (s []byte, escaped bool, err error) {
-	c.pos++
-	start := c.pos
-	for {
-		c.pos += plainPrefix(c.in[c.pos:])
-		if c.pos >= len(c.in) {
-			return nil, false, c.fail("unterminated string")
-		}
-		switch b := c.in[c.pos]; {
-		case b == '"':
-			c.pos++
-			return c.in[start : c.pos-1], false, nil
-		case b == '\\':
-			s, err := c.strEscaped(append(buf, c.in[start:c.pos]...))
-			return s, true, err
-		case b < 0x20:
-			return nil, false, c.fail("control character in string")
-		default:
-			if err := c.rune(); err != nil {
-				return nil, false, err
-			}
-		}
-	}
-}
-
-// plainPrefix returns the length of the longest prefix of s made of
-// printable ASCII other than '"' and '\\': bytes a string literal holds
-// as they are. It tests eight bytes at a time, since most of a JSON
-// document is such bytes.
-func plainPrefix[S ~string | ~[]byte](s S) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for i < len(s) {
-		if i+8 <= len(s) {
-			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-			// A byte below 0x20, equal to '"' or '\\', or at or above 0x80
-			// sets its high bit in t; borrows only travel upwards from
-			// such a byte, so a clear t means eight plain bytes.
-			t := ((x - ones*0x20) | ((x ^ ones*'"') - ones) | ((x ^ ones*'\\') - ones) | x) & highs
-			if t == 0 {
-				i += 8
-				continue
-			}
-			// No borrow reaches the lowest flagged byte: it is the
-			// first byte that is not plain.
-			return i + bits.TrailingZeros64(t)/8
-		}
-		if b := s[i]; b < 0x20 || b == '"' || b == '\\' || b >= utf8.RuneSelf {
-			return i
-		}
-		i++
-	}
-	return i
-}
-
-// rune steps over the multi-byte UTF-8 sequence at c.pos.
-func (c *canon) rune() error {
-	r, n := utf8.DecodeRune(c.in[c.pos:])
-	if r == utf8.RuneError && n <= 1 {
-		return c.fail("invalid UTF-8 in string")
-	}
-	c.pos += n
-	return nil
-}
-
-// strEscaped decodes the rest of a string that holds escapes.
-func (c *canon) strEscaped(buf []byte) ([]byte, error) {
-	for c.pos < len(c.in) {
-		b := c.in[c.pos]
-		switch {
-		case b == '"':
-			c.pos++
-			return buf, nil
-		case b == '\\':
-			var err error
-			if buf, err = c.escape(buf); err != nil {
-				return nil, err
-			}
-		case b < 0x20:
-			return nil, c.fail("control character in string")
-		case b < utf8.RuneSelf:
-			buf = append(buf, b)
-			c.pos++
-		default:
-			start := c.pos
-			if err := c.rune(); err != nil {
-				return nil, err
-			}
-			buf = append(buf, c.in[start:c.pos]...)
-		}
-	}
-	return nil, c.fail("unterminated string")
-}
-
-func (c *canon) escape(buf []byte) ([]byte, error) {
-	if c.pos+1 >= len(c.in) {
-		return nil, c.fail("unterminated escape")
-	}
-	e := c.in[c.pos+1]
-	c.pos += 2
-	switch e {
-	case '"', '\\', '/':
-		return append(buf, e), nil
-	case 'b':
-		return append(buf, '\b'), nil
-	case 'f':
-		return append(buf, '\f'), nil
-	case 'n':
-		return append(buf, '\n'), nil
-	case 'r':
-		return append(buf, '\r'), nil
-	case 't':
-		return append(buf, '\t'), nil
-	case 'u':
-		r, err := c.hex4()
-		if err != nil {
-			return nil, err
-		}
-		if utf16.IsSurrogate(r) {
-			if r, err = c.lowSurrogate(r); err != nil {
-				return nil, err
-			}
-		}
-		return utf8.AppendRune(buf, r), nil
-	default:
-		c.pos -= 2
-		return nil, c.fail("invalid escape \\%c", e)
-	}
-}
-
-// lowSurrogate reads the \uXXXX that must follow the high surrogate hi.
-func (c *canon) lowSurrogate(hi rune) (rune, error) {
-	at := c.pos - 6
-	if hi >= 0xDC00 || c.pos+1 >= len(c.in) || c.in[c.pos] != '\\' || c.in[c.pos+1] != 'u' {
-		return 0, &SyntaxError{Offset: at, Msg: "lone surrogate in string"}
-	}
-	c.pos += 2
-	lo, err := c.hex4()
-	if err != nil {
-		return 0, err
-	}
-	r := utf16.DecodeRune(hi, lo)
-	if r == utf8.RuneError {
-		return 0, &SyntaxError{Offset: at, Msg: "lone surrogate in string"}
-	}
-	return r, nil
-}
-
-func (c *canon) hex4() (rune, error) {
-	if c.pos+4 > len(c.in) {
-		return 0, c.fail("short \\u escape")
-	}
-	var r rune
-	for _, b := range c.in[c.pos : c.pos+4] {
-		r <<= 4
-		switch {
-		case b >= '0' && b <= '9':
-			r |= rune(b - '0')
-		case b >= 'a' && b <= 'f':
-			r |= rune(b - 'a' + 10)
-		case b >= 'A' && b <= 'F':
-			r |= rune(b - 'A' + 10)
-		default:
-			return 0, c.fail("invalid \\u escape")
-		}
-	}
-	c.pos += 4
-	return r, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,9 +127,9 @@ func TestCanonicalizeRefuses(t *testing.T) {
 		{"EarliestDuplicate", `{"b":1,"a":1,"b":2,"a":2}`, 13, `duplicate key "b"`},
 		{"InvalidUTF8", "\"a\xffb\"", 2, "invalid UTF-8"},
 		{"EncodedSurrogateUTF8", "\"\xed\xa0\x80\"", 1, "invalid UTF-8"},
-		{"LoneHighSurrogate", `"\ud83d"`, 1, "lone surrogate"},
-		{"LoneLowSurrogate", `"\ude00x"`, 1, "lone surrogate"},
-		{"HighThenNonSurrogate", `"\ud83d\u0041"`, 1, "lone surrogate"},
+		{"LoneHighSurrogate", `"\ud83d"`, 1, "unpaired surrogate"},
+		{"LoneLowSurrogate", `"\ude00x"`, 1, "unpaired surrogate"},
+		{"HighThenNonSurrogate", `"\ud83d\u0041"`, 1, "unpaired surrogate"},
 		{"IntegerBeyond2p53", `9007199254740993`, 0, "beyond ±2^53"},
 		{"NegativeIntegerBeyond2p53", `-9007199254740993`, 0, "beyond ±2^53"},
 		{"LongInteger", `[123456789012345678901234567890]`, 1, "beyond ±2^53"},
@@ -141,11 +142,11 @@ func TestCanonicalizeRefuses(t *testing.T) {
 		{"Empty", ``, 0, "unexpected end"},
 		{"ControlInString", "\"a\tb\"", 2, "control character"},
 		{"BadEscape", `"\x"`, 1, "invalid escape"},
-		{"ShortUnicodeEscape", `"\u12"`, 3, "short \\u escape"},
+		{"ShortUnicodeEscape", `"\u12"`, 1, "short \\u escape"},
 		{"LeadingZero", `01`, 1, "unexpected data"},
 		{"BareMinus", `-`, 1, "invalid number"},
-		{"MissingFraction", `1.`, 2, "digits expected after '.'"},
-		{"MissingExponent", `1e`, 2, "digits expected in exponent"},
+		{"MissingFraction", `1.`, 2, "digit expected after '.'"},
+		{"MissingExponent", `1e`, 2, "digit expected in exponent"},
 		{"BadLiteral", `nul`, 0, "invalid literal"},
 		{"Unterminated", `"abc`, 4, "unterminated string"},
 		{"MissingColon", `{"a" 1}`, 5, "expected ':'"},
@@ -293,62 +294,6 @@ func TestActionDigest(t *testing.T) {
 	}
 }
 
-// TestPlainPrefix puts every byte value at every position of a window
-// that spans two eight-byte words, and compares with a byte-wise scan.
-func TestPlainPrefix(t *testing.T) {
-	plain := func(b byte) bool { return b >= 0x20 && b != '"' && b != '\\' && b < 0x80 }
-	for n := 0; n <= 19; n++ {
-		for pos := 0; pos < n; pos++ {
-			for v := 0; v < 256; v++ {
-				s := []byte(strings.Repeat("a~ ", 7)[:n])
-				s[pos] = byte(v)
-				want := n
-				if !plain(byte(v)) {
-					want = pos
-				}
-				if got := plainPrefix(s); got != want {
-					t.Fatalf("plainPrefix(%q) = %d, want %d", s, got, want)
-				}
-				if got := plainPrefix(string(s)); got != want {
-					t.Fatalf("plainPrefix(string %q) = %d, want %d", s, got, want)
-				}
-			}
-		}
-	}
-}
-
-// TestSkip checks that skip, which finds the end of a body in a JSONL
-// line, judges syntax exactly as Canonicalize does and nothing more.
-func TestSkip(t *testing.T) {
-	tests := []struct {
-		name, in string
-		ok       bool
-	}{
-		{"Object", `{"b":[1,2.5,"x\n",true,false,null],"a":{}}`, true},
-		{"DuplicateKey", `{"a":1,"a":2}`, true},
-		{"IntegerBeyond2p53", `[9007199254740993]`, true},
-		{"Overflow", `1e400`, true},
-		{"Whitespace", " [ 1 , { \"a\" : 2 } ] ", true},
-		{"InvalidUTF8", "\"\xff\"", false},
-		{"LoneSurrogate", `"\ud800"`, false},
-		{"TrailingComma", `[1,]`, false},
-		{"ObjectTrailingComma", `{"a":1,}`, false},
-		{"MissingColon", `{"a" 1}`, false},
-		{"BadLiteral", `tru`, false},
-		{"LeadingZero", `01`, false},
-		{"Unclosed", `{"a":[1}`, false},
-		{"TooDeep", strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1), false},
-		{"Empty", ``, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := skipsTo([]byte(tt.in)) == len(tt.in); got != tt.ok {
-				t.Errorf("skip(%q) accepted = %v, want %v", tt.in, got, tt.ok)
-			}
-		})
-	}
-}
-
 // TestCompareKeysAgrees checks compareUTF16 and the prefix shortcut of
 // compareKeys against comparing UTF-16 encodings, for every pair of keys chosen to stress it: shared
 // prefixes, NUL bytes, lengths around eight, non-ASCII in and beyond the
@@ -422,6 +367,38 @@ func TestAppendString(t *testing.T) {
 		}
 		if got := string(appendString(nil, in)); got != `"`+in+`"` {
 			t.Errorf("appendString(%q) = %q, want the bytes as they are", in, got)
+		}
+	}
+}
+
+// TestDocNumbers holds the package documentation to the code: each number
+// doc.go gives as accepted is accepted by Check, and each it gives as
+// refused is refused.
+func TestDocNumbers(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, list := range []struct {
+		prefix   string
+		accepted bool
+	}{
+		{"// Accepted, for example: ", true},
+		{"// Refused, for example: ", false},
+	} {
+		var lits []string
+		for line := range strings.Lines(string(doc)) {
+			if rest, ok := strings.CutPrefix(line, list.prefix); ok {
+				lits = strings.Split(strings.TrimSuffix(strings.TrimSpace(rest), "."), ", ")
+			}
+		}
+		if len(lits) < 5 {
+			t.Fatalf("doc.go lists %d numbers after %q, want the examples", len(lits), list.prefix)
+		}
+		for _, lit := range lits {
+			if err := Check([]byte(lit)); (err == nil) != list.accepted {
+				t.Errorf("doc.go says %s is accepted = %v; Check says %v", lit, list.accepted, err)
+			}
 		}
 	}
 }

@@ -188,16 +188,16 @@ func (d *Decoder) parse(text []byte) (Line, error) {
 		return Line{}, errors.New("blank line")
 	}
 	c := &d.c
-	c.in, c.pos = text, 0
-	defer func() { c.in = nil }()
+	c.d.In, c.d.Pos = text, 0
+	defer func() { c.d.In = nil }()
 	var e custody.Entry
 	var cp *custody.Checkpoint
 	var note []byte
-	c.skipSpace()
-	if c.pos >= len(c.in) || c.in[c.pos] != '{' {
+	c.d.SkipSpace()
+	if c.d.Peek() != '{' {
 		return Line{}, errors.New("not a JSON object")
 	}
-	c.pos++
+	c.d.Pos++
 	seen := 0
 	err := c.eachMember(func(key []byte) error {
 		bit := fieldBit(key)
@@ -294,11 +294,11 @@ func (d *Decoder) entryField(e *custody.Entry, bit int) error {
 // concern, which can name the entry.
 func (d *Decoder) body() ([]byte, error) {
 	c := &d.c
-	start := c.pos
-	if err := c.skip(0); err != nil {
-		return nil, fmt.Errorf("body: %w", err)
+	start := c.d.Pos
+	if err := c.d.Skip(0); err != nil {
+		return nil, fmt.Errorf("body: %w", syntaxError(err))
 	}
-	return bytes.Clone(c.in[start:c.pos]), nil
+	return bytes.Clone(c.d.In[start:c.d.Pos]), nil
 }
 
 // intern returns b as a string, sharing one copy among the lines that
@@ -318,49 +318,40 @@ func (d *Decoder) intern(b []byte) string {
 const maxInterned = 4096
 
 // eachMember reads the members of the object whose '{' has been consumed,
-// calling fn with each key when c.pos is at its value.
+// calling fn with each key when the reader is at its value.
 func (c *canon) eachMember(fn func(key []byte) error) error {
-	c.skipSpace()
-	if c.pos < len(c.in) && c.in[c.pos] == '}' {
-		c.pos++
+	c.d.SkipSpace()
+	if c.d.Peek() == '}' {
+		c.d.Pos++
 		return nil
 	}
 	for {
-		c.skipSpace()
-		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
-			return c.fail("expected an object key")
-		}
-		key, _, err := c.str(nil)
+		c.d.SkipSpace()
+		key, _, err := c.d.Key(nil)
 		if err != nil {
-			return err
+			return syntaxError(err)
 		}
-		c.skipSpace()
-		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
-			return c.fail("expected ':' after object key")
-		}
-		c.pos++
-		c.skipSpace()
 		if err := fn(key); err != nil {
 			return err
 		}
-		c.skipSpace()
-		if c.pos < len(c.in) && c.in[c.pos] == ',' {
-			c.pos++
-			continue
-		}
-		if c.pos < len(c.in) && c.in[c.pos] == '}' {
-			c.pos++
+		c.d.SkipSpace()
+		switch c.d.Peek() {
+		case ',':
+			c.d.Pos++
+		case '}':
+			c.d.Pos++
 			return nil
+		default:
+			return syntaxError(c.d.Fail("expected ',' or '}' in object"))
 		}
-		return c.fail("expected ',' or '}' in object")
 	}
 }
 
 // end refuses anything but whitespace after the line's object.
 func (c *canon) end() error {
-	c.skipSpace()
-	if c.pos != len(c.in) {
-		return c.fail("unexpected data after the JSON object")
+	c.d.SkipSpace()
+	if c.d.Pos != len(c.d.In) {
+		return syntaxError(c.d.Fail("unexpected data after the JSON object"))
 	}
 	return nil
 }
@@ -378,31 +369,32 @@ func (d *Decoder) internField(name string) (string, error) {
 	return d.intern(b), nil
 }
 
-// stringBytes returns the decoded string at c.pos; it may alias the input.
+// stringBytes returns the decoded string at the reader's position; it
+// may alias the input.
 func (c *canon) stringBytes(name string) ([]byte, error) {
-	if c.pos >= len(c.in) || c.in[c.pos] != '"' {
+	if c.d.Peek() != '"' {
 		return nil, fmt.Errorf("%q must be a string", name)
 	}
-	s, _, err := c.str(nil)
+	s, _, err := c.d.String(nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, syntaxError(err))
 	}
 	return s, nil
 }
 
+// integerField reads an integer: a number literal without fraction or
+// exponent, within ±2^53 as every number of a strict document is.
 func (c *canon) integerField(name string) (int64, error) {
-	start := c.pos
-	if c.pos < len(c.in) && c.in[c.pos] == '-' {
-		c.pos++
-	}
-	if err := c.intPart(); err != nil {
+	start := c.d.Pos
+	if c.d.SkipNumber() != nil {
 		return 0, fmt.Errorf("%q must be an integer", name)
 	}
-	if c.pos < len(c.in) && (c.in[c.pos] == '.' || c.in[c.pos] == 'e' || c.in[c.pos] == 'E') {
+	lit := c.d.In[start:c.d.Pos]
+	if bytes.ContainsAny(lit, ".eE") {
 		return 0, fmt.Errorf("%q must be an integer", name)
 	}
-	n, err := strconv.ParseInt(string(c.in[start:c.pos]), 10, 64)
-	if err != nil {
+	n, err := strconv.ParseInt(string(lit), 10, 64)
+	if err != nil || n < -MaxSafeInteger || n > MaxSafeInteger {
 		return 0, fmt.Errorf("%q is out of range", name)
 	}
 	return n, nil
@@ -410,10 +402,10 @@ func (c *canon) integerField(name string) (int64, error) {
 
 func (d *Decoder) refs() (map[string]string, error) {
 	c := &d.c
-	if c.pos >= len(c.in) || c.in[c.pos] != '{' {
+	if c.d.Peek() != '{' {
 		return nil, errors.New(`"refs" must be an object of strings`)
 	}
-	c.pos++
+	c.d.Pos++
 	refs := map[string]string{}
 	err := c.eachMember(func(key []byte) error {
 		if _, dup := refs[string(key)]; dup {
@@ -427,10 +419,10 @@ func (d *Decoder) refs() (map[string]string, error) {
 }
 
 func (c *canon) checkpoint() (*custody.Checkpoint, error) {
-	if c.pos >= len(c.in) || c.in[c.pos] != '{' {
+	if c.d.Peek() != '{' {
 		return nil, errors.New(`"checkpoint" must be an object`)
 	}
-	c.pos++
+	c.d.Pos++
 	var cp custody.Checkpoint
 	var seen [5]bool
 	names := [...]string{"size", "head", "at", "sig", "ledger"}

@@ -18,17 +18,27 @@
 // # Canonical JSON
 //
 // Canonicalize implements RFC 8785 and refuses what it cannot hash
-// faithfully: invalid JSON or UTF-8, lone surrogates, duplicate keys,
-// numbers beyond the range of a double, nesting deeper than 512, and
-// integer literals that a double would round. The last rule is stricter
-// than RFC 8785: a literal such as 9007199254740993 names an exact integer
-// to most parsers but would hash as 9007199254740992, so one approval
-// could authorise two different actions. Beyond ±2^53 an integer literal
-// is accepted only when it already is the canonical spelling of its double
-// (100000000000000000000), so no two accepted integer literals hash alike
-// and every canonical form canonicalizes to itself. A literal with a
-// fraction or an exponent (1E30, 2.5) is a double by its own spelling and
-// is accepted anywhere in range.
+// faithfully. It reads with the strict reader every front door reads
+// with (internal/strictjson), so it refuses what they refuse: invalid
+// JSON or UTF-8, lone surrogates, duplicate keys, nesting deeper than
+// 512, data after the document, and numbers that a double would not hold
+// as they are written. The number rules are stricter than RFC 8785:
+//
+//   - an integer literal lies within ±2^53: 9007199254740993 names an
+//     exact integer to most parsers but would hash as 9007199254740992,
+//     so one approval could authorise two different actions;
+//   - a literal with a fraction or an exponent is a double by its own
+//     spelling and is accepted within the range of a double, except where
+//     its value is an integer beyond ±2^53 below 10^21 (1e20): its
+//     canonical form would be such an integer literal;
+//   - an exponent has at most four significant digits.
+//
+// So no two accepted integer literals hash alike, and every canonical
+// form canonicalizes to itself (1E30 becomes 1e+30, 2.50 becomes 2.5).
+//
+// Accepted, for example: 9007199254740992, -9007199254740992, -0, 2.5, 1E30, 1e21, 9007199254740992.0, 0E00009999.
+//
+// Refused, for example: 9007199254740993, 100000000000000000000, 1e20, 9007199254740994.0, 1e400, 1e10000.
 //
 // # Bodies and JSONL
 //

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/strictjson"
 )
 
 func FuzzCanonicalize(f *testing.F) {
@@ -58,13 +59,13 @@ func FuzzCanonicalize(f *testing.F) {
 // skipsTo returns where skip ends on data, the space after the value
 // included, or -1 if it fails.
 func skipsTo(data []byte) int {
-	c := canon{in: data}
-	c.skipSpace()
-	if err := c.skip(0); err != nil {
+	d := strictjson.Reader{In: data}
+	d.SkipSpace()
+	if err := d.Skip(0); err != nil {
 		return -1
 	}
-	c.skipSpace()
-	return c.pos
+	d.SkipSpace()
+	return d.Pos
 }
 
 func FuzzDecoder(f *testing.F) {

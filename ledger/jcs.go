@@ -1,111 +1,13 @@
 package ledger
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/custody-dev/custody/internal/strictjson"
 )
-
-// number appends the canonical form of the number literal at c.pos.
-//
-// Canonical JSON hashes IEEE doubles, so an integer beyond ±2^53 would
-// hash as another value than the one written: an integer literal beyond
-// ±2^53 is refused, whatever its spelling. A literal with a fraction or an
-// exponent is a double by its own spelling and is accepted anywhere in
-// range, as RFC 8785 requires (1E30 becomes 1e+30), except where its
-// canonical form would be such an integer literal (an integral value
-// between 2^53 and 10^21, e.g. 1e20): every canonical form is therefore
-// accepted again, and none holds an integer a reader could take for
-// another.
-func (c *canon) number(dst []byte) ([]byte, error) {
-	start := c.pos
-	neg := c.in[c.pos] == '-'
-	if neg {
-		c.pos++
-	}
-	if err := c.intPart(); err != nil {
-		return dst, err
-	}
-	intEnd := c.pos
-	if err := c.fracExp(); err != nil {
-		return dst, err
-	}
-	lit := c.in[start:c.pos]
-	if c.pos == intEnd {
-		return appendInteger(dst, lit, neg, start)
-	}
-	f, err := strconv.ParseFloat(string(lit), 64)
-	if err != nil || math.IsInf(f, 0) {
-		return dst, &SyntaxError{Offset: start, Msg: fmt.Sprintf("number %s is beyond the range of a double", lit)}
-	}
-	if abs := math.Abs(f); abs > MaxSafeInteger && abs < 1e21 && f == math.Trunc(f) {
-		return dst, &SyntaxError{Offset: start, Msg: fmt.Sprintf("number %s is an integer beyond ±2^53 that cannot be hashed exactly", lit)}
-	}
-	return AppendNumber(dst, f), nil
-}
-
-// intPart steps over the integer digits of a number: one '0' or a
-// nonzero digit followed by digits.
-func (c *canon) intPart() error {
-	if c.pos >= len(c.in) || c.in[c.pos] < '0' || c.in[c.pos] > '9' {
-		return c.fail("invalid number")
-	}
-	if c.in[c.pos] == '0' {
-		c.pos++
-		return nil
-	}
-	c.digits()
-	return nil
-}
-
-// fracExp steps over an optional fraction and exponent.
-func (c *canon) fracExp() error {
-	if c.pos < len(c.in) && c.in[c.pos] == '.' {
-		c.pos++
-		if !c.digits() {
-			return c.fail("invalid number: digits expected after '.'")
-		}
-	}
-	if c.pos < len(c.in) && (c.in[c.pos] == 'e' || c.in[c.pos] == 'E') {
-		c.pos++
-		if c.pos < len(c.in) && (c.in[c.pos] == '+' || c.in[c.pos] == '-') {
-			c.pos++
-		}
-		if !c.digits() {
-			return c.fail("invalid number: digits expected in exponent")
-		}
-	}
-	return nil
-}
-
-func (c *canon) digits() bool {
-	start := c.pos
-	for c.pos < len(c.in) && c.in[c.pos] >= '0' && c.in[c.pos] <= '9' {
-		c.pos++
-	}
-	return c.pos > start
-}
-
-// appendInteger appends a JSON integer literal, which within ±2^53 is its
-// own canonical form (JSON forbids leading zeros) except for -0.
-func appendInteger(dst, lit []byte, neg bool, at int) ([]byte, error) {
-	digits := len(lit)
-	if neg {
-		digits--
-	}
-	if digits == 1 && neg && lit[1] == '0' {
-		return append(dst, '0'), nil
-	}
-	if digits <= 15 { // below 10^15 < 2^53
-		return append(dst, lit...), nil
-	}
-	if n, err := strconv.ParseInt(string(lit), 10, 64); err == nil && n >= -MaxSafeInteger && n <= MaxSafeInteger {
-		return append(dst, lit...), nil
-	}
-	return dst, &SyntaxError{Offset: at, Msg: fmt.Sprintf("integer %s beyond ±2^53 cannot be hashed exactly", lit)}
-}
 
 // AppendNumber appends f as ECMAScript's Number.prototype.toString would
 // print it, as RFC 8785 requires. f must be finite.
@@ -139,7 +41,7 @@ func AppendNumber(dst []byte, f float64) []byte {
 func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	for {
-		n := plainPrefix(s)
+		n := strictjson.PlainPrefix(s)
 		dst = append(dst, s[:n]...)
 		s = s[n:]
 		if len(s) == 0 {
@@ -162,7 +64,7 @@ func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 func appendValidString[S ~string | ~[]byte](dst []byte, s S) ([]byte, bool) {
 	dst = append(dst, '"')
 	for {
-		n := plainPrefix(s)
+		n := strictjson.PlainPrefix(s)
 		dst = append(dst, s[:n]...)
 		s = s[n:]
 		if len(s) == 0 {

@@ -1,14 +1,13 @@
 package mesh
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/strictjson"
 )
 
 // The advisory reader below earns its place on the aggregator's ingest
@@ -338,77 +337,45 @@ func (r *advReader) object(member func(key []byte) bool) bool {
 }
 
 // plain reads a string without escapes or control characters, in valid
-// UTF-8, and returns its bytes.
+// UTF-8, and returns its bytes. The shared strict reader reads it.
 func (r *advReader) plain() ([]byte, bool) {
 	if r.pos >= len(r.in) || r.in[r.pos] != '"' {
 		return nil, false
 	}
-	start := r.pos + 1
-	ascii := true
-	i := start
-	for i+8 <= len(r.in) && plainWord(binary.LittleEndian.Uint64(r.in[i:])) {
-		i += 8
+	d := strictjson.Reader{In: r.in, Pos: r.pos}
+	s, escaped, err := d.String(nil)
+	if err != nil || escaped {
+		return nil, false
 	}
-	for ; i < len(r.in); i++ {
-		switch c := r.in[i]; {
-		case c == '"':
-			s := r.in[start:i]
-			if !ascii && !utf8.Valid(s) {
-				return nil, false
-			}
-			r.pos = i + 1
-			return s, true
-		case c == '\\' || c < 0x20:
-			return nil, false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-	}
-	return nil, false
+	r.pos = d.Pos
+	return s, true
 }
 
-// Bytes repeated across a word, for plainWord.
-const (
-	wordOnes = 0x0101010101010101
-	wordHigh = 0x8080808080808080
-)
-
-// plainWord reports whether the eight bytes of w, read from a string, are
-// all ASCII and none is a quote, a backslash or a control character: the
-// bytes plain passes over without a second look.
-func plainWord(w uint64) bool {
-	control := (w - wordOnes*0x20) &^ w & wordHigh
-	q := w ^ wordOnes*'"'
-	quote := (q - wordOnes) &^ q & wordHigh
-	b := w ^ wordOnes*'\\'
-	backslash := (b - wordOnes) &^ b & wordHigh
-	return control|quote|backslash|w&wordHigh == 0
-}
-
-// str reads a string value for field, which is *dst: a plain one is kept
-// as a span for setStrings, and one with escapes is decoded by
-// encoding/json and set at once, dropping any span of the field read
-// before it.
+// str reads a string value for field, which is *dst, with the shared
+// strict reader: a plain one is kept as a span for setStrings, and one
+// with escapes is set at once, dropping any span of the field read before
+// it.
 func (r *advReader) str(dst *string, field strField) bool {
+	if r.pos >= len(r.in) || r.in[r.pos] != '"' {
+		return false
+	}
+	d := strictjson.Reader{In: r.in, Pos: r.pos}
+	s, escaped, err := d.String(nil)
+	if err != nil {
+		return false
+	}
 	start := r.pos + 1
-	if _, ok := r.plain(); ok {
-		if r.nspans == len(r.spans) {
-			return false
-		}
-		r.spans[r.nspans] = strSpan{field: field, start: start, end: r.pos - 1}
-		r.nspans++
+	r.pos = d.Pos
+	if escaped {
+		r.nspans = len(slices.DeleteFunc(r.spans[:r.nspans], func(sp strSpan) bool { return sp.field == field }))
+		*dst = string(s)
 		return true
 	}
-	end, ok := r.stringEnd()
-	if !ok {
+	if r.nspans == len(r.spans) {
 		return false
 	}
-	var s string
-	if json.Unmarshal(r.in[r.pos:end], &s) != nil {
-		return false
-	}
-	r.nspans = len(slices.DeleteFunc(r.spans[:r.nspans], func(sp strSpan) bool { return sp.field == field }))
-	*dst, r.pos = s, end
+	r.spans[r.nspans] = strSpan{field: field, start: start, end: r.pos - 1}
+	r.nspans++
 	return true
 }
 
@@ -430,22 +397,6 @@ func (r *advReader) newFloat() *float64 {
 	}
 	r.used++
 	return &nums.floats[r.used-1]
-}
-
-// stringEnd returns the offset just past the string at r.pos.
-func (r *advReader) stringEnd() (int, bool) {
-	if r.pos >= len(r.in) || r.in[r.pos] != '"' {
-		return 0, false
-	}
-	for i := r.pos + 1; i < len(r.in); i++ {
-		switch r.in[i] {
-		case '"':
-			return i + 1, true
-		case '\\':
-			i++
-		}
-	}
-	return 0, false
 }
 
 // number reads the number literal at r.pos. With checkNumbers, it refuses

@@ -18,7 +18,9 @@ type numLit struct {
 
 // scanNumber reads into n the number literal at in[start:]: the longest
 // run of the bytes a number is spelt with, which must be one JSON number,
-// as encoding/json reads it.
+// as encoding/json reads it. It decodes and judges nothing: the advisory
+// passed its contract, which the shared strict reader read, and the
+// number rules are applied by numberError (see advReader.number).
 func scanNumber(n *numLit, in []byte, start int) bool {
 	*n = numLit{}
 	i := start
@@ -79,9 +81,10 @@ func numberByte(c byte) bool {
 	return isDigit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
-// hashable reports whether hashableNumbers accepts n without asking the
-// ledger: it has no exponent, and its sign and integer part are at most
-// 15 bytes.
+// hashable reports whether the number rules accept n for certain, so
+// that the shared reader need not read it again: it has no exponent, and
+// its sign and integer part are at most 15 bytes, so it is below
+// 10^15 < 2^53. Any other literal is judged by numberError.
 func (n *numLit) hashable() bool { return n.intLen <= 15 && !n.exp }
 
 // exactFloat returns the float64 nearest n, as strconv.ParseFloat does,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/internal/strictjson"
 	"github.com/custody-dev/custody/ledger"
 )
 
@@ -79,12 +80,14 @@ func (w *Wire) now() time.Time {
 // returns nil or an EINVALID *custody.Error.
 //
 // A message must also be a document the ledger can record (see
-// ledger.Canonicalize). The contract's decoder already refuses what is not
-// strict JSON (malformed, invalid UTF-8, unpaired surrogates, duplicate
-// keys, deep nesting), so what is left is the ledger's refusal of numbers
-// a double would not hash exactly, which hashableNumbers checks without
-// canonicalizing the whole message a second time: the ledger does that
-// when it records it.
+// ledger.Canonicalize). The contract registry reads with the strict reader
+// the ledger reads with (internal/strictjson), so it refuses what the
+// ledger would: malformed JSON, invalid UTF-8, unpaired surrogates,
+// duplicate keys, deep nesting and numbers a double would not hold as
+// written. hashableNumbers applies the number rules once more, so that a
+// Validator that reads numbers otherwise cannot let through a message the
+// ledger will not record, without canonicalizing the whole message a
+// second time: the ledger does that when it records it.
 func (w *Wire) Check(kind Kind, raw []byte) error {
 	if err := w.checkContract(kind, raw); err != nil {
 		return err
@@ -121,39 +124,22 @@ func notCanonical(kind Kind, err error) error {
 	return &custody.Error{Kind: custody.EINVALID, Message: fmt.Sprintf("%s is not a canonical JSON document", kind), Err: err}
 }
 
-// hashableNumbers refuses a number literal of raw that ledger.Canonicalize
-// refuses: an integer beyond ±2^53, or a number beyond the range of a
-// double or whose canonical form would be such an integer. raw must be
-// strict JSON. A literal without an exponent whose integer part has at
-// most 15 digits is below 10^15 < 2^53 and always accepted; any other is
-// judged by ledger.Check itself. The error is a *ledger.SyntaxError.
+// hashableNumbers refuses a number literal of raw that the number rules
+// of strict JSON refuse, as ledger.Canonicalize does: an integer beyond
+// ±2^53, or a number beyond the range of a double or whose canonical form
+// would be such an integer. raw must be strict JSON: the scan steps over
+// strings by their quotes and reads every number with the shared reader
+// (numberAt), holding no rule of its own. The error is a
+// *ledger.SyntaxError.
 func hashableNumbers(raw []byte) error {
 	for i := 0; i < len(raw); {
-		c := raw[i]
-		switch {
+		switch c := raw[i]; {
 		case c == '"':
 			i = skipString(raw, i)
 		case c == '-' || c >= '0' && c <= '9':
-			j := i
-			if c == '-' {
-				j++
-			}
-			for j < len(raw) && raw[j] >= '0' && raw[j] <= '9' {
-				j++
-			}
-			safe := j-i <= 15
-			for ; j < len(raw); j++ {
-				b := raw[j]
-				if b == 'e' || b == 'E' || b == '+' || b == '-' {
-					safe = false
-				} else if b != '.' && (b < '0' || b > '9') {
-					break
-				}
-			}
-			if !safe {
-				if err := numberError(raw, i, j); err != nil {
-					return err
-				}
+			j, err := numberAt(raw, i)
+			if err != nil {
+				return err
 			}
 			i = j
 		default:
@@ -163,20 +149,32 @@ func hashableNumbers(raw []byte) error {
 	return nil
 }
 
-// numberError is the ledger's refusal, if any, of the number literal
-// raw[i:j], as a *ledger.SyntaxError at its offset in raw.
-func numberError(raw []byte, i, j int) error {
-	err := ledger.Check(raw[i:j])
-	var se *ledger.SyntaxError
-	if errors.As(err, &se) {
-		return &ledger.SyntaxError{Offset: i + se.Offset, Msg: se.Msg}
+// numberAt reads the number literal at raw[i] by the number rules of the
+// shared strict reader and returns the offset just past it, or the
+// refusal as a *ledger.SyntaxError at its offset in raw.
+func numberAt(raw []byte, i int) (int, error) {
+	d := strictjson.Reader{In: raw, Pos: i}
+	if _, err := d.Number(); err != nil {
+		var se *strictjson.SyntaxError
+		if errors.As(err, &se) {
+			return 0, &ledger.SyntaxError{Offset: se.Offset, Msg: se.Msg}
+		}
+		return 0, err
 	}
+	return d.Pos, nil
+}
+
+// numberError is the refusal, if any, of the number literal raw[i:j] by
+// the number rules, as a *ledger.SyntaxError at its offset in raw.
+func numberError(raw []byte, i, j int) error {
+	_, err := numberAt(raw[:j], i)
 	return err
 }
 
 // skipString returns the offset just past the string opening at raw[open],
 // or len(raw) when it does not end. A quote ends the string unless an odd
-// run of backslashes escapes it.
+// run of backslashes escapes it. It judges nothing: hashableNumbers reads
+// documents the contract has already held to the strict rules.
 func skipString(raw []byte, open int) int {
 	for i := open + 1; i < len(raw); i++ {
 		j := bytes.IndexByte(raw[i:], '"')

@@ -13,8 +13,9 @@ import (
 	"github.com/custody-dev/custody/ledger"
 )
 
-// numberVariants are advisories whose numbers the contract accepts but
-// canonical JSON refuses (want false) or accepts (want true).
+// numberVariants are advisories with numbers at the edges of the number
+// rules of strict JSON, which the contract and the ledger both refuse
+// (want false) or both accept (want true).
 func numberVariants(raw []byte) []struct {
 	name string
 	raw  []byte
@@ -49,9 +50,10 @@ func numberVariants(raw []byte) []struct {
 	}
 }
 
-// TestCheckRefusesWhatTheLedgerRefuses checks that Wire.Check, which
-// leaves the strict-JSON checks to the contract and checks only numbers
-// itself, refuses exactly the messages canonical JSON refuses.
+// TestCheckRefusesWhatTheLedgerRefuses checks that the contract and the
+// ledger agree on every number variant, and that Wire.Check, which leaves
+// the strict-JSON checks to the contract and checks only numbers itself,
+// refuses exactly the messages canonical JSON refuses.
 func TestCheckRefusesWhatTheLedgerRefuses(t *testing.T) {
 	env := newEnv(t)
 	w := env.wire("aggregator")
@@ -65,8 +67,8 @@ func TestCheckRefusesWhatTheLedgerRefuses(t *testing.T) {
 	}
 	var all []variant
 	for _, v := range numberVariants(raw) {
-		if err := env.reg.Validate(advisoryRef, v.raw); err != nil {
-			t.Fatalf("%s: the contract refuses it, so it tests nothing: %v", v.name, err)
+		if err := env.reg.Validate(advisoryRef, v.raw); (err == nil) != v.ok {
+			t.Fatalf("%s: the contract's error = %v, want accepted = %v, as the ledger", v.name, err, v.ok)
 		}
 		if got := ledger.Check(v.raw) == nil; got != v.ok {
 			t.Fatalf("%s: ledger.Check ok = %v, want %v", v.name, got, v.ok)
@@ -105,8 +107,8 @@ func TestCheckRefusesWhatTheLedgerRefuses(t *testing.T) {
 }
 
 // TestBigIntegerAdvisoryRefusedOnReceive checks that an advisory the
-// contract accepts but the ledger cannot record exactly is refused and
-// recorded as refused, never received or ingested.
+// ledger cannot record exactly is refused and recorded as refused, never
+// received or ingested.
 func TestBigIntegerAdvisoryRefusedOnReceive(t *testing.T) {
 	env := newEnv(t)
 	a, _ := newTestAggregator(env)
@@ -234,6 +236,33 @@ func TestDecodeAdvisoryMatchesEncodingJSON(t *testing.T) {
 		}
 		if err != nil && custody.ErrorKind(err) != custody.EINVALID {
 			t.Fatalf("%s: kind = %s", doc, custody.ErrorKind(err))
+		}
+	}
+}
+
+// anyValidator accepts every document: a Validator that reads numbers
+// otherwise than the ledger, for TestCheckNumbersWhateverTheValidator.
+type anyValidator struct{}
+
+func (anyValidator) Validate(string, []byte) error { return nil }
+
+// TestCheckNumbersWhateverTheValidator checks that Wire.Check holds a
+// message to the number rules itself, so that a Validator that lets a
+// number through cannot make the mesh send what the ledger will not
+// record.
+func TestCheckNumbersWhateverTheValidator(t *testing.T) {
+	env := newEnv(t)
+	w := env.wire("aggregator")
+	w.Validator = anyValidator{}
+	_, raw := env.advisoryOf(t, "forward-ridge-1", "11SKU1234567890", clearReading(), Conditions{})
+	for _, v := range numberVariants(raw) {
+		err := w.Check(kindAdvisory, v.raw)
+		if (err == nil) != v.ok {
+			t.Errorf("%s: Check error = %v, want accepted = %v", v.name, err, v.ok)
+		}
+		var se *ledger.SyntaxError
+		if err != nil && !errors.As(err, &se) {
+			t.Errorf("%s: error %v carries no *ledger.SyntaxError", v.name, err)
 		}
 	}
 }

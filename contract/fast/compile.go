@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/custody-dev/custody/contract/internal/draft2020"
-	"github.com/custody-dev/custody/contract/internal/strictjson"
+	"github.com/custody-dev/custody/internal/strictjson"
 )
 
 // Compiler compiles the schemas of one contract document. Its nodes
@@ -25,7 +25,7 @@ type Compiler struct {
 }
 
 // NewCompiler returns a compiler for the schemas of the contract document
-// root, a tree as strictjson.Decode builds it, whose base URI is id.
+// root, a tree as strictjson.DecodeExact builds it, whose base URI is id.
 func NewCompiler(root any, id string) *Compiler {
 	return &Compiler{id: id, root: root, memo: map[string]*node{}}
 }

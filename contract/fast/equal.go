@@ -3,7 +3,7 @@ package fast
 import (
 	"encoding/json"
 
-	"github.com/custody-dev/custody/contract/internal/strictjson"
+	"github.com/custody-dev/custody/internal/strictjson"
 )
 
 // maxUniqueItems bounds the arrays whose uniqueItems the fast path checks

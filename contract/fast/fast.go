@@ -38,7 +38,7 @@ import (
 	"sync"
 
 	"github.com/custody-dev/custody/contract/internal/format"
-	"github.com/custody-dev/custody/contract/internal/strictjson"
+	"github.com/custody-dev/custody/internal/strictjson"
 )
 
 // ErrUnsupported marks a schema the fast path does not compile; the

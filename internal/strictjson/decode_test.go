@@ -1,13 +1,11 @@
 package strictjson
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 func TestDecode(t *testing.T) {
@@ -18,7 +16,8 @@ func TestDecode(t *testing.T) {
 	}{
 		{"OKObject", `{"a": [1, -2.5e3, true, false, null], "b": {}}`,
 			map[string]any{"a": []any{json.Number("1"), json.Number("-2.5e3"), true, false, nil}, "b": map[string]any{}}},
-		{"OKLargeInteger", `123456789012345678901234567890`, json.Number("123456789012345678901234567890")},
+		{"OKSafeInteger", `[9007199254740992, -9007199254740992]`, []any{json.Number("9007199254740992"), json.Number("-9007199254740992")}},
+		{"OKLongFraction", `0.1000000000000000000000000000001`, json.Number("0.1000000000000000000000000000001")},
 		{"OKEscapes", `"a\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00"`, "a\"\\/\b\f\n\r\té😀"},
 		{"OKRawUTF8", `"déjà 😀"`, "déjà 😀"},
 		{"OKEscapedKeysDiffer", `{"a": 1, "\u0062": 2}`, map[string]any{"a": json.Number("1"), "b": json.Number("2")}},
@@ -68,6 +67,11 @@ func TestDecodeErrors(t *testing.T) {
 		{"ErrLiteral", `tru`, 0, "", "invalid literal"},
 		{"ErrNaN", `NaN`, 0, "", "unexpected character 'N'"},
 		{"ErrTwoValues", `{} {}`, 3, "", "unexpected data after the JSON value"},
+		{"ErrLargeInteger", `{"n": 123456789012345678901234567890}`, 6, "/n", "beyond ±2^53"},
+		{"ErrIntegerAbove2p53", `9007199254740993`, 0, "", "beyond ±2^53"},
+		{"ErrDoubleRange", `[1, 1e400]`, 4, "/1", "beyond the range of a double"},
+		{"ErrIntegralDouble", `1e20`, 0, "", "integer beyond ±2^53"},
+		{"ErrLongExponent", `1e-10000`, 0, "", "exponent out of range"},
 		{"ErrDepth", strings.Repeat("[", MaxDepth+1), MaxDepth, strings.Repeat("/0", MaxDepth), "nesting deeper than 512"},
 	}
 	for _, tc := range tests {
@@ -99,59 +103,92 @@ func TestDecodePointerEscapes(t *testing.T) {
 	}
 }
 
-// FuzzDecode checks the decoder against encoding/json: whatever decode
-// accepts, encoding/json accepts and reads as the same tree; whatever
-// encoding/json accepts as valid UTF-8 and decode refuses must be one of
-// the stricter rules (duplicate key, unpaired surrogate, depth, an
-// exponent of more than four significant digits).
-func FuzzDecode(f *testing.F) {
-	for _, seed := range []string{
-		`{"a": [1, -2.5e3, true, false, null], "b": {"c": "d\u00e9"}}`,
-		`{"a": 1, "a": 2}`, `"\ud83d\ude00"`, `"\ud800"`, "\"\xff\"", `[1,]`, `-0.0e-0`,
-		`{"x": [{"b": 1, "\u0062": 2}]}`, `123456789012345678901234567890`,
+// TestPlainPrefix puts every byte value at every position of a window
+// that spans two eight-byte words, and compares with a byte-wise scan.
+func TestPlainPrefix(t *testing.T) {
+	plain := func(b byte) bool { return b >= 0x20 && b != '"' && b != '\\' && b < 0x80 }
+	for n := 0; n <= 19; n++ {
+		for pos := 0; pos < n; pos++ {
+			for v := 0; v < 256; v++ {
+				s := []byte(strings.Repeat("a~ ", 7)[:n])
+				s[pos] = byte(v)
+				want := n
+				if !plain(byte(v)) {
+					want = pos
+				}
+				if got := PlainPrefix(s); got != want {
+					t.Fatalf("PlainPrefix(%q) = %d, want %d", s, got, want)
+				}
+				if got := PlainPrefix(string(s)); got != want {
+					t.Fatalf("PlainPrefix(string %q) = %d, want %d", s, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestSkip checks that Skip, which finds the end of a body in a ledger
+// export line, judges syntax exactly as Decode does and nothing more.
+func TestSkip(t *testing.T) {
+	tests := []struct {
+		name, in string
+		ok       bool
+	}{
+		{"Object", `{"b":[1,2.5,"x\n",true,false,null],"a":{}}`, true},
+		{"DuplicateKey", `{"a":1,"a":2}`, true},
+		{"IntegerBeyond2p53", `[9007199254740993]`, true},
+		{"Overflow", `1e400`, true},
+		{"Whitespace", " [ 1 , { \"a\" : 2 } ] ", true},
+		{"InvalidUTF8", "\"\xff\"", false},
+		{"LoneSurrogate", `"\ud800"`, false},
+		{"TrailingComma", `[1,]`, false},
+		{"ObjectTrailingComma", `{"a":1,}`, false},
+		{"MissingColon", `{"a" 1}`, false},
+		{"BadLiteral", `tru`, false},
+		{"LeadingZero", `01`, false},
+		{"Unclosed", `{"a":[1}`, false},
+		{"TooDeep", strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), false},
+		{"Empty", ``, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := skipsTo([]byte(tt.in)) == len(tt.in); got != tt.ok {
+				t.Errorf("skip(%q) accepted = %v, want %v", tt.in, got, tt.ok)
+			}
+		})
+	}
+}
+
+// skipsTo returns where Skip ends on data, the space after the value
+// included, or -1 if it fails.
+func skipsTo(data []byte) int {
+	d := Reader{In: data}
+	d.SkipSpace()
+	if err := d.Skip(0); err != nil {
+		return -1
+	}
+	d.SkipSpace()
+	return d.Pos
+}
+
+// TestDecodeExact checks that DecodeExact, the contracts' reader, keeps
+// numbers beyond the double rules exactly and holds every other rule.
+func TestDecodeExact(t *testing.T) {
+	got, err := DecodeExact([]byte(`{"maximum": 18446744073709551615, "big": 1e400, "round": 1e20}`))
+	want := map[string]any{"maximum": json.Number("18446744073709551615"), "big": json.Number("1e400"), "round": json.Number("1e20")}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("DecodeExact = %#v, %v; want %#v", got, err, want)
+	}
+	for _, tc := range []struct{ in, msg string }{
+		{`1e10000`, "exponent out of range"},
+		{`{"a": 1, "a": 2}`, "duplicate key"},
+		{`"\ud800"`, "unpaired surrogate"},
+		{"\"\xff\"", "invalid UTF-8"},
+		{`[1] 2`, "unexpected data after the JSON value"},
+		{strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), "nesting deeper"},
 	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, err := Decode(raw)
-		if err == nil {
-			checkSameAsStdlib(t, raw, got)
-			return
+		if _, err := DecodeExact([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("DecodeExact(%.20q) = %v, want refused with %q", tc.in, err, tc.msg)
 		}
-		var de *SyntaxError
-		if !errors.As(err, &de) || de.Offset < 0 || de.Offset > len(raw) {
-			t.Fatalf("Decode(%q) = %v: want a *SyntaxError with an offset within the input", raw, err)
-		}
-		if json.Valid(raw) && utf8.Valid(raw) && !stricterRule(de.Msg) {
-			t.Fatalf("Decode(%q) refused valid JSON: %v", raw, err)
-		}
-	})
-}
-
-func stricterRule(msg string) bool {
-	for _, rule := range []string{"duplicate key", "unpaired surrogate", "nesting deeper", "exponent out of range"} {
-		if strings.Contains(msg, rule) {
-			return true
-		}
-	}
-	return false
-}
-
-func checkSameAsStdlib(t *testing.T, raw []byte, got any) {
-	t.Helper()
-	if !json.Valid(raw) {
-		t.Fatalf("decode accepted %q, which encoding/json rejects", raw)
-	}
-	if !utf8.Valid(raw) {
-		t.Fatalf("decode accepted invalid UTF-8 %q", raw)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var want any
-	if err := dec.Decode(&want); err != nil {
-		t.Fatalf("encoding/json: %v", err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("Decode(%q) = %#v, encoding/json reads %#v", raw, got, want)
 	}
 }
