@@ -3,9 +3,7 @@ package mesh
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 
@@ -120,15 +118,9 @@ func (s *System) serveDecline(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"approval_request_id": d.ID, "status": CaseDeclined})
 }
 
-// readJSON decodes a small JSON body, refusing unknown fields.
-func readJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxFormBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return &custody.Error{Kind: custody.EINVALID, Message: "the request body is not the expected JSON", Err: err}
-	}
-	return nil
-}
+// readJSON decodes a small JSON body as strictly as every door reads one
+// (httpjson.Read).
+func readJSON(r *http.Request, v any) error { return httpjson.Read(r, maxFormBytes, v) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 

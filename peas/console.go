@@ -3,8 +3,6 @@ package peas
 import (
 	"context"
 	"embed"
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 
@@ -87,6 +85,9 @@ func (s *System) serveState(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, snap)
 }
 
+// maxFormBytes caps the body of the page's operator actions.
+const maxFormBytes = 4096
+
 func (s *System) serveVoice(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		writeError(w, custody.Errorf(custody.EINVALID, "use POST"))
@@ -97,10 +98,8 @@ func (s *System) serveVoice(w http.ResponseWriter, r *http.Request) {
 		Voice    string `json:"tts_voice_style"`
 		Operator string `json:"operator_id"`
 	}
-	d := json.NewDecoder(io.LimitReader(r.Body, 4096))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&in); err != nil {
-		writeError(w, custody.Errorf(custody.EINVALID, "body must be {approval_request_id, tts_voice_style, operator_id}: %v", err))
+	if err := httpjson.Read(r, maxFormBytes, &in); err != nil {
+		writeError(w, err)
 		return
 	}
 	if s.d.OperatorOf != nil {
@@ -126,10 +125,8 @@ func (s *System) serveWatchAsk(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		SignatureID string `json:"signature_id"`
 	}
-	d := json.NewDecoder(io.LimitReader(r.Body, 4096))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&in); err != nil {
-		writeError(w, custody.Errorf(custody.EINVALID, "body must be {signature_id}: %v", err))
+	if err := httpjson.Read(r, maxFormBytes, &in); err != nil {
+		writeError(w, err)
 		return
 	}
 	operator := ""

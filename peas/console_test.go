@@ -28,6 +28,7 @@ func TestConsoleAPI(t *testing.T) {
 		name, body string
 		status     int
 	}{
+		{"ErrDuplicateVoice", `{"approval_request_id":"` + ch.ApprovalID + `","tts_voice_style":"calm","tts_voice_style":"urgent","operator_id":"op-1"}`, http.StatusBadRequest},
 		{"UrgentChosen", `{"approval_request_id":"` + ch.ApprovalID + `","tts_voice_style":"urgent","operator_id":"op-1"}`, http.StatusOK},
 		{"ErrUnknownVoice", `{"approval_request_id":"` + ch.ApprovalID + `","tts_voice_style":"loud","operator_id":"op-1"}`, http.StatusBadRequest},
 		{"ErrNoOperator", `{"approval_request_id":"` + ch.ApprovalID + `","tts_voice_style":"urgent"}`, http.StatusBadRequest},
