@@ -54,6 +54,15 @@ type benchResult struct {
 	// reach.
 	FloorP50us int64 `json:"floor_p50_us,omitempty"`
 	FloorP99us int64 `json:"floor_p99_us,omitempty"`
+	// LockFloorPerS, on PostgreSQL, is the floor of the store's design
+	// under the same load (rawpg.HeadLocked): as many writers as
+	// instances, each committing its groups under the chain head's lock
+	// with the store's statements and barrier, and nothing else.
+	// RatioToFloor is the gateway's calls/s over it: what custody's own
+	// code costs, the one chain left out.
+	LockFloorPerS          float64 `json:"floor_inserts_per_s,omitempty"`
+	LockFloorRowsPerCommit float64 `json:"floor_rows_per_commit,omitempty"`
+	RatioToFloor           float64 `json:"ratio_to_floor,omitempty"`
 }
 
 // runBench measures the gateway:
@@ -93,7 +102,7 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 	rounds := fs.Int("rounds", 5, "split each side's time into `N` turns, alternating with the other side's")
 	baseline := fs.Bool("baseline", true, "also measure the raw group-commit baseline and, paced, the disk floor")
 	baselineSync := fs.String("baseline-sync", "full", "how the baseline makes rows durable: `full` (SQLite fsyncs each commit) or pipelined (as the store does)")
-	store := fs.String("store", "", "measure gateways on PostgreSQL at this `URL`, in a scratch schema dropped afterwards, against PostgreSQL's raw group-commit insert")
+	store := fs.String("store", "", "measure gateways on PostgreSQL at this `URL`, in a scratch schema dropped afterwards, against PostgreSQL's raw group-commit insert and the floor of one head-locked chain")
 	instances := fs.Int("instances", 1, "with --store, `N` gateway instances on the one store, calls spread over them")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof reads it); with --baseline=false it holds the gateway alone")
 	if ok, code := m.parse(fs, args[1:]); !ok {

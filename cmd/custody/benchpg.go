@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/internal/bench"
 	"github.com/custody-dev/custody/internal/bench/rawpg"
@@ -13,11 +14,13 @@ import (
 
 // benchPostgres is benchCompare on PostgreSQL: the gateway side runs
 // instances gateways on one store, in a scratch schema of the database at
-// store, calls spread over them in turn; the baseline is PostgreSQL's raw
-// group-commit insert (rawpg.GroupCommit) in another scratch
-// schema, each commit flushed (--baseline-sync full) or flushed by a
-// barrier after it as the store's are (pipelined). Both schemas are
-// dropped afterwards.
+// store, calls spread over them in turn. Two sides take turns with it,
+// each in a scratch schema of its own: the baseline, PostgreSQL's raw
+// group-commit insert (rawpg.GroupCommit), each commit flushed
+// (--baseline-sync full) or flushed by a barrier after it as the store's
+// are (pipelined); and the floor, instances writers committing groups
+// under the chain head's lock as the store does (rawpg.HeadLocked). The
+// schemas are dropped afterwards.
 func (m *Main) benchPostgres(ctx context.Context, dir, store string, instances int, p benchPlan) (benchResult, error) {
 	scratch, drop, err := rawpg.ScratchSchema(ctx, store, "custody_bench")
 	if err != nil {
@@ -43,20 +46,47 @@ func (m *Main) benchPostgres(ctx context.Context, dir, store string, instances i
 		}
 		return m.benchSummary(gw, nil), nil
 	}
-	var raw *benchSide
+	var raw, floor *benchSide
 	err = rawpg.GroupCommit(ctx, store, p.sync == rawsqlite.SyncPipelined, func(g *rawpg.Group) error {
-		raw = &benchSide{name: "baseline", unit: "inserts", committed: g.Committed,
-			do: func(_ context.Context, n int64) error {
-				return g.Insert(bench.SampleEntry(int(n%int64(p.load.callers)), int(n)))
-			}}
-		return m.benchRounds(ctx, p.load, p.rounds, gw, raw)
+		raw = pgSide("baseline", g.Insert, g.Committed, p.load.callers)
+		return rawpg.HeadLocked(ctx, store, instances, func(f *rawpg.Floor) error {
+			floor = pgSide("floor", f.Insert, f.Committed, p.load.callers)
+			return m.benchRounds(ctx, p.load, p.rounds, gw, raw, floor)
+		})
 	})
 	if err != nil {
 		return benchResult{}, err
 	}
 	res := m.benchSummary(gw, raw)
 	res.BaselineSync = p.sync.String()
+	m.lockFloorSummary(&res, floor, instances)
 	return res, nil
+}
+
+// pgSide inserts bench.SampleEntry rows with insert.
+func pgSide(name string, insert func(custody.Entry) error, committed func() (rows, commits int64), callers int) *benchSide {
+	return &benchSide{name: name, unit: "inserts", committed: committed,
+		do: func(_ context.Context, n int64) error {
+			return insert(bench.SampleEntry(int(n%int64(callers)), int(n)))
+		}}
+}
+
+// lockFloorSummary prints the head-locked floor's figures and adds them,
+// with the gateway's ratio to them, to res.
+func (m *Main) lockFloorSummary(res *benchResult, floor *benchSide, writers int) {
+	perS, p50, p99 := floor.summary()
+	res.LockFloorPerS, res.LockFloorRowsPerCommit = perS, floor.perCommit()
+	fmt.Fprintf(m.Stdout, "floor: %d inserts, %.0f inserts/s, p50 %d µs, p99 %d µs; %d rows in %d commits, %.1f per commit\n",
+		floor.count(), perS, p50, p99, floor.rows, floor.commits, res.LockFloorRowsPerCommit)
+	var toBaseline float64
+	if res.BaselinePerS > 0 {
+		toBaseline = round(perS/res.BaselinePerS, 3)
+	}
+	fmt.Fprintf(m.Stdout, "  (%d %s, each group under the chain head's lock with the store's statements and barrier, nothing else; %.3f of the baseline)\n",
+		writers, plural(writers, "writer"), toBaseline)
+	if perS > 0 {
+		res.RatioToFloor = round(res.CallsPerS/perS, 3)
+	}
 }
 
 // spread makes one side of several gateways' sides, call n going to the

@@ -183,11 +183,22 @@ func TestBenchGatewayPostgres(t *testing.T) {
 		}
 		res := lastBenchResult(t, out)
 		if res.CallsPerS <= 0 || res.BaselinePerS <= 0 || res.Ratio <= 0 || res.EntriesPerCommit < 1 || res.BaselineSync != mode ||
-			!strings.Contains(out, "2 instances") {
+			res.LockFloorPerS <= 0 || res.RatioToFloor <= 0 || res.LockFloorRowsPerCommit < 1 ||
+			!strings.Contains(out, "2 instances") || !strings.Contains(out, "2 writers, each group under the chain head's lock") {
 			t.Fatalf("result = %+v\n%s", res, out)
 		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var fields map[string]any
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &fields); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"floor_inserts_per_s", "ratio_to_floor"} {
+			if v, ok := fields[name].(float64); !ok || v <= 0 {
+				t.Errorf("%s = %v in the result, want a positive number", name, fields[name])
+			}
+		}
 	}
-	const q = `SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'custody_bench_%' OR nspname LIKE 'custody_raw_%'`
+	const q = `SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'custody_bench_%' OR nspname LIKE 'custody_raw_%' OR nspname LIKE 'custody_floor_%'`
 	if left := pgtest.QueryInt(t, url, q); left != 0 {
 		t.Fatalf("%d scratch schemas left", left)
 	}

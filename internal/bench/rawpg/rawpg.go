@@ -1,7 +1,9 @@
 // Package rawpg is the bar the PostgreSQL store's append path is measured
 // against: what PostgreSQL alone does with the same rows, inserted the way
-// the store inserts them, with no validation, sealing, hashing, head lock
-// or state.
+// the store inserts them, with no validation, sealing, hashing or state.
+// GroupCommit is one writer with no head lock; HeadLocked is the floor of
+// the store's design, several writers committing each group under the
+// chain head's lock as the store's do.
 package rawpg
 
 import (
@@ -114,7 +116,7 @@ func GroupCommit(ctx context.Context, dsn string, pipelined bool, load func(g *G
 	if pipelined {
 		acks := make(chan []*insert, queueSize)
 		g.acks = acks
-		loop.Go(func() { g.barriers(pool, acks) })
+		loop.Go(func() { barriers(ctx, pool, acks) })
 	}
 	loop.Go(func() { g.write(pool, reqs) })
 	defer loop.Wait()
@@ -159,13 +161,14 @@ func (g *Group) Committed() (rows, commits int64) {
 }
 
 // barriers acknowledges the committed groups once a synchronous commit
-// after them has flushed the log, until acks is closed.
-func (g *Group) barriers(pool *pgxpool.Pool, acks <-chan []*insert) {
+// after them has flushed the log, until acks is closed. The groups
+// waiting when a barrier begins share it.
+func barriers(ctx context.Context, pool *pgxpool.Pool, acks <-chan []*insert) {
 	buf := make([][]*insert, 0, 64)
 	for a := range acks {
 		buf = queue.Drain(append(buf[:0], a), acks, cap(buf))
 		var lsn string
-		err := pool.QueryRow(g.ctx, barrierSQL).Scan(&lsn)
+		err := pool.QueryRow(ctx, barrierSQL).Scan(&lsn)
 		for _, group := range buf {
 			for _, r := range group {
 				if r.err == nil {
