@@ -33,6 +33,7 @@ type readAhead struct {
 	page   page
 	i      int
 	wg     sync.WaitGroup
+	rdb    *sql.DB
 }
 
 // page is a run of entries in seq order, or the error that stopped a read.
@@ -41,12 +42,23 @@ type page struct {
 	err     error
 }
 
-// newReadAhead starts reading the entries 1 to last of rdb, chunk
-// entries a query.
-func newReadAhead(ctx context.Context, rdb *sql.DB, last, chunk int64) *readAhead {
+// newReadAhead starts reading the entries 1 to last of the database at
+// path, chunk entries a query, readers chunks at once.
+//
+// It reads on a pool of its own, with a connection for every chunk that
+// may be open at once (readers waiting in chunks and the one being
+// handed out): a reader waiting for its page to be taken holds its
+// connection, so on a pool shared with anything else, the reader of the
+// chunk handed out next could wait for a connection forever.
+func newReadAhead(ctx context.Context, path string, last, chunk int64, readers int) (*readAhead, error) {
+	rdb, err := openReadDB(path)
+	if err != nil {
+		return nil, err
+	}
+	rdb.SetMaxOpenConns(readers + 1)
+	rdb.SetMaxIdleConns(readers + 1)
 	ctx, cancel := context.WithCancel(ctx)
-	readers := min(4, max(2, runtime.GOMAXPROCS(0)))
-	r := &readAhead{cancel: cancel, chunks: make(chan chan page, readers)}
+	r := &readAhead{cancel: cancel, chunks: make(chan chan page, readers), rdb: rdb}
 	r.wg.Go(func() {
 		defer close(r.chunks)
 		for lo := int64(0); lo < last; lo += chunk {
@@ -57,10 +69,10 @@ func newReadAhead(ctx context.Context, rdb *sql.DB, last, chunk int64) *readAhea
 				return
 			}
 			hi := min(lo+chunk, last)
-			r.wg.Go(func() { readChunk(ctx, rdb, lo, hi, out) })
+			r.wg.Go(func() { readChunk(ctx, r.rdb, lo, hi, out) })
 		}
 	})
-	return r
+	return r, nil
 }
 
 // readChunk sends the entries with seq in (lo, hi] on out, a page at a
@@ -130,7 +142,7 @@ func (r *readAhead) next() (*custody.Entry, bool) {
 // err returns the error that stopped the read, if one did.
 func (r *readAhead) err() error { return r.page.err }
 
-// close stops the readers and waits for them.
+// close stops the readers, waits for them and closes their pool.
 func (r *readAhead) close() {
 	r.cancel()
 	for c := range r.chunks {
@@ -138,4 +150,9 @@ func (r *readAhead) close() {
 		}
 	}
 	r.wg.Wait()
+	r.rdb.Close()
 }
+
+// aheadReaders is how many chunks readAhead reads at once: every CPU, at
+// least two, at most four.
+func aheadReaders() int { return min(4, max(2, runtime.GOMAXPROCS(0))) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func TestReadAheadMatchesOneQuery(t *testing.T) {
 	}
 	for _, chunk := range []int64{1, 7, 64, 999, 1000, 1001, readAheadChunk} {
 		got := walked(t, func(e func(*custody.Entry) error, c func(custody.Checkpoint) error) error {
-			return db.walkAhead(ctx, chunk, e, c)
+			return db.walkAhead(ctx, chunk, 2, e, c)
 		})
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("chunk %d: the parallel read differs from the ordered query at %s", chunk, firstDiff(got, want))
@@ -54,7 +55,7 @@ func TestReadAheadMatchesOneQuery(t *testing.T) {
 	}
 	empty := openDir(t, t.TempDir(), Options{})
 	if got := walked(t, func(e func(*custody.Entry) error, c func(custody.Checkpoint) error) error {
-		return empty.walkAhead(ctx, 7, e, c)
+		return empty.walkAhead(ctx, 7, 2, e, c)
 	}); len(got) != 0 {
 		t.Errorf("an empty ledger walked %v", got)
 	}
@@ -70,7 +71,7 @@ func TestReadAheadStopsEarly(t *testing.T) {
 	}
 	stop := errors.New("stop here")
 	var seen int64
-	err := db.walkAhead(context.Background(), 10, func(e *custody.Entry) error {
+	err := db.walkAhead(context.Background(), 10, 2, func(e *custody.Entry) error {
 		seen = e.Seq
 		if e.Seq == 57 {
 			return stop
@@ -93,4 +94,40 @@ func firstDiff(got, want []string) string {
 		}
 	}
 	return fmt.Sprintf("the end: %d lines, want %d", len(got), len(want))
+}
+
+// TestReadAheadConcurrentWalks runs several parallel walks at once, with
+// more readers than CPUs and chunks smaller than a page, while the store
+// serves other reads: each finishes with every entry (a reader that
+// holds a connection while the chunk before it waits for one would hang
+// here).
+func TestReadAheadConcurrentWalks(t *testing.T) {
+	ctx := context.Background()
+	db := openDir(t, t.TempDir(), Options{CheckpointInterval: time.Hour})
+	for i := range 400 {
+		mustAppend(t, db, entry("k", "t", nil, i))
+	}
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Go(func() {
+			n := 0
+			err := db.walkAhead(ctx, 3, 1+w%5, func(*custody.Entry) error { n++; return nil },
+				func(custody.Checkpoint) error { return nil })
+			if err != nil || n != 400 {
+				t.Errorf("walk %d: %d entries, %v", w, n, err)
+			}
+		})
+		wg.Go(func() {
+			if _, err := db.Entries(ctx, custody.Query{Limit: 50}); err != nil {
+				t.Errorf("a read beside the walks: %v", err)
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the walks did not finish")
+	}
 }

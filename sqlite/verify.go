@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/ledger"
@@ -38,7 +39,7 @@ func (db *DB) VerifyWith(ctx context.Context, pub ed25519.PublicKey) (ledger.Rep
 // checkpoints against the entries only.
 func (db *DB) VerifyKeys(ctx context.Context, keys ...ed25519.PublicKey) (ledger.Report, error) {
 	p := ledger.NewPager(ledger.NewStreamVerifier(keys...))
-	if err := db.walkAhead(ctx, readAheadChunk, p.Entry, p.Checkpoint); err != nil {
+	if err := db.walkAhead(ctx, readAheadChunk, aheadReaders(), p.Entry, p.Checkpoint); err != nil {
 		return ledger.Report{}, err
 	}
 	return p.Finish()
@@ -114,9 +115,9 @@ func (db *DB) walk(ctx context.Context, entry func(*custody.Entry) error, checkp
 }
 
 // walkAhead is walk reading the entries on several connections at once
-// (see readAhead), chunk entries a query: the entries up to the head when
+// (see readAhead), chunk entries a query, readers at once: the entries up to the head when
 // it began, with the checkpoints of that moment.
-func (db *DB) walkAhead(ctx context.Context, chunk int64, entry func(*custody.Entry) error, checkpoint func(custody.Checkpoint) error) error {
+func (db *DB) walkAhead(ctx context.Context, chunk int64, readers int, entry func(*custody.Entry) error, checkpoint func(custody.Checkpoint) error) error {
 	tx, err := db.rdb.BeginTx(ctx, nil)
 	if err != nil {
 		return unavailable("read ledger", err)
@@ -130,7 +131,10 @@ func (db *DB) walkAhead(ctx context.Context, chunk int64, entry func(*custody.En
 	if err != nil {
 		return unavailable("read checkpoints", err)
 	}
-	r := newReadAhead(ctx, db.rdb, last, chunk)
+	r, err := newReadAhead(ctx, filepath.Join(db.dir, DatabaseFile), last, chunk, readers)
+	if err != nil {
+		return unavailable("read ledger", err)
+	}
 	defer r.close()
 	return feed(cps, r.next, r.err, entry, checkpoint)
 }
