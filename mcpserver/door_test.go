@@ -466,3 +466,34 @@ func newHoldEnv(t *testing.T, opts mcpserver.Options, entered chan<- struct{}, r
 	t.Cleanup(hs.Close)
 	return &doorEnv{srv: srv, url: hs.URL}
 }
+
+// TestCaseFoldedMembers: members that a case-insensitive decoder would
+// read as another (the SDK's and the fast path's decoder both do, the
+// last one winning) are refused: "METHOD" after "method" must not turn a
+// ping into a tools/call, nor "NAME" choose another tool.
+func TestCaseFoldedMembers(t *testing.T) {
+	e := newDoorEnv(t, mcpserver.Options{})
+	cs, err := connectHTTP(t, e.url, agentToken)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"ping","METHOD":"tools/call","params":{"name":"write_note","arguments":{"title":"t","text":"x"}}}`,
+		`{"jsonrpc":"2.0","id":7,"Method":"tools/call","params":{"name":"write_note","arguments":{"title":"t","text":"x"}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_time","NAME":"write_note","arguments":{"title":"t","text":"x"}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_time","argumentſ":{"zone":"UTC"}}}`,
+		`[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"Name":"write_note","arguments":{}}}]`,
+	} {
+		res, out := e.rawPost(t, cs.ID(), body)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(out), "-32600") {
+			t.Errorf("%s: %d %s, want 400 and an invalid request", body, res.StatusCode, out)
+		}
+	}
+	if es := entries(t, e.st.db, custody.Query{}); len(es) != 0 {
+		t.Fatalf("refused messages reached the gateway: %d entries, first %s", len(es), es[0].Body)
+	}
+	if res := call(t, cs, "get_time", json.RawMessage(`{}`)); res.IsError {
+		t.Fatalf("a plain call after the refusals: %s", text(res))
+	}
+}

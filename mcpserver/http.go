@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -169,7 +170,92 @@ func strictBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		writeRPCError(w, http.StatusBadRequest, jsonrpc.CodeParseError, "parse error: the request body is not strict JSON: "+err.Error())
 		return nil, false
 	}
+	if err := exactNames(body); err != nil {
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+		return nil, false
+	}
 	return body, true
+}
+
+// rpcMembers and callParams are the member names JSON-RPC and tools/call
+// define, as they are spelt.
+var (
+	rpcMembers = []string{"jsonrpc", "id", "method", "params", "result", "error"}
+	callParams = []string{"name", "arguments", "_meta"}
+)
+
+// exactNames refuses a message (or a message of a batch) whose members,
+// or whose params' members, a case-insensitive decoder could read as
+// another: two names equal but for case, or a name spelt otherwise than
+// JSON-RPC or tools/call spells it ("METHOD"). encoding/json, which the
+// SDK and the fast path decode with, matches names regardless of case and
+// lets the last of two such members win; the strict check cannot see
+// them, as the names differ.
+func exactNames(body []byte) error {
+	var batch []json.RawMessage
+	if json.Unmarshal(body, &batch) != nil {
+		batch = []json.RawMessage{body}
+	}
+	for _, msg := range batch {
+		var top map[string]json.RawMessage
+		if json.Unmarshal(msg, &top) != nil {
+			continue // not an object: the SDK answers it
+		}
+		if err := foldedNames(top, rpcMembers, ""); err != nil {
+			return err
+		}
+		var params map[string]json.RawMessage
+		if json.Unmarshal(top["params"], &params) == nil {
+			if err := foldedNames(params, callParams, "params/"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// foldedNames refuses two members of obj whose names are equal but for
+// case, and a member spelt otherwise than the one of known it folds to.
+func foldedNames(obj map[string]json.RawMessage, known []string, where string) error {
+	seen := make(map[string]string, len(obj))
+	for name := range obj {
+		folded := foldKey(name)
+		if other, dup := seen[folded]; dup {
+			return fmt.Errorf("the members %q and %q of %s differ only in case", where+other, where+name, orMessage(where))
+		}
+		seen[folded] = name
+		for _, k := range known {
+			if strings.EqualFold(name, k) && name != k {
+				return fmt.Errorf("member %q must be spelt %q", where+name, where+k)
+			}
+		}
+	}
+	return nil
+}
+
+// foldKey returns name with every rune replaced by the smallest of its
+// case folding orbit, so that two names strings.EqualFold holds equal
+// (and so encoding/json, which also folds "ſ" to "s" and the Kelvin sign
+// to "k") have the same key.
+func foldKey(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		min := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f < min {
+				min = f
+			}
+		}
+		b.WriteRune(min)
+	}
+	return b.String()
+}
+
+func orMessage(where string) string {
+	if where == "" {
+		return "the message"
+	}
+	return "the params"
 }
 
 // writeRPCError answers with a JSON-RPC error response without an id:
