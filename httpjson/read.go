@@ -7,10 +7,41 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"strings"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/ledger"
 )
+
+// exactMembers refuses a member of the object data that is not spelt
+// exactly as a field of the struct v points to: encoding/json matches
+// names regardless of case and lets the last of "tier" and "TIER" win,
+// where the strict check sees two names.
+func exactMembers(data []byte, v any) error {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(data, &members) != nil {
+		return nil // not an object: the decoder says so
+	}
+	names := map[string]bool{}
+	for f := range t.Elem().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		names[name] = true
+	}
+	for m := range members {
+		if !names[m] {
+			return custody.Errorf(custody.EINVALID, "unknown member %q in the request body", m)
+		}
+	}
+	return nil
+}
 
 // Read decodes the JSON body of r, at most max bytes, into v, as strictly
 // as every other door reads: the body must be one document the ledger's
@@ -32,6 +63,9 @@ func Read(r *http.Request, max int64, v any) error {
 			return custody.Errorf(custody.EINVALID, "the request body is not strict JSON: at byte %d: %s", se.Offset, se.Msg)
 		}
 		return custody.Errorf(custody.EINVALID, "the request body is not strict JSON: %v", err)
+	}
+	if err := exactMembers(data, v); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -17,7 +17,9 @@ func TestRead(t *testing.T) {
 		{"Duplicate", `{"id":"a","id":"b"}`, "duplicate"},
 		{"UTF8", "{\"id\":\"a\xff\"}", "UTF-8"},
 		{"Trailing", `{"id":"a"} {"id":"b"}`, "unexpected data"},
-		{"Unknown", `{"id":"a","operator":"mallory"}`, "unknown field"},
+		{"Unknown", `{"id":"a","operator":"mallory"}`, "unknown member"},
+		{"CaseFolded", `{"id":"a","ID":"b"}`, "unknown member \"ID\""},
+		{"CaseOnly", `{"Id":"a"}`, "unknown member"},
 		{"TooLarge", `{"id":"` + strings.Repeat("a", 100) + `"}`, "larger than 64 bytes"},
 		{"NotJSON", `id=a`, "not strict JSON"},
 	} {

@@ -43,6 +43,7 @@ func TestHandlerStateAndBroadcast(t *testing.T) {
 		// The operator endpoints read as strictly as every door: a second
 		// tier must not win over the first.
 		{"DuplicateTier", `{"approval_request_id":"` + id + `","operator_id":"op","target_audience":["ops_center"],"severity_tier":"warning","severity_tier":"critical"}`, http.StatusBadRequest},
+		{"CaseFoldedTier", `{"approval_request_id":"` + id + `","operator_id":"op","target_audience":["ops_center"],"severity_tier":"warning","SEVERITY_TIER":"critical"}`, http.StatusBadRequest},
 		{"TrailingData", `{"approval_request_id":"` + id + `","operator_id":"op","target_audience":["ops_center"],"severity_tier":"critical"} {}`, http.StatusBadRequest},
 		{"Approved", `{"approval_request_id":"` + id + `","operator_id":"op","target_audience":["ops_center"],"severity_tier":"critical"}`, http.StatusOK},
 		{"Again", `{"approval_request_id":"` + id + `","operator_id":"op","target_audience":["ops_center"]}`, http.StatusConflict},
