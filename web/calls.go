@@ -8,6 +8,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/httpjson"
+	"github.com/custody-dev/custody/ledger"
 )
 
 // callRequest is the body of POST /v1/calls. Arguments keep their exact
@@ -97,7 +98,7 @@ func (s *Server) callMembers(w http.ResponseWriter, r *http.Request) (map[string
 	if err != nil {
 		return nil, err
 	}
-	if err := httpjson.CheckEnvelope(data, s.checkStrict, "arguments"); err != nil {
+	if err := httpjson.CheckEnvelope(data, ledger.Check, "arguments"); err != nil {
 		return nil, notStrict(err)
 	}
 	return objectMembers(data)

@@ -59,7 +59,7 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkStrict(data); err != nil {
+	if err := ledger.Check(data); err != nil {
 		return nil, notStrict(err)
 	}
 	return data, nil
@@ -82,25 +82,6 @@ func notStrict(err error) error {
 	}
 	return custody.Errorf(custody.EINVALID, "the request body is not strict JSON: %v", err)
 }
-
-// checkStrict is ledger.Check with a pooled checker, whose buffers
-// survive between requests: ledger.Check allocates its working state
-// (about 1.7 KiB) for every document.
-func (s *Server) checkStrict(data []byte) error {
-	z, _ := s.checkers.Get().(*ledger.Canonicalizer)
-	if z == nil {
-		z = new(ledger.Canonicalizer)
-	}
-	err := z.Check(data)
-	if cap(data) <= maxPooledCheck {
-		s.checkers.Put(z)
-	}
-	return err
-}
-
-// maxPooledCheck is the largest document whose checker is pooled, so that
-// one huge body does not pin its buffers.
-const maxPooledCheck = 64 << 10
 
 // checkContentType accepts application/json, with no charset or UTF-8.
 func checkContentType(ct string) error {

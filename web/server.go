@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/custody-dev/custody"
@@ -108,8 +107,6 @@ type Server struct {
 	// sessions are the console's sign-ins.
 	sessions *sessions
 	ids      *requestIDs
-	// checkers pools the strict checkers of request bodies.
-	checkers sync.Pool
 	// maxBody, bodyTimeout and eventWrite are the Config's, defaulted.
 	maxBody     int64
 	bodyTimeout time.Duration
