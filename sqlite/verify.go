@@ -10,6 +10,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/tlog"
 )
 
 // Verify checks the whole chain and every stored checkpoint (signature and
@@ -43,6 +44,44 @@ func (db *DB) VerifyKeys(ctx context.Context, keys ...ed25519.PublicKey) (ledger
 		return ledger.Report{}, err
 	}
 	return p.Finish()
+}
+
+// VerifyNotes is VerifyKeys that also checks, in the same pass, the
+// checkpoint notes against the entries with nc: every entry's hash and
+// each checkpoint's cosigned note, right after the entry it covers. A
+// changed chain is reported first, as VerifyKeys reports it; when the
+// chain holds, a note that fails comes back as a *tlog.NoteError, with the
+// chain's report. The caller calls nc.Finish.
+func (db *DB) VerifyNotes(ctx context.Context, nc *tlog.NoteChecker, keys ...ed25519.PublicKey) (ledger.Report, error) {
+	p := ledger.NewPager(ledger.NewStreamVerifier(keys...))
+	var noteErr error
+	entry := func(e *custody.Entry) error {
+		if noteErr == nil {
+			noteErr = nc.Entry(e.Hash)
+		}
+		return p.Entry(e)
+	}
+	checkpoint := func(cp custody.Checkpoint) error {
+		// The pager settles every entry cp covers before it: the chain's
+		// failure, if any, is found before the note's.
+		if err := p.Checkpoint(cp); err != nil || noteErr != nil {
+			return err
+		}
+		n, ok, err := db.cosignedNote(ctx, uint64(cp.Size))
+		if err != nil || !ok {
+			return err
+		}
+		noteErr = nc.Note(n.Cosigned())
+		return nil
+	}
+	if err := db.walkAhead(ctx, readAheadChunk, aheadReaders(), entry, checkpoint); err != nil {
+		return ledger.Report{}, err
+	}
+	report, err := p.Finish()
+	if err != nil {
+		return report, err
+	}
+	return report, noteErr
 }
 
 // ExportJSONL writes the ledger as JSONL, one entry a line in seq order,

@@ -22,6 +22,7 @@ import (
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/tlog"
 )
 
 // ledgerCommands are the subcommands of `custody ledger`.
@@ -175,13 +176,17 @@ func (m *Main) verifyStore(ctx context.Context, dir string, keys []ed25519.Publi
 		report, err := db.VerifyWith(ctx, pub)
 		return m.verified(what, report, err, v)
 	}
-	report, err := sq.VerifyKeys(ctx, keys...)
+	nc := tlog.NewNoteChecker(keys, v.ws, v.quorum)
+	report, err := sq.VerifyNotes(ctx, nc, keys...)
+	var ne *tlog.NoteError
+	noteErr := err
+	if errors.As(err, &ne) {
+		err = nil
+	}
 	if code := m.verified(what, report, err, v); code != exitOK {
 		return code
 	}
-	r := storeExport(ctx, sq)
-	defer r.Close()
-	return m.verifyNotes(what, r, keys, v.ws, v.quorum)
+	return m.notesChecked(what, nc, noteErr, v.ws, v.quorum)
 }
 
 // verified prints the outcome of a verification and returns its exit code.

@@ -64,7 +64,6 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 func (m *Main) verifyNotes(what string, r io.Reader, keys []ed25519.PublicKey, ws []note.Verifier, quorum int) int {
 	c := tlog.NewNoteChecker(keys, ws, quorum)
 	d := ledger.NewDecoder(r)
-	var ne *tlog.NoteError
 	for {
 		l, err := d.Next()
 		if err == io.EOF {
@@ -79,13 +78,24 @@ func (m *Main) verifyNotes(what string, r io.Reader, keys []ed25519.PublicKey, w
 		case l.Note != nil:
 			err = c.Note(l.Note)
 		}
-		if errors.As(err, &ne) {
-			fmt.Fprintf(m.Stderr, "%s: FAILED at checkpoint %d: %s\n", what, ne.Size, ne.Reason)
-			return exitFailed
-		}
 		if err != nil {
-			return m.fail(err)
+			return m.notesChecked(what, c, err, ws, quorum)
 		}
+	}
+	return m.notesChecked(what, c, nil, ws, quorum)
+}
+
+// notesChecked prints the outcome of checking the checkpoint notes with c,
+// err being the first failure, and returns the exit code; it calls
+// c.Finish when there was none.
+func (m *Main) notesChecked(what string, c *tlog.NoteChecker, err error, ws []note.Verifier, quorum int) int {
+	var ne *tlog.NoteError
+	if errors.As(err, &ne) {
+		fmt.Fprintf(m.Stderr, "%s: FAILED at checkpoint %d: %s\n", what, ne.Size, ne.Reason)
+		return exitFailed
+	}
+	if err != nil {
+		return m.fail(err)
 	}
 	if err := c.Finish(); errors.As(err, &ne) {
 		fmt.Fprintf(m.Stderr, "%s: FAILED after entry %d: %s\n", what, ne.Size, ne.Reason)
@@ -97,13 +107,6 @@ func (m *Main) verifyNotes(what string, r io.Reader, keys []ed25519.PublicKey, w
 	}
 	fmt.Fprintln(m.Stdout, msg)
 	return exitOK
-}
-
-// storeExport streams the store's JSONL export.
-func storeExport(ctx context.Context, db *sqlite.DB) io.ReadCloser {
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(db.ExportJSONL(ctx, pw)) }()
-	return pr
 }
 
 // runLedgerProve prints, from a store, the receipt of entry --seq with its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -136,6 +137,19 @@ func TestLedgerVerifyNotes(t *testing.T) {
 	code, _, errOut = cli(t, data, "ledger", "verify", "--jsonl", bad, "--pubkey", pub)
 	if code != exitFailed || !strings.Contains(errOut, "FAILED at checkpoint 17") {
 		t.Fatalf("verify of a tampered note: exit %d: %s", code, errOut)
+	}
+	// The same note changed in the store: the chain holds, the note fails.
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(data, sqlite.DatabaseFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`UPDATE tlog_checkpoints SET note = replace(note, char(10) || '16' || char(10), char(10) || '17' || char(10)) WHERE size = 16`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	code, out, errOut = cli(t, data, "ledger", "verify")
+	if code != exitFailed || !strings.Contains(out, "ok: 40 entries") || !strings.Contains(errOut, "FAILED at checkpoint 17") {
+		t.Fatalf("verify of a store with a tampered note: exit %d: %s%s", code, out, errOut)
 	}
 }
 
