@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -286,18 +287,81 @@ func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]cu
 const entryColumns = `seq, at, kind, trace, actor, refs, body, body_sha256, hash`
 
 // scanEntry reads one row of entryColumns, and the columns after them into
-// more; the caller sets Prev. A refs column that is not a JSON object of
-// strings is reported, not papered over: it means the row was changed
-// outside custody.
+// more; the caller sets Prev. See entryOf.
 func scanEntry(rows *sql.Rows, more ...any) (custody.Entry, error) {
-	var e custody.Entry
-	var refs []byte
-	dest := append([]any{&e.Seq, &e.At, &e.Kind, &e.Trace, &e.Actor, &refs, &e.Body,
-		(*digest)(&e.BodySHA256), (*digest)(&e.Hash)}, more...)
-	err := rows.Scan(dest...)
-	if err != nil {
-		return e, err
+	var v [entryColumnCount]any
+	dest := make([]any, 0, len(v)+len(more))
+	for i := range v {
+		dest = append(dest, &v[i])
 	}
+	if err := rows.Scan(append(dest, more...)...); err != nil {
+		return custody.Entry{}, err
+	}
+	var dv [entryColumnCount]driver.Value
+	for i := range v {
+		dv[i] = v[i]
+	}
+	return entryOf(dv[:])
+}
+
+// entryColumnCount is how many columns entryColumns names.
+const entryColumnCount = 9
+
+// entryOf makes an entry of the values of one row of entryColumns as the
+// driver gives them (a *sql.Rows scanned into *any gives the same): the
+// text columns as string or []byte, body as []byte or string, the digests
+// as digest reads them. The body is taken, not copied. A refs column that
+// is not a JSON object of strings, or a value of another type, is
+// reported, not papered over: it means the row was changed outside
+// custody.
+func entryOf(v []driver.Value) (custody.Entry, error) {
+	var e custody.Entry
+	seq, ok := v[0].(int64)
+	if !ok {
+		return e, fmt.Errorf("a seq stored as %T", v[0])
+	}
+	e.Seq = seq
+	bad := func(column string, v any) (custody.Entry, error) {
+		what := fmt.Sprintf("a %T", v)
+		if v == nil {
+			what = "NULL"
+		}
+		return e, &ledger.VerifyError{Seq: seq, Reason: fmt.Sprintf("stored %s is %s, not what custody writes", column, what)}
+	}
+	var refs string
+	for i, c := range []struct {
+		name string
+		dst  *string
+	}{{"at", &e.At}, {"kind", &e.Kind}, {"trace", &e.Trace}, {"actor", &e.Actor}, {"refs", &refs}} {
+		switch x := v[1+i].(type) {
+		case string:
+			*c.dst = x
+		case []byte:
+			*c.dst = string(x)
+		default:
+			return bad(c.name, x)
+		}
+	}
+	switch x := v[6].(type) {
+	case []byte:
+		e.Body = x
+	case string:
+		e.Body = []byte(x)
+	case nil:
+	default:
+		return bad("body", x)
+	}
+	for i, c := range []struct {
+		name string
+		dst  *string
+	}{{"body_sha256", &e.BodySHA256}, {"hash", &e.Hash}} {
+		var d digest
+		if err := d.Scan(v[7+i]); err != nil {
+			return bad(c.name, v[7+i])
+		}
+		*c.dst = string(d)
+	}
+	var err error
 	if e.Refs, err = parseRefs(refs); err != nil || e.Refs == nil {
 		return e, &ledger.VerifyError{Seq: e.Seq, Reason: fmt.Sprintf("stored refs are not a JSON object of strings: %q", refs)}
 	}

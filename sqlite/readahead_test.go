@@ -17,7 +17,7 @@ func walked(t *testing.T, walk func(entry func(*custody.Entry) error, checkpoint
 	t.Helper()
 	var out []string
 	err := walk(func(e *custody.Entry) error {
-		out = append(out, fmt.Sprintf("e %d %s %s %s", e.Seq, e.Prev, e.Hash, e.Body))
+		out = append(out, fmt.Sprintf("e %d %s %s %s %s %s %s %v %s %s", e.Seq, e.At, e.Kind, e.Trace, e.Actor, e.Prev, e.Hash, e.Refs, e.BodySHA256, e.Body))
 		return nil
 	}, func(cp custody.Checkpoint) error {
 		out = append(out, fmt.Sprintf("c %d %s", cp.Size, cp.Head))
@@ -39,7 +39,11 @@ func TestReadAheadMatchesOneQuery(t *testing.T) {
 	// them differ.
 	db := openDir(t, t.TempDir(), Options{CheckpointEvery: 64, CheckpointInterval: time.Hour})
 	for i := range 1000 {
-		mustAppend(t, db, entry("k", "t", nil, i))
+		var refs map[string]string
+		if i%3 == 0 {
+			refs = map[string]string{"i": fmt.Sprint(i), "k": "\"quoted\" é"}
+		}
+		mustAppend(t, db, entry(fmt.Sprint("k", i%5), fmt.Sprint("t", i%7), refs, i))
 	}
 	want := walked(t, func(e func(*custody.Entry) error, c func(custody.Checkpoint) error) error { return db.walk(ctx, e, c) })
 	if len(want) < 1000+15 {

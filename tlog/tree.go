@@ -26,11 +26,22 @@ func LeafHash(entryHash []byte) []byte { return hasher.HashLeaf(entryHash) }
 // EntryLeafHash returns the leaf hash of the entry whose chain hash is
 // hexHash, 64 lowercase hex digits as the ledger writes it.
 func EntryLeafHash(hexHash string) ([]byte, error) {
-	b, err := hex.DecodeString(hexHash)
-	if err != nil || len(b) != HashSize || hex.EncodeToString(b) != hexHash {
+	var b [HashSize]byte
+	if len(hexHash) != 2*HashSize || !lowerHex(hexHash) {
 		return nil, fmt.Errorf("entry hash %q is not 64 lowercase hex digits", hexHash)
 	}
-	return LeafHash(b), nil
+	hex.Decode(b[:], []byte(hexHash))
+	return LeafHash(b[:]), nil
+}
+
+// lowerHex reports whether s is lowercase hex digits only.
+func lowerHex(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // EmptyRoot is the root hash of the tree of no leaves, SHA-256 of nothing.
