@@ -2,7 +2,7 @@ package tlog
 
 import (
 	"context"
-	"encoding/hex"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -17,31 +17,58 @@ const HashSize = 32
 
 var hasher = rfc6962.DefaultHasher
 
-var factory = &compact.RangeFactory{Hash: hasher.HashChildren}
+var factory = &compact.RangeFactory{Hash: hashChildren}
+
+// hashChildren is RFC 6962's interior node hash, SHA-256(0x01 ‖ left ‖
+// right), for two hashes in one call with no hash.Hash to allocate, which
+// rfc6962.Hasher allocates for every node: a verify of the notes hashes
+// a node for every entry. TestHashChildren holds it to rfc6962.
+func hashChildren(left, right []byte) []byte {
+	if len(left) != HashSize || len(right) != HashSize {
+		return hasher.HashChildren(left, right)
+	}
+	var buf [1 + 2*HashSize]byte
+	buf[0] = 1
+	copy(buf[1:], left)
+	copy(buf[1+HashSize:], right)
+	h := sha256.Sum256(buf[:])
+	return h[:]
+}
 
 // LeafHash returns the leaf hash of the entry whose chain hash is
 // entryHash: SHA-256(0x00 ‖ entryHash).
 func LeafHash(entryHash []byte) []byte { return hasher.HashLeaf(entryHash) }
 
 // EntryLeafHash returns the leaf hash of the entry whose chain hash is
-// hexHash, 64 lowercase hex digits as the ledger writes it.
+// hexHash, 64 lowercase hex digits as the ledger writes it. It decodes
+// into the leaf's own buffer and hashes it with one call, no hash.Hash:
+// a verify of the notes calls it for every entry (TestEntryLeafHash holds
+// it to LeafHash).
 func EntryLeafHash(hexHash string) ([]byte, error) {
-	var b [HashSize]byte
-	if len(hexHash) != 2*HashSize || !lowerHex(hexHash) {
+	var leaf [1 + HashSize]byte // RFC 6962: 0x00 ‖ the entry's hash
+	if len(hexHash) != 2*HashSize {
 		return nil, fmt.Errorf("entry hash %q is not 64 lowercase hex digits", hexHash)
 	}
-	hex.Decode(b[:], []byte(hexHash))
-	return LeafHash(b[:]), nil
+	for i := range HashSize {
+		hi, lo := nibble(hexHash[2*i]), nibble(hexHash[2*i+1])
+		if hi > 15 || lo > 15 {
+			return nil, fmt.Errorf("entry hash %q is not 64 lowercase hex digits", hexHash)
+		}
+		leaf[1+i] = hi<<4 | lo
+	}
+	h := sha256.Sum256(leaf[:])
+	return h[:], nil
 }
 
-// lowerHex reports whether s is lowercase hex digits only.
-func lowerHex(s string) bool {
-	for i := range len(s) {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
+// nibble returns the value of a lowercase hex digit, or 255.
+func nibble(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
 	}
-	return true
+	return 255
 }
 
 // EmptyRoot is the root hash of the tree of no leaves, SHA-256 of nothing.
@@ -167,7 +194,7 @@ func rehash(ctx context.Context, nr NodeReader, nodes proof.Nodes) ([][]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("read proof nodes: %w", err)
 	}
-	return nodes.Rehash(hashes, hasher.HashChildren)
+	return nodes.Rehash(hashes, hashChildren)
 }
 
 // VerifyInclusion checks that leafHash is leaf index of the tree of size

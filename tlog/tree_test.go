@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
 )
 
 // refRoot is the RFC 6962 definition of the root of leaves, written out
@@ -192,13 +193,31 @@ func TestTamperedEntryFailsInclusion(t *testing.T) {
 	}
 }
 
-func TestEntryLeafHash(t *testing.T) {
-	d := entryHashes(1)[0]
-	got, err := EntryLeafHash("" + hexOf(d))
-	if err != nil || !bytes.Equal(got, LeafHash(d)) {
-		t.Fatalf("EntryLeafHash: %x, %v", got, err)
+func TestHashChildren(t *testing.T) {
+	hs := entryHashes(9)
+	for i := range hs {
+		for j := range hs {
+			if got, want := hashChildren(hs[i], hs[j]), rfc6962.DefaultHasher.HashChildren(hs[i], hs[j]); !bytes.Equal(got, want) {
+				t.Fatalf("hashChildren(%x, %x) = %x, rfc6962: %x", hs[i], hs[j], got, want)
+			}
+		}
 	}
-	for _, bad := range []string{"", "zz", hexOf(d)[:62], "A" + hexOf(d)[1:]} {
+	for _, odd := range [][2][]byte{{nil, hs[0]}, {hs[0][:31], hs[1]}, {hs[0], append(hs[1], 0)}} {
+		if got, want := hashChildren(odd[0], odd[1]), rfc6962.DefaultHasher.HashChildren(odd[0], odd[1]); !bytes.Equal(got, want) {
+			t.Fatalf("hashChildren(%x, %x) = %x, rfc6962: %x", odd[0], odd[1], got, want)
+		}
+	}
+}
+
+func TestEntryLeafHash(t *testing.T) {
+	for _, d := range entryHashes(64) {
+		got, err := EntryLeafHash(hexOf(d))
+		if err != nil || !bytes.Equal(got, LeafHash(d)) {
+			t.Fatalf("EntryLeafHash(%x): %x, %v; LeafHash: %x", d, got, err, LeafHash(d))
+		}
+	}
+	d := entryHashes(1)[0]
+	for _, bad := range []string{"", "zz", hexOf(d)[:62], hexOf(d) + "00", "A" + hexOf(d)[1:], hexOf(d)[:63] + "F", hexOf(d)[:63] + "g", hexOf(d)[:63] + "/"} {
 		if _, err := EntryLeafHash(bad); err == nil {
 			t.Errorf("EntryLeafHash(%q) accepted", bad)
 		}
