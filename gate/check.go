@@ -56,22 +56,33 @@ func (g *Gateway) CheckApproval(ctx context.Context, a custody.Approval) error {
 // scopeOwned refuses a call naming a resource another trace owns, without
 // claiming a resource nobody owns (see scope, which does).
 func (g *Gateway) scopeOwned(ctx context.Context, f *flight) error {
-	if f.tool.scopeArg == "" {
-		return nil
+	v, key, ok, err := scopedResource(f)
+	if !ok || err != nil {
+		return err
 	}
-	raw, ok := lookup(f.Args, f.tool.scopeArg)
-	if !ok {
-		return nil
-	}
-	v, ok := refValue(raw)
-	if !ok {
-		return invalid(f.tool.scopeArg, fmt.Sprintf("resource argument %s must be a string or a number", f.tool.scopeArg))
-	}
-	owner, owned, err := g.owner(ctx, f.tool.scopeName+"/"+v)
+	owner, owned, err := g.owner(ctx, key)
 	if err != nil || !owned || owner == f.Trace {
 		return err
 	}
 	return scopeRefusal(f, v)
+}
+
+// scopedResource returns the resource a call names in its tool's scope
+// argument, and the key its owner is kept under; ok is false when the tool
+// is not scoped or the call names no resource. A resource that is neither
+// a string nor a number is refused, with a violation at the argument.
+func scopedResource(f *flight) (v, key string, ok bool, err error) {
+	if f.tool.scopeArg == "" {
+		return "", "", false, nil
+	}
+	raw, named := lookup(f.Args, f.tool.scopeArg)
+	if !named {
+		return "", "", false, nil
+	}
+	if v, ok = refValue(raw); !ok {
+		return "", "", false, invalid(f.tool.scopeArg, fmt.Sprintf("resource argument %s must be a string or a number", f.tool.scopeArg))
+	}
+	return v, f.tool.scopeName + "/" + v, true, nil
 }
 
 // withApprovalArgs returns the object args with each member named in names

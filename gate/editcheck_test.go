@@ -87,6 +87,10 @@ func TestCheckApprovalScope(t *testing.T) {
 	if _, err := h.call("trace-third", "chart", `{"patient_id":"P-2"}`); err != nil {
 		t.Fatalf("the check claimed P-2: %v", err)
 	}
+	err = h.gw.CheckApproval(ctx, custody.Approval{ID: "a", Tool: "chart", Trace: "trace-other", Arguments: json.RawMessage(`{"patient_id":["P-1"]}`)})
+	if !hasViolationAt(wantKind(t, err, custody.EINVALID), "/patient_id") {
+		t.Fatalf("a resource that is not a string or number: %v names no /patient_id", err)
+	}
 }
 
 // TestCheckApprovalUnknownTool: a tool outside the envelope has no

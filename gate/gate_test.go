@@ -186,6 +186,16 @@ func TestScope(t *testing.T) {
 	if _, err := h.call("trace-b", "chart", `{}`); err != nil {
 		t.Fatalf("no resource named: %v", err)
 	}
+	for _, bad := range []string{`{"patient_id":{"id":"P1"}}`, `{"patient_id":true}`, `{"patient_id":null}`} {
+		_, err := h.call("trace-c", "chart", bad)
+		e := h.wantRefused(t, err, custody.EINVALID)
+		if _, vs := bodyError(e); len(vs) != 1 || vs[0].Instance != "/patient_id" {
+			t.Errorf("%s: violations = %+v, want one at /patient_id", bad, vs)
+		}
+	}
+	if h.ran("chart") != 4 {
+		t.Errorf("chart ran %d times, want 4: none of the malformed", h.ran("chart"))
+	}
 }
 
 func TestCustodyLink(t *testing.T) {

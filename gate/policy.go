@@ -141,18 +141,10 @@ func refusalChange(f *flight, kind string, e *custody.Error) (custody.Change, bo
 // scope refuses a call naming a resource bound to another trace, and binds
 // a resource no trace has touched to the caller's.
 func (g *Gateway) scope(ctx context.Context, f *flight) error {
-	if f.tool.scopeArg == "" {
-		return nil
+	v, key, ok, err := scopedResource(f)
+	if !ok || err != nil {
+		return err
 	}
-	raw, ok := lookup(f.Args, f.tool.scopeArg)
-	if !ok {
-		return nil
-	}
-	v, ok := refValue(raw)
-	if !ok {
-		return custody.Errorf(custody.EDENIED, "resource argument %s must be a string or a number", f.tool.scopeArg)
-	}
-	key := f.tool.scopeName + "/" + v
 	owner, err := g.bind(ctx, key, f.Trace)
 	if err != nil {
 		return err
