@@ -106,7 +106,7 @@ func newDoors(b *testing.B) *doors {
 	if err := tokens.Add(web.RoleAgent, "agent-7:"+agentToken); err != nil {
 		b.Fatal(err)
 	}
-	ws, err := web.New(web.Config{Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Tokens: tokens,
+	ws, err := web.New(web.Config{Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Sessions: st.db, Tokens: tokens,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)

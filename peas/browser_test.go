@@ -155,7 +155,7 @@ func newConsole(t *testing.T) *console {
 	}
 	srv, err := web.New(web.Config{
 		Gateway: s.gw, Approvals: s.approvals, Ledger: s.db, Verify: s.db.Verify, Checkpoint: s.db.LatestCheckpoint,
-		Tokens: tokens, Now: s.clock.Now, Logger: quiet,
+		Tokens: tokens, Sessions: s.db, Now: s.clock.Now, Logger: quiet,
 		Apps: []web.App{{Name: "peas", Title: "Pile-up alert", Handler: s.sys.Handler()}},
 	})
 	if err != nil {

@@ -112,19 +112,20 @@ func (t Tokens) Lookup(token string) (Principal, bool) {
 
 // authenticate returns the principal of r: the holder of the bearer token
 // in the Authorization header, or else of the console session named by
-// the session cookie.
-func (s *Server) authenticate(r *http.Request) (Principal, bool) {
+// the session cookie. err is a failure to read the sessions.
+func (s *Server) authenticate(r *http.Request) (Principal, bool, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, _ := strings.Cut(h, " ")
 		if !strings.EqualFold(scheme, "Bearer") {
-			return Principal{}, false
+			return Principal{}, false, nil
 		}
-		return s.cfg.Tokens.Lookup(strings.TrimSpace(tok))
+		p, ok := s.cfg.Tokens.Lookup(strings.TrimSpace(tok))
+		return p, ok, nil
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		return s.sessions.lookup(c.Value)
+		return s.sessions.lookup(r.Context(), c.Value)
 	}
-	return Principal{}, false
+	return Principal{}, false, nil
 }
 
 type principalKey struct{}
@@ -141,7 +142,11 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 // role EDENIED (403), and both are logged.
 func (s *Server) require(h http.HandlerFunc, roles ...Role) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.authenticate(r)
+		p, ok, err := s.authenticate(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		if !ok {
 			s.writeError(w, r, custody.Errorf(custody.EUNAUTHORIZED, "a valid bearer token is required"))
 			return

@@ -92,7 +92,7 @@ func benchServer(b *testing.B) (http.Handler, *gate.Gateway) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := web.New(web.Config{Gateway: gw, Approvals: approvals, Ledger: db, Tokens: tokens,
+	s, err := web.New(web.Config{Gateway: gw, Approvals: approvals, Ledger: db, Sessions: db, Tokens: tokens,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)

@@ -434,7 +434,7 @@ func TestCallOutlastsBodyDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokens, _ := web.ParseTokens("agent-1:"+agentToken, "", "")
-	s, err := web.New(web.Config{Gateway: gw, Approvals: approvals, Ledger: db, Tokens: tokens, BodyTimeout: 100 * time.Millisecond})
+	s, err := web.New(web.Config{Gateway: gw, Approvals: approvals, Ledger: db, Sessions: db, Tokens: tokens, BodyTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +458,7 @@ func TestNewRefusesNegativeLimits(t *testing.T) {
 	e := newEnv(t)
 	tokens, _ := web.ParseTokens("", "", "")
 	for _, c := range []web.Config{{MaxBody: -1}, {BodyTimeout: -time.Second}, {EventWriteTimeout: -time.Second}} {
-		c.Gateway, c.Approvals, c.Ledger, c.Tokens = e.gw, e.approvals, e.db, tokens
+		c.Gateway, c.Approvals, c.Ledger, c.Tokens, c.Sessions = e.gw, e.approvals, e.db, tokens, e.db
 		if _, err := web.New(c); err == nil || !strings.Contains(err.Error(), "negative") {
 			t.Errorf("web.New(%+v): %v, want a refusal of the negative limit", c, err)
 		}

@@ -31,7 +31,7 @@ func TestEventsStreamApprovalChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := web.New(web.Config{Gateway: e.gw, Approvals: e.approvals, Ledger: e.db, Tokens: tokens,
+	s, err := web.New(web.Config{Gateway: e.gw, Approvals: e.approvals, Ledger: e.db, Sessions: e.db, Tokens: tokens,
 		ApprovalChanges: func(context.Context) (<-chan string, error) { return ids, nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestEventsOutlastServerTimeouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := web.New(web.Config{Gateway: e.gw, Approvals: e.approvals, Ledger: e.db, Tokens: tokens,
+	s, err := web.New(web.Config{Gateway: e.gw, Approvals: e.approvals, Ledger: e.db, Sessions: e.db, Tokens: tokens,
 		EventWriteTimeout: time.Second, ApprovalChanges: func(context.Context) (<-chan string, error) { return ids, nil }})
 	if err != nil {
 		t.Fatal(err)

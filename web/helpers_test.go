@@ -84,7 +84,7 @@ func newEnvWith(t testing.TB, configure func(*web.Config), apps ...web.App) *env
 	}
 	cfg := web.Config{
 		Gateway: e.gw, Approvals: e.approvals, Ledger: e.ledger, Verify: db.Verify, Health: db.Health,
-		Checkpoint: db.LatestCheckpoint, Proofs: db, Commits: db.Commits, Tokens: tokens, Now: e.clock.Now, Apps: apps,
+		Checkpoint: db.LatestCheckpoint, Proofs: db, Commits: db.Commits, Tokens: tokens, Sessions: db, Now: e.clock.Now, Apps: apps,
 		Schemas: reg,
 	}
 	if configure != nil {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/subtle"
 	_ "embed"
 	"fmt"
@@ -38,17 +39,17 @@ type loginView struct {
 // ("/login?code=…") and when it stops working. The link carries no
 // token: opening it shows a button that exchanges the code for a
 // session.
-func (s *Server) LoginLink(principalID string) (string, time.Time, error) {
+func (s *Server) LoginLink(ctx context.Context, principalID string) (string, time.Time, error) {
 	for _, p := range s.cfg.Tokens {
 		if p.ID == principalID && p.Role != RoleAgent {
-			return s.loginLink(p)
+			return s.loginLink(ctx, p)
 		}
 	}
 	return "", time.Time{}, custody.Errorf(custody.ENOTFOUND, "no operator or auditor %q", principalID)
 }
 
-func (s *Server) loginLink(p Principal) (string, time.Time, error) {
-	code, expires, err := s.sessions.mintCode(p)
+func (s *Server) loginLink(ctx context.Context, p Principal) (string, time.Time, error) {
+	code, expires, err := s.sessions.mintCode(ctx, p)
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -71,7 +72,7 @@ func (s *Server) handleLoginLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, _ := PrincipalFrom(r.Context())
-	path, expires, err := s.loginLink(p)
+	path, expires, err := s.loginLink(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -85,9 +86,14 @@ func (s *Server) handleLoginLink(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	v := loginView{}
 	if code := r.URL.Query().Get("code"); code != "" {
-		if p, ok := s.sessions.peekCode(code); ok {
+		p, ok, err := s.sessions.peekCode(r.Context(), code)
+		switch {
+		case err != nil:
+			s.writeError(w, r, err)
+			return
+		case ok:
 			v.Code, v.For = code, p
-		} else {
+		default:
 			v.Problem = "This sign-in link has expired or was already used. Ask for a new one, or sign in with a token."
 		}
 	}
@@ -124,7 +130,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.renderLogin(w, r, http.StatusForbidden, loginView{Problem: "The sign-in form had expired or was not sent from this page. Please try again."})
 		return
 	}
-	id, g, problem, err := s.signIn(r.PostForm.Get("code"), r.PostForm.Get("token"))
+	id, g, problem, err := s.signIn(r.Context(), r.PostForm.Get("code"), r.PostForm.Get("token"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -134,7 +140,11 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if old, err := r.Cookie(sessionCookie); err == nil {
-		s.sessions.revoke(old.Value) // the browser's earlier session ends with this one's start
+		// The browser's earlier session ends with this one's start.
+		if _, err := s.sessions.revoke(r.Context(), old.Value); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Path: "/login", MaxAge: -1})
 	http.SetCookie(w, &http.Cookie{
@@ -155,9 +165,9 @@ func (s *Server) sameForm(r *http.Request) bool {
 
 // signIn opens a session for a login code, or else for a token. problem
 // says why none was opened; err is a failure of the server.
-func (s *Server) signIn(code, token string) (id string, g grant, problem string, err error) {
+func (s *Server) signIn(ctx context.Context, code, token string) (id string, g grant, problem string, err error) {
 	if code != "" {
-		id, g, ok, err := s.sessions.exchange(code)
+		id, g, ok, err := s.sessions.exchange(ctx, code)
 		if !ok && err == nil {
 			s.log.Warn("console login refused: unknown, used or expired code")
 			problem = "This sign-in link has expired or was already used. Ask for a new one, or sign in with a token."
@@ -169,7 +179,7 @@ func (s *Server) signIn(code, token string) (id string, g grant, problem string,
 		s.log.Warn("console login refused", "known", ok, "role", p.Role)
 		return "", grant{}, "That is not an operator or auditor token.", nil
 	}
-	id, g, err = s.sessions.open(p)
+	id, g, err = s.sessions.open(ctx, p)
 	if err != nil {
 		return "", grant{}, "", fmt.Errorf("console login of %s: %w", p.ID, err)
 	}
@@ -179,8 +189,16 @@ func (s *Server) signIn(code, token string) (id string, g grant, problem string,
 // handleLogout serves POST /logout: the session ends on the server, so
 // its cookie opens nothing any more, and the browser forgets it.
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
-	if c, err := r.Cookie(sessionCookie); err == nil && s.sessions.revoke(c.Value) {
-		s.log.Info("console logout")
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		live, err := s.sessions.revoke(r.Context(), c.Value)
+		if err != nil {
+			// The session may still be live: say so rather than pretend.
+			s.writeError(w, r, err)
+			return
+		}
+		if live {
+			s.log.Info("console logout")
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteStrictMode, MaxAge: -1})

@@ -20,14 +20,21 @@ import (
 type browserClient struct {
 	t   *testing.T
 	e   *env
+	url string // the server's base URL
 	hc  *http.Client
 	csr string // the login form's anti-forgery cookie
 }
 
 func newBrowserClient(t *testing.T, e *env) *browserClient {
-	hc := e.srv.Client()
+	return newBrowserClientAt(t, e, e.srv)
+}
+
+// newBrowserClientAt is newBrowserClient for the server srv, which may
+// be another server than e's.
+func newBrowserClientAt(t *testing.T, e *env, srv *httptest.Server) *browserClient {
+	hc := srv.Client()
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &browserClient{t: t, e: e, hc: hc}
+	return &browserClient{t: t, e: e, url: srv.URL, hc: hc}
 }
 
 // send sends req and returns the answer with its body read.
@@ -50,7 +57,7 @@ var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 // page opens the sign-in page at path and keeps its anti-forgery value.
 func (b *browserClient) page(path string) (*http.Response, string) {
 	b.t.Helper()
-	req, _ := http.NewRequest("GET", b.e.srv.URL+path, nil)
+	req, _ := http.NewRequest("GET", b.url+path, nil)
 	res, body := b.send(req)
 	m := csrfField.FindStringSubmatch(body)
 	c := cookieNamed(res, "custody_login_csrf")
@@ -68,7 +75,7 @@ func (b *browserClient) post(form url.Values) (*http.Response, string) {
 	if !form.Has("csrf") {
 		form.Set("csrf", b.csr)
 	}
-	req, _ := http.NewRequest("POST", b.e.srv.URL+"/login", strings.NewReader(form.Encode()))
+	req, _ := http.NewRequest("POST", b.url+"/login", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if b.csr != "" {
 		req.AddCookie(&http.Cookie{Name: "custody_login_csrf", Value: b.csr})
@@ -79,7 +86,7 @@ func (b *browserClient) post(form url.Values) (*http.Response, string) {
 // withSession requests path with the session cookie c.
 func (b *browserClient) withSession(method, path string, c *http.Cookie) int {
 	b.t.Helper()
-	req, _ := http.NewRequest(method, b.e.srv.URL+path, nil)
+	req, _ := http.NewRequest(method, b.url+path, nil)
 	if c != nil {
 		req.AddCookie(c)
 	}

@@ -26,8 +26,8 @@ import (
 	"github.com/custody-dev/custody/tlog"
 )
 
-// Config holds what the server needs. Gateway, Approvals, Ledger and
-// Tokens are required.
+// Config holds what the server needs. Gateway, Approvals, Ledger, Tokens
+// and Sessions are required.
 type Config struct {
 	Gateway   *gate.Gateway
 	Approvals *approval.Service
@@ -63,6 +63,11 @@ type Config struct {
 	// ApprovalChanges, when set, sends the id of every approval that
 	// changes until ctx ends; GET /v1/events streams them to the console.
 	ApprovalChanges func(ctx context.Context) (<-chan string, error)
+	// Sessions keeps the console's sign-ins (login codes and sessions, by
+	// the SHA-256 of their secrets): give it the store's state, so that a
+	// sign-in outlives a restart and every gateway on a shared store
+	// honours it.
+	Sessions custody.StateStore
 	// SessionLifetime is how long a console sign-in lasts;
 	// DefaultSessionLifetime when zero.
 	SessionLifetime time.Duration
@@ -130,7 +135,7 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.Now == nil {
 		s.cfg.Now = time.Now
 	}
-	s.sessions = newSessions(s.cfg.Now, s.cfg.SessionLifetime)
+	s.sessions = newSessions(s.cfg.Sessions, s.cfg.Tokens, s.cfg.Now, s.cfg.SessionLifetime)
 	mux, err := s.routes()
 	if err != nil {
 		return nil, err
@@ -149,6 +154,8 @@ func (c *Config) check() error {
 		return errors.New("web: Config.Ledger is required")
 	case c.Tokens == nil:
 		return errors.New("web: Config.Tokens is required (it may be empty)")
+	case c.Sessions == nil:
+		return errors.New("web: Config.Sessions is required")
 	case c.MaxBody < 0 || c.BodyTimeout < 0 || c.EventWriteTimeout < 0:
 		return errors.New("web: Config.MaxBody, BodyTimeout and EventWriteTimeout may not be negative")
 	}

@@ -252,7 +252,7 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return err
 	}
-	if note := loginNote(ws, base); note != "" {
+	if note := loginNote(ctx, ws, base); note != "" {
 		notes = append(notes, note)
 	}
 	if wit != nil {
@@ -414,10 +414,13 @@ func keptToken(path string) (token string, created bool, err error) {
 // whose token serve keeps in the data directory, or "" when the operators
 // are configured: they sign in with their token, or ask for a link with
 // it (POST /v1/console/login-link).
-func loginNote(ws *web.Server, base string) string {
-	path, expires, err := ws.LoginLink(string(web.RoleOperator))
-	if err != nil {
+func loginNote(ctx context.Context, ws *web.Server, base string) string {
+	path, expires, err := ws.LoginLink(ctx, string(web.RoleOperator))
+	if custody.ErrorKind(err) == custody.ENOTFOUND {
 		return ""
+	}
+	if err != nil {
+		return fmt.Sprintf("no console sign-in link: %v; sign in with the operator token", err)
 	}
 	return fmt.Sprintf("console sign-in link (works once, until %s; POST %s/v1/console/login-link with the operator token makes another):\n  %s%s",
 		expires.UTC().Format(time.TimeOnly)+" UTC", base, base, path)
@@ -438,7 +441,7 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 	wcfg := web.Config{
 		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify, Commits: st.db.Commits,
 		Checkpoint: st.db.LatestCheckpoint, Witnesses: witnesses, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
-		ApprovalChanges: approvalChanges(ctx, st.db), SessionLifetime: sessionLifetime, Schemas: st.reg,
+		ApprovalChanges: approvalChanges(ctx, st.db), Sessions: st.db, SessionLifetime: sessionLifetime, Schemas: st.reg,
 		MaxBody: limits.maxBody, BodyTimeout: limits.read, EventWriteTimeout: limits.write,
 	}
 	if sq, ok := st.db.(*sqlite.DB); ok {
