@@ -51,13 +51,19 @@ func (db *DB) VerifyKeys(ctx context.Context, keys ...ed25519.PublicKey) (ledger
 // each checkpoint's cosigned note, right after the entry it covers. A
 // changed chain is reported first, as VerifyKeys reports it; when the
 // chain holds, a note that fails comes back as a *tlog.NoteError, with the
-// chain's report. The caller calls nc.Finish.
-func (db *DB) VerifyNotes(ctx context.Context, nc *tlog.NoteChecker, keys ...ed25519.PublicKey) (ledger.Report, error) {
+// chain's report. The caller calls nc.Finish. progress, when not nil, is
+// called every progressEvery entries with how many were read and the
+// ledger's size when the walk began.
+func (db *DB) VerifyNotes(ctx context.Context, nc *tlog.NoteChecker, progress func(read, size int64), keys ...ed25519.PublicKey) (ledger.Report, error) {
 	p := ledger.NewPager(ledger.NewStreamVerifier(keys...))
 	var noteErr error
+	size := db.Size()
 	entry := func(e *custody.Entry) error {
 		if noteErr == nil {
 			noteErr = nc.Entry(e.Hash)
+		}
+		if progress != nil && e.Seq%progressEvery == 0 {
+			progress(e.Seq, max(size, e.Seq))
 		}
 		return p.Entry(e)
 	}
@@ -83,6 +89,10 @@ func (db *DB) VerifyNotes(ctx context.Context, nc *tlog.NoteChecker, keys ...ed2
 	}
 	return report, noteErr
 }
+
+// progressEvery is how many entries a long walk reads between two
+// reports of its progress.
+const progressEvery = 1 << 14
 
 // ExportJSONL writes the ledger as JSONL, one entry a line in seq order,
 // each checkpoint on its own line right after the entry it covers, followed

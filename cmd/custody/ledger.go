@@ -177,7 +177,9 @@ func (m *Main) verifyStore(ctx context.Context, dir string, keys []ed25519.Publi
 		return m.verified(what, report, err, v)
 	}
 	nc := tlog.NewNoteChecker(keys, v.ws, v.quorum)
-	report, err := sq.VerifyNotes(ctx, nc, keys...)
+	prog := m.newProgress("custody ledger verify")
+	report, err := sq.VerifyNotes(ctx, nc, prog.report, keys...)
+	prog.end()
 	var ne *tlog.NoteError
 	noteErr := err
 	if errors.As(err, &ne) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/custody-dev/custody"
 )
@@ -28,6 +29,9 @@ type Main struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
+	// ProgressEvery is how often a long run (a ledger verify) reports its
+	// progress when Stderr is not a terminal; 10 seconds when zero.
+	ProgressEvery time.Duration
 }
 
 // NewMain returns a Main on the process's standard streams and environment.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -9,7 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -176,4 +180,48 @@ func newWitnessKey(t *testing.T, name string) (ed25519.PrivateKey, string) {
 		t.Fatal(err)
 	}
 	return priv, vkey
+}
+
+// TestLedgerVerifyProgress: a long verify says how far it is on stderr,
+// and its outcome stays on stdout.
+func TestLedgerVerifyProgress(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	db, err := sqlite.Open(context.Background(), dir, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 40_000
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= n; i = next.Add(1) {
+				if _, err := db.Append(context.Background(), sampleEntry(int(i))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := db.Close(); err != nil { // seals the tail
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" },
+		ProgressEvery: time.Nanosecond}
+	if code := m.Run(context.Background(), []string{"ledger", "verify", "--data", dir}); code != 0 {
+		t.Fatalf("verify: exit %d: %s%s", code, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{
+		"custody ledger verify: 16384 of 40000 entries (40%)",
+		"custody ledger verify: 32768 of 40000 entries (81%)",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if !strings.Contains(stdout.String(), "ok: 40000 entries") || strings.Contains(stdout.String(), "of 40000") {
+		t.Errorf("stdout: %s", stdout.String())
+	}
 }
