@@ -267,31 +267,47 @@ func (m *Main) runLedgerExport(ctx context.Context, args []string) int {
 // export writes the JSONL export to out through a buffer: one write a
 // 64 KiB, not one an entry.
 func (m *Main) export(ctx context.Context, db dataStore, out string) error {
-	if out == "-" {
-		bw := bufio.NewWriterSize(m.Stdout, 1<<16)
-		if err := db.ExportJSONL(ctx, bw); err != nil {
-			return err
+	prog := m.newProgress("custody ledger export")
+	defer prog.end()
+	var w io.Writer = m.Stdout
+	var f *os.File
+	if out != "-" {
+		var err error
+		if f, err = os.Create(out); err != nil {
+			return custody.Errorf(custody.EINVALID, "export: %v", err)
 		}
-		if err := bw.Flush(); err != nil {
-			return custody.Errorf(custody.EUNAVAILABLE, "export: %v", err)
-		}
-		return nil
+		w = f
 	}
-	f, err := os.Create(out)
-	if err != nil {
-		return custody.Errorf(custody.EINVALID, "export: %v", err)
-	}
-	bw := bufio.NewWriterSize(f, 1<<16)
-	err = db.ExportJSONL(ctx, bw)
+	size := db.Size()
+	bw := bufio.NewWriterSize(&lineCounter{w: w, lines: func(n int64) { prog.report(min(n, size), size) }}, 1<<16)
+	err := db.ExportJSONL(ctx, bw)
 	if err == nil {
 		if ferr := bw.Flush(); ferr != nil {
 			err = custody.Errorf(custody.EUNAVAILABLE, "export: %v", ferr)
 		}
 	}
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = custody.Errorf(custody.EUNAVAILABLE, "export: %v", cerr)
+	if f != nil {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = custody.Errorf(custody.EUNAVAILABLE, "export: %v", cerr)
+		}
 	}
 	return err
+}
+
+// lineCounter passes writes on to w and tells lines how many lines have
+// gone through: about the entries exported, checkpoints being a line
+// every thousand entries or so.
+type lineCounter struct {
+	w     io.Writer
+	n     int64
+	lines func(int64)
+}
+
+func (c *lineCounter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(bytes.Count(b[:n], []byte{'\n'}))
+	c.lines(c.n)
+	return n, err
 }
 
 // runLedgerShow prints the entries selected by the flags, one line each,

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -223,5 +224,18 @@ func TestLedgerVerifyProgress(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "ok: 40000 entries") || strings.Contains(stdout.String(), "of 40000") {
 		t.Errorf("stdout: %s", stdout.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	export := filepath.Join(t.TempDir(), "ledger.jsonl")
+	if code := m.Run(context.Background(), []string{"ledger", "export", "--data", dir, "--out", export}); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "custody ledger export: 40000 of 40000 entries (100%)") ||
+		!regexp.MustCompile(`custody ledger export: [1-9][0-9]* of 40000 entries \([1-9]?[0-9]%\)`).MatchString(stderr.String()) {
+		t.Errorf("export's stderr does not show its progress:\n%s", stderr.String())
+	}
+	if code, _, errOut := cli(t, dir, "ledger", "verify", "--jsonl", export, "--pubkey", filepath.Join(dir, "signing.pub")); code != 0 {
+		t.Errorf("the export does not verify: %s", errOut)
 	}
 }
