@@ -273,7 +273,9 @@ func (m *Main) export(ctx context.Context, db dataStore, out string) error {
 	var f *os.File
 	if out != "-" {
 		var err error
-		if f, err = os.Create(out); err != nil {
+		// The export holds every body on the ledger: readable by its
+		// owner only, as the data directory's files are.
+		if f, err = os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
 			return custody.Errorf(custody.EINVALID, "export: %v", err)
 		}
 		w = f

@@ -235,6 +235,9 @@ func TestLedgerVerifyProgress(t *testing.T) {
 		!regexp.MustCompile(`custody ledger export: [1-9][0-9]* of 40000 entries \([1-9]?[0-9]%\)`).MatchString(stderr.String()) {
 		t.Errorf("export's stderr does not show its progress:\n%s", stderr.String())
 	}
+	if fi, err := os.Stat(export); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the export's mode: %v, %v; want 0600, as the ledger's", fi.Mode().Perm(), err)
+	}
 	if code, _, errOut := cli(t, dir, "ledger", "verify", "--jsonl", export, "--pubkey", filepath.Join(dir, "signing.pub")); code != 0 {
 		t.Errorf("the export does not verify: %s", errOut)
 	}
