@@ -127,10 +127,10 @@ type Line struct {
 // line is well formed but the ledger is not; a cut-off tail is reported by
 // a bare *VerifyError, as no line is at fault.
 func VerifyJSONL(r io.Reader, pub ed25519.PublicKey) (Report, error) {
-	return verifyJSONL(r, NewVerifier(pub))
+	return verifyJSONL(r, NewVerifier(pub), nil)
 }
 
-func verifyJSONL(r io.Reader, v *Verifier) (Report, error) {
+func verifyJSONL(r io.Reader, v *Verifier, seen func(Line)) (Report, error) {
 	d := NewDecoder(r)
 	p := jsonlPage{v: v}
 	for {
@@ -143,6 +143,9 @@ func verifyJSONL(r io.Reader, v *Verifier) (Report, error) {
 		}
 		if err != nil {
 			return Report{}, err
+		}
+		if seen != nil {
+			seen(l)
 		}
 		if l.Note != nil {
 			continue // the tree's checkpoints: package tlog verifies them
@@ -207,5 +210,13 @@ func (p *jsonlPage) flush() error {
 // checkpoint line must come before its entry or right after it, as
 // exports write them.
 func VerifyJSONLKeys(r io.Reader, keys ...ed25519.PublicKey) (Report, error) {
-	return verifyJSONL(r, NewStreamVerifier(keys...))
+	return verifyJSONL(r, NewStreamVerifier(keys...), nil)
+}
+
+// VerifyJSONLSeeing is VerifyJSONLKeys that also hands seen every line it
+// decodes, in order, before verifying it: what else reads the export (the
+// checkpoint notes, say) reads it in the same pass. A line seen may still
+// fail verification; the chain's verdict is the one returned.
+func VerifyJSONLSeeing(r io.Reader, seen func(Line), keys ...ed25519.PublicKey) (Report, error) {
+	return verifyJSONL(r, NewStreamVerifier(keys...), seen)
 }

@@ -314,3 +314,33 @@ func TestNoteLine(t *testing.T) {
 		t.Fatalf("with note lines: %+v, %v; without: %+v", got, err, want)
 	}
 }
+
+// TestVerifyJSONLSeeing: every line reaches seen, in order, and the
+// verdict is VerifyJSONLKeys's, on a good export and on a tampered one.
+func TestVerifyJSONLSeeing(t *testing.T) {
+	pub := testKey().Public().(ed25519.PublicKey)
+	good := fixtureExport(t)
+	bad := bytes.Replace(good, []byte(`"seq":2`), []byte(`"seq":9`), 1)
+	for name, export := range map[string][]byte{"good": good, "tampered": bad} {
+		var again []byte
+		seen := func(l Line) {
+			switch {
+			case l.Entry != nil:
+				again = AppendEntryLine(again, l.Entry)
+			case l.Checkpoint != nil:
+				again = AppendCheckpointLine(again, *l.Checkpoint)
+			}
+		}
+		got, gerr := VerifyJSONLSeeing(bytes.NewReader(export), seen, pub)
+		want, werr := VerifyJSONLKeys(bytes.NewReader(export), pub)
+		if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Errorf("%s: %+v, %v; VerifyJSONLKeys: %+v, %v", name, got, gerr, want, werr)
+		}
+		if name == "good" && !bytes.Equal(again, export) {
+			t.Errorf("the lines seen, re-encoded, differ from the export:\n%s", again)
+		}
+		if name == "tampered" && (gerr == nil || len(again) == 0) {
+			t.Errorf("tampered: %v, %d bytes seen", gerr, len(again))
+		}
+	}
+}

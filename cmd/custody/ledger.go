@@ -115,45 +115,37 @@ type verification struct {
 	quorum        int
 }
 
-// verifyJSONL verifies an export: the chain and its checkpoints streamed,
-// then its checkpoint notes in a second pass (stdin is kept in memory for
-// it).
+// verifyJSONL verifies an export in one pass: the chain and its
+// checkpoints, and the checkpoint notes against the entries. Its memory
+// does not grow with the export, read from stdin ("-") too.
 func (m *Main) verifyJSONL(file string, keys []ed25519.PublicKey, v verification) int {
 	what := "custody ledger verify: " + file
-	open, err := m.reopenable(file)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "custody ledger verify: %v\n", err)
-		return exitUsage
+	r := m.Stdin
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "custody ledger verify: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		r = f
 	}
-	r, err := open()
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "custody ledger verify: %v\n", err)
-		return exitUsage
+	nc := tlog.NewNoteChecker(keys, v.ws, v.quorum)
+	var noteErr error
+	seen := func(l ledger.Line) {
+		switch {
+		case noteErr != nil:
+		case l.Entry != nil:
+			noteErr = nc.Entry(l.Entry.Hash)
+		case l.Note != nil:
+			noteErr = nc.Note(l.Note)
+		}
 	}
-	report, err := ledger.VerifyJSONLKeys(bufio.NewReaderSize(r, 1<<16), keys...)
-	r.Close()
+	report, err := ledger.VerifyJSONLSeeing(bufio.NewReaderSize(r, 1<<16), seen, keys...)
 	if code := m.verified(what, report, err, v); code != exitOK {
 		return code
 	}
-	if r, err = open(); err != nil {
-		fmt.Fprintf(m.Stderr, "custody ledger verify: %v\n", err)
-		return exitUsage
-	}
-	defer r.Close()
-	return m.verifyNotes(what, bufio.NewReaderSize(r, 1<<16), keys, v.ws, v.quorum)
-}
-
-// reopenable returns a function that opens file from its start each time
-// it is called; stdin ("-") is read into memory once.
-func (m *Main) reopenable(file string) (func() (io.ReadCloser, error), error) {
-	if file != "-" {
-		return func() (io.ReadCloser, error) { return os.Open(file) }, nil
-	}
-	raw, err := io.ReadAll(m.Stdin)
-	if err != nil {
-		return nil, err
-	}
-	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }, nil
+	return m.notesChecked(what, nc, noteErr, v.ws, v.quorum)
 }
 
 func (m *Main) verifyStore(ctx context.Context, dir string, keys []ed25519.PublicKey, v verification) int {

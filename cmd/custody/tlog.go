@@ -8,12 +8,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/sqlite"
 	"github.com/custody-dev/custody/tlog"
 )
@@ -57,33 +55,6 @@ type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
-// verifyNotes checks the checkpoint notes of the JSONL export r against its
-// entries, with the witnesses' quorum, and prints one line. The chain
-// itself was verified already.
-func (m *Main) verifyNotes(what string, r io.Reader, keys []ed25519.PublicKey, ws []note.Verifier, quorum int) int {
-	c := tlog.NewNoteChecker(keys, ws, quorum)
-	d := ledger.NewDecoder(r)
-	for {
-		l, err := d.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return m.fail(err)
-		}
-		switch {
-		case l.Entry != nil:
-			err = c.Entry(l.Entry.Hash)
-		case l.Note != nil:
-			err = c.Note(l.Note)
-		}
-		if err != nil {
-			return m.notesChecked(what, c, err, ws, quorum)
-		}
-	}
-	return m.notesChecked(what, c, nil, ws, quorum)
-}
 
 // notesChecked prints the outcome of checking the checkpoint notes with c,
 // err being the first failure, and returns the exit code; it calls

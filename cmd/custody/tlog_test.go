@@ -143,6 +143,15 @@ func TestLedgerVerifyNotes(t *testing.T) {
 	if code != exitFailed || !strings.Contains(errOut, "FAILED at checkpoint 17") {
 		t.Fatalf("verify of a tampered note: exit %d: %s", code, errOut)
 	}
+	// The same, read from stdin, good and tampered.
+	for input, want := range map[string]int{text: exitOK, tampered: exitFailed} {
+		var stdout, stderr bytes.Buffer
+		m := &Main{Stdin: strings.NewReader(input), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
+		code := m.Run(context.Background(), []string{"ledger", "verify", "--jsonl", "-", "--pubkey", pub})
+		if code != want || (want == exitOK) != strings.Contains(stdout.String(), "ok: 3 checkpoint notes") {
+			t.Errorf("verify --jsonl - : exit %d, want %d: %s%s", code, want, stdout.String(), stderr.String())
+		}
+	}
 	// The same note changed in the store: the chain holds, the note fails.
 	raw, err := sql.Open("sqlite", "file:"+filepath.Join(data, sqlite.DatabaseFile))
 	if err != nil {
