@@ -14,7 +14,8 @@ import (
 )
 
 // Verify checks the whole chain and every stored checkpoint (signature and
-// head) in one consistent snapshot. When the ledger was changed it returns
+// head) in one consistent snapshot, in memory that does not grow with the
+// ledger. When the ledger was changed it returns
 // a *ledger.VerifyError naming the first bad seq and the reason; a failure
 // to read the store is EUNAVAILABLE.
 func (db *DB) Verify(ctx context.Context) (ledger.Report, error) {
@@ -25,7 +26,14 @@ func (db *DB) Verify(ctx context.Context) (ledger.Report, error) {
 // key obtained elsewhere; a nil pub checks checkpoints against the entries
 // only.
 func (db *DB) VerifyWith(ctx context.Context, pub ed25519.PublicKey) (ledger.Report, error) {
-	p := ledger.NewPager(ledger.NewVerifier(pub))
+	var keys []ed25519.PublicKey
+	if pub != nil {
+		keys = append(keys, pub)
+	}
+	// The walk gives each checkpoint right after the entry it covers: the
+	// verifier need keep no hashes, and its memory does not grow with the
+	// ledger.
+	p := ledger.NewPager(ledger.NewStreamVerifier(keys...))
 	if err := db.walk(ctx, p.Entry, p.Checkpoint); err != nil {
 		return ledger.Report{}, err
 	}
