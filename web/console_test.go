@@ -74,7 +74,7 @@ func TestConsole(t *testing.T) {
 	}
 	screenshot(t, ctx, "/tmp/custody-inbox.png")
 
-	err = chromedp.Do(ctx,
+	err = step(ctx,
 		chromedp.SetValue(css(card(approveID)+` [data-testid=edit-message]`), "SERVER MAINTENANCE AT NINE"),
 		chromedp.SetValue(css(card(approveID)+` [data-testid=note]`), "moved to nine"),
 		chromedp.Click(css(card(approveID)+` [data-testid=approve]`)),
@@ -85,7 +85,7 @@ func TestConsole(t *testing.T) {
 		chromedp.WaitVisible(css(`[data-testid=inbox-empty]`)),
 	)
 	if err != nil {
-		t.Fatalf("decide: %v", err)
+		t.Fatalf("decide: %v; the page: %s", err, pageState(ctx))
 	}
 	a := e.approval(approveID)
 	if a.Status != custody.ApprovalApproved || a.Operator != "op-1" || a.Note != "moved to nine" || !strings.Contains(string(a.Arguments), "AT NINE") {
@@ -125,6 +125,28 @@ func TestConsole(t *testing.T) {
 	if res := e.call("t-console-2", "post_announcement", drill); res.Status != 403 {
 		t.Errorf("the declined call: %d %s", res.Status, res.Body)
 	}
+}
+
+// step runs actions with a minute of the browser's time, so that a step
+// that never finishes leaves time to say what the page shows.
+func step(ctx context.Context, actions ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return chromedp.Do(ctx, actions...)
+}
+
+// pageState describes what the console shows: its error line and the
+// pending cards, for the message of a step that failed.
+func pageState(ctx context.Context) string {
+	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({
+		error: document.querySelector("#error") && document.querySelector("#error").textContent,
+		cards: [...document.querySelectorAll("[data-testid=approval]")].map((c) => c.dataset.id + ": " + c.innerText.slice(0, 200)),
+		empty: document.querySelector("[data-testid=inbox-empty]") && !document.querySelector("[data-testid=inbox-empty]").hidden,
+	})`))
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return state
 }
 
 // approval reads an approval through the API as the auditor.

@@ -11,6 +11,7 @@ const state = {
   timers: [],
   events: null,          // the EventSource of live approval changes
   fields: 0,             // edit fields made, for their unique ids
+  inboxLoads: 0,         // inbox loads begun: only the latest may render
 };
 
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -181,23 +182,32 @@ function tickCountdowns() {
   });
 }
 
+// loadInbox fetches the approvals and shows them. Loads overlap (the
+// poll, the event stream, a decision's own refresh); only the latest one
+// begun renders, so that a list fetched before a decision never puts its
+// decided card back.
 async function loadInbox() {
   if ($("#inbox").hidden && document.visibilityState !== "visible") return;
+  const load = ++state.inboxLoads;
+  const latest = () => load === state.inboxLoads;
   let pending, all;
   try {
     pending = await api("/v1/approvals?status=pending");
     all = await api("/v1/approvals");
   } catch (err) {
-    if (err.message !== "sign in required") showError(err.message);
+    if (err.message !== "sign in required" && latest()) showError(err.message);
     return;
   }
+  if (!latest()) return;
   showError("");
   state.clockSkew = Date.parse(pending.server_time) - Date.now();
-  await renderPending(pending.approvals);
+  if (!(await renderPending(pending.approvals, latest))) return;
   renderDecided(all.approvals.filter((a) => a.status !== "pending").slice(0, 10));
 }
 
-async function renderPending(list) {
+// renderPending shows list as the pending cards while latest holds, and
+// reports whether it did.
+async function renderPending(list, latest) {
   const ul = $("#pending-list");
   const ids = new Set(list.map((a) => a.approval_request_id));
   // Keep cards already shown, so an operator's edits survive a refresh.
@@ -206,6 +216,7 @@ async function renderPending(list) {
     const sel = `[data-id="${CSS.escape(a.approval_request_id)}"]`;
     if (ul.querySelector(sel)) continue;
     const card = await approvalCard(a);
+    if (!latest()) return false;
     if (!ul.querySelector(sel)) ul.appendChild(card);
   }
   $("#inbox-empty").hidden = list.length > 0;
@@ -213,6 +224,7 @@ async function renderPending(list) {
   count.textContent = String(list.length);
   count.hidden = list.length === 0;
   tickCountdowns();
+  return true;
 }
 
 // approvalCard builds the card of a pending approval, with its edit form.
