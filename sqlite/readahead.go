@@ -104,7 +104,29 @@ func readChunk(ctx context.Context, rdb *sql.DB, lo, hi int64, out chan<- page) 
 	}
 	defer conn.Close()
 	p := page{entries: make([]custody.Entry, 0, ledger.PageSize)}
-	p.err = conn.Raw(func(dc any) error {
+	p.err = rawRows(ctx, conn, lo, hi, func(v []driver.Value) error {
+		e, err := entryOf(v)
+		if err != nil {
+			return err
+		}
+		if p.entries = append(p.entries, e); len(p.entries) == ledger.PageSize {
+			if !send(p) {
+				return ctx.Err()
+			}
+			p = page{entries: make([]custody.Entry, 0, ledger.PageSize)}
+		}
+		return nil
+	})
+	if len(p.entries) > 0 || p.err != nil {
+		send(p)
+	}
+}
+
+// rawRows calls row with the driver's values of each row of entryColumns
+// with seq in (lo, hi], in seq order, on conn; the values are the
+// driver's, valid until the next call. The first error stops it.
+func rawRows(ctx context.Context, conn *sql.Conn, lo, hi int64, row func([]driver.Value) error) error {
+	return conn.Raw(func(dc any) error {
 		q, ok := dc.(driver.QueryerContext)
 		if !ok {
 			return fmt.Errorf("the SQLite driver's %T does not query", dc)
@@ -122,21 +144,11 @@ func readChunk(ctx context.Context, rdb *sql.DB, lo, hi int64, out chan<- page) 
 			} else if err != nil {
 				return err
 			}
-			e, err := entryOf(v)
-			if err != nil {
+			if err := row(v); err != nil {
 				return err
-			}
-			if p.entries = append(p.entries, e); len(p.entries) == ledger.PageSize {
-				if !send(p) {
-					return ctx.Err()
-				}
-				p = page{entries: make([]custody.Entry, 0, ledger.PageSize)}
 			}
 		}
 	})
-	if len(p.entries) > 0 || p.err != nil {
-		send(p)
-	}
 }
 
 // next returns the next entry in seq order; false at the end or on the

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql/driver"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -91,7 +90,7 @@ func BenchmarkVerify(b *testing.B) {
 }
 
 // rawReadRate reads the n rows of the store's entries as the driver gives
-// them, decoding nothing, in chunks on as many connections as Verify
+// them (rawRows, as verify reads them), decoding nothing, in chunks on as many connections as Verify
 // uses, and returns rows per second.
 func rawReadRate(b *testing.B, db *DB, n int64) float64 {
 	ctx := context.Background()
@@ -112,22 +111,7 @@ func rawReadRate(b *testing.B, db *DB, n int64) float64 {
 			}
 			defer conn.Close()
 			for lo := next.Add(readAheadChunk) - readAheadChunk; lo < n; lo = next.Add(readAheadChunk) - readAheadChunk {
-				err := conn.Raw(func(dc any) error {
-					rows, err := dc.(driver.QueryerContext).QueryContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE seq > ? AND seq <= ?`,
-						[]driver.NamedValue{{Ordinal: 1, Value: lo}, {Ordinal: 2, Value: lo + readAheadChunk}})
-					if err != nil {
-						return err
-					}
-					defer rows.Close()
-					v := make([]driver.Value, entryColumnCount)
-					for {
-						if err := rows.Next(v); err == io.EOF {
-							return nil
-						} else if err != nil {
-							return err
-						}
-					}
-				})
+				err := rawRows(ctx, conn, lo, lo+readAheadChunk, func([]driver.Value) error { return nil })
 				if err != nil {
 					b.Error(err)
 					return
