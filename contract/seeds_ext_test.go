@@ -5,10 +5,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/custody-dev/custody/brain"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/gate"
-	"github.com/custody-dev/custody/peas"
+	"github.com/custody-dev/custody/systems/brain"
+	"github.com/custody-dev/custody/systems/peas"
 )
 
 // TestSeedSourcesAgree proves that the seed copies this package's tests

@@ -12,7 +12,7 @@ import (
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 )
 
 func setup(t *testing.T) (*gate.Gateway, *approval.Service, *sqlite.DB) {

@@ -10,8 +10,8 @@ import (
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/gate"
-	"github.com/custody-dev/custody/postgres"
-	"github.com/custody-dev/custody/postgres/pgtest"
+	"github.com/custody-dev/custody/store/postgres"
+	"github.com/custody-dev/custody/store/postgres/pgtest"
 )
 
 // pgGateway is one gateway instance over the PostgreSQL database at url,

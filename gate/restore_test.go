@@ -8,7 +8,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 )
 
 // TestApprovalFoundAfterRestore checks that a backup restored beside the

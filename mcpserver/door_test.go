@@ -21,7 +21,7 @@ import (
 	"github.com/custody-dev/custody/httpjson"
 	"github.com/custody-dev/custody/internal/gatetest"
 	"github.com/custody-dev/custody/mcpserver"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 )
 
 // doorEnv is the HTTP door over a real SQLite ledger with opts.

@@ -23,7 +23,7 @@ import (
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/mcpserver"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 )
 
 // stdioEnv names the data directory when the test binary is re-executed as

@@ -21,7 +21,7 @@ import (
 	"github.com/custody-dev/custody/internal/gatetest"
 	"github.com/custody-dev/custody/internal/testclock"
 	"github.com/custody-dev/custody/mcpserver"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 )
 
 // refusalEnv is the MCP front door over a real SQLite ledger that can be

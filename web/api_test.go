@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 )
 
 func TestCallOK(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 	"github.com/custody-dev/custody/web"
 )
 

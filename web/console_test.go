@@ -18,8 +18,8 @@ import (
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/internal/browsertest"
-	"github.com/custody-dev/custody/mesh"
-	"github.com/custody-dev/custody/peas"
+	"github.com/custody-dev/custody/systems/mesh"
+	"github.com/custody-dev/custody/systems/peas"
 	"github.com/custody-dev/custody/web"
 )
 

@@ -25,7 +25,7 @@ import (
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/internal/gatetest"
 	"github.com/custody-dev/custody/internal/lockedbuf"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 	"github.com/custody-dev/custody/web"
 )
 

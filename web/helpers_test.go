@@ -19,7 +19,7 @@ import (
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/internal/gatetest"
 	"github.com/custody-dev/custody/internal/testclock"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 	"github.com/custody-dev/custody/web"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/custody-dev/custody/approval"
-	"github.com/custody-dev/custody/peas"
+	"github.com/custody-dev/custody/systems/peas"
 )
 
 // TestApproveSetRefusesInvalidEdit: `approvals approve --set` with a value

@@ -11,8 +11,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/custody-dev/custody/assure"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
+	"github.com/custody-dev/custody/systems/assure"
 	"github.com/custody-dev/custody/upstream"
 )
 

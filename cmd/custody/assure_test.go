@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/custody-dev/custody/assure"
 	"github.com/custody-dev/custody/internal/mcptest"
+	"github.com/custody-dev/custody/systems/assure"
 )
 
 // assureEnv is the environment of an assure command: its own data

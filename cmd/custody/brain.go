@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/brain"
 	"github.com/custody-dev/custody/contract"
-	"github.com/custody-dev/custody/llm"
+	"github.com/custody-dev/custody/systems/brain"
+	"github.com/custody-dev/custody/systems/llm"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

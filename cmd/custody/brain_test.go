@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/custody-dev/custody/brain"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/internal/lockedbuf"
+	"github.com/custody-dev/custody/systems/brain"
 )
 
 // brainEnv is the environment of the in-process program in these tests.
@@ -46,7 +46,7 @@ func (e brainEnv) main(stdout, stderr interface{ Write([]byte) (int, error) }) *
 
 func (e brainEnv) imported(t *testing.T) brainEnv {
 	t.Helper()
-	if code, _, errs := e.run(t, context.Background(), "brain", "import", "../../brain/testdata/example_room.json"); code != 0 {
+	if code, _, errs := e.run(t, context.Background(), "brain", "import", "../../systems/brain/testdata/example_room.json"); code != 0 {
 		t.Fatalf("import: exit %d: %s", code, errs)
 	}
 	return e

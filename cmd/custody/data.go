@@ -14,8 +14,8 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/ledger"
-	"github.com/custody-dev/custody/postgres"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/postgres"
+	"github.com/custody-dev/custody/store/sqlite"
 )
 
 // dataFlag adds --data to fs: the data directory holding the store,

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/mesh"
+	"github.com/custody-dev/custody/systems/mesh"
 )
 
 // demoMeshOperator is the scripted operator of the mesh demo.

@@ -12,9 +12,9 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
-	"github.com/custody-dev/custody/llm"
-	"github.com/custody-dev/custody/peas"
-	"github.com/custody-dev/custody/peas/otelspan"
+	"github.com/custody-dev/custody/systems/llm"
+	"github.com/custody-dev/custody/systems/peas"
+	"github.com/custody-dev/custody/systems/peas/otelspan"
 )
 
 // demoOperator is the scripted operator of the demo.

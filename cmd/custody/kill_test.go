@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/postgres"
-	"github.com/custody-dev/custody/postgres/pgtest"
+	"github.com/custody-dev/custody/store/postgres"
+	"github.com/custody-dev/custody/store/postgres/pgtest"
 )
 
 // envServeChild makes TestServeChild run custody serve in its data

@@ -21,7 +21,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/ledger"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 	"github.com/custody-dev/custody/tlog"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/internal/smallfs"
 	"github.com/custody-dev/custody/ledger"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 )
 
 // appendN appends n entries to the store in data with the CLI.

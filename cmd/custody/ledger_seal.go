@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 )
 
 // runLedgerSeal signs a checkpoint over the entries after the last one.

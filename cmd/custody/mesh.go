@@ -13,8 +13,8 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
-	"github.com/custody-dev/custody/mesh"
-	"github.com/custody-dev/custody/mesh/natsmesh"
+	"github.com/custody-dev/custody/systems/mesh"
+	"github.com/custody-dev/custody/systems/mesh/natsmesh"
 )
 
 // runMesh runs the wildfire mesh pods: a forward node, an aggregator, or

@@ -18,7 +18,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/config"
-	"github.com/custody-dev/custody/mesh"
+	"github.com/custody-dev/custody/systems/mesh"
 )
 
 // TestMeshKeygen checks that keygen writes a seed only its owner reads,

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/peas"
+	"github.com/custody-dev/custody/systems/peas"
 )
 
 // runPeas runs the pile-up early alert subcommands.

@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/postgres"
-	"github.com/custody-dev/custody/postgres/pgtest"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/postgres"
+	"github.com/custody-dev/custody/store/postgres/pgtest"
+	"github.com/custody-dev/custody/store/sqlite"
 )
 
 // Tokens every instance of a scaled-out test is given.

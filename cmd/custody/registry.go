@@ -3,11 +3,11 @@ package main
 import (
 	"flag"
 
-	"github.com/custody-dev/custody/brain"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
-	"github.com/custody-dev/custody/peas"
+	"github.com/custody-dev/custody/systems/brain"
+	"github.com/custody-dev/custody/systems/peas"
 )
 
 // seedContracts returns the contracts custody serves before any user's:

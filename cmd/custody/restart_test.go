@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/postgres/pgtest"
+	"github.com/custody-dev/custody/store/postgres/pgtest"
 )
 
 // Phases of the server under a restart test.

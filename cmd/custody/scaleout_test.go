@@ -18,8 +18,8 @@ import (
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/example"
-	"github.com/custody-dev/custody/postgres"
-	"github.com/custody-dev/custody/postgres/pgtest"
+	"github.com/custody-dev/custody/store/postgres"
+	"github.com/custody-dev/custody/store/postgres/pgtest"
 )
 
 // postStatus posts body and returns the status and the answer, for use

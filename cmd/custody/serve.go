@@ -23,7 +23,7 @@ import (
 	"github.com/custody-dev/custody/config"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/mcpserver"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 	"github.com/custody-dev/custody/telemetry"
 	"github.com/custody-dev/custody/tlog"
 	"github.com/custody-dev/custody/web"

@@ -10,8 +10,8 @@ import (
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/ledger"
-	"github.com/custody-dev/custody/postgres"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/postgres"
+	"github.com/custody-dev/custody/store/sqlite"
 )
 
 // storeUsage is the usage of `custody store`.

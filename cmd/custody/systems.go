@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/custody-dev/custody/brain"
 	"github.com/custody-dev/custody/config"
-	"github.com/custody-dev/custody/llm"
-	"github.com/custody-dev/custody/mesh"
-	"github.com/custody-dev/custody/peas"
-	"github.com/custody-dev/custody/peas/otelspan"
+	"github.com/custody-dev/custody/systems/brain"
+	"github.com/custody-dev/custody/systems/llm"
+	"github.com/custody-dev/custody/systems/mesh"
+	"github.com/custody-dev/custody/systems/peas"
+	"github.com/custody-dev/custody/systems/peas/otelspan"
 	"github.com/custody-dev/custody/web"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 	"github.com/custody-dev/custody/tlog"
 )
 

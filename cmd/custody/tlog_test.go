@@ -20,7 +20,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/internal/bench"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 	"github.com/custody-dev/custody/tlog"
 )
 

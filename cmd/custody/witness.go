@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 	"github.com/custody-dev/custody/tlog"
 )
 

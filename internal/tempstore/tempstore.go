@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 )
 
 // Open makes a new SQLite store in a temporary directory with a new

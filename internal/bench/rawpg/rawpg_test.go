@@ -12,8 +12,8 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/internal/bench"
-	"github.com/custody-dev/custody/postgres"
-	"github.com/custody-dev/custody/postgres/pgtest"
+	"github.com/custody-dev/custody/store/postgres"
+	"github.com/custody-dev/custody/store/postgres/pgtest"
 )
 
 func TestGroupCommit(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/internal/bench"
 	"github.com/custody-dev/custody/internal/queue"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 )
 
 // The store's writer's sizes (sqlite/writer.go): how many inserts may

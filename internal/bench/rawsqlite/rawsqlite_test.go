@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/custody-dev/custody/internal/bench"
-	"github.com/custody-dev/custody/sqlite"
+	"github.com/custody-dev/custody/store/sqlite"
 )
 
 func TestGroupCommit(t *testing.T) {
