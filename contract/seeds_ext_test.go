@@ -1,40 +1,46 @@
 package contract_test
 
 import (
-	"bytes"
-	"slices"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/custody-dev/custody/contract"
-	"github.com/custody-dev/custody/gate"
-	"github.com/custody-dev/custody/systems/brain"
-	"github.com/custody-dev/custody/systems/peas"
 )
 
-// TestSeedSourcesAgree proves that the seed copies this package's tests
-// load are the owners' contracts byte for byte and are named as the
-// owners name them, so the tests here speak for the contracts custody
-// serves.
-func TestSeedSourcesAgree(t *testing.T) {
-	owned := []contract.Source{peas.Contract(), brain.Contract(), gate.EnvelopeContract()}
-	copies := contract.SeedsForTest(t)
-	for i, s := range owned {
-		if s.File != copies[i].File || !bytes.Equal(s.Raw, copies[i].Raw) {
-			t.Errorf("seed %d: owner has %s (%d bytes), testdata has %s (%d bytes)", i, s.File, len(s.Raw), copies[i].File, len(copies[i].Raw))
-		}
-	}
-	want, err := contract.Load(contract.Options{Contracts: copies})
+var updateSeedNames = flag.Bool("update-seed-names", false, "rewrite testdata/seeds/registry.json")
+
+// TestSeedCopiesRegistry writes down what the seed copies this package's
+// tests load become in a registry: their contracts and named schemas.
+// systems/seeds_test.go holds the owners' contracts to the same file, so
+// the tests here speak for the contracts custody serves, without the
+// core importing a system.
+func TestSeedCopiesRegistry(t *testing.T) {
+	reg, err := contract.Load(contract.Options{Contracts: contract.SeedsForTest(t)})
 	if err != nil {
 		t.Fatalf("load copies: %v", err)
 	}
-	got, err := contract.Load(contract.Options{Contracts: owned})
+	got, err := json.MarshalIndent(map[string]any{"contracts": reg.Contracts(), "named": reg.Named()}, "", "  ")
 	if err != nil {
-		t.Fatalf("load owned: %v", err)
+		t.Fatal(err)
 	}
-	if !slices.Equal(got.Named(), want.Named()) || len(got.Named()) != 48 {
-		t.Errorf("owners name %d schemas, the copies %d; want the same 48", len(got.Named()), len(want.Named()))
+	got = append(got, '\n')
+	golden := filepath.Join("testdata", "seeds", "registry.json")
+	if *updateSeedNames {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if !slices.Equal(got.Contracts(), want.Contracts()) {
-		t.Errorf("owned contracts %+v, copies %+v", got.Contracts(), want.Contracts())
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update-seed-names)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("the seed copies' registry differs from %s (run with -update-seed-names)", golden)
+	}
+	if len(reg.Named()) != 48 {
+		t.Errorf("the copies name %d schemas, want 48", len(reg.Named()))
 	}
 }

@@ -3,8 +3,6 @@ package web_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,10 +14,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
-	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/internal/browsertest"
-	"github.com/custody-dev/custody/systems/mesh"
-	"github.com/custody-dev/custody/systems/peas"
 	"github.com/custody-dev/custody/web"
 )
 
@@ -356,51 +351,6 @@ func TestConsoleAccessibility(t *testing.T) {
 			}
 			browsertest.CheckAxe(t, ctx, axe, "sign-in page")
 		})
-	}
-}
-
-// TestMeshPageAccessibility checks the wildfire mesh page, mounted in the
-// console over a running simulated mesh with aggregations waiting, with
-// axe-core, and that it leads back to the console.
-func TestMeshPageAccessibility(t *testing.T) {
-	axe := browsertest.Axe(t)
-	var sys *mesh.System
-	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { sys.Handler().ServeHTTP(w, r) })
-	e := newEnv(t, web.App{Name: "mesh", Title: "Wildfire mesh", Handler: app})
-	reg, err := contract.Load(contract.Options{Contracts: []contract.Source{peas.Contract()}})
-	if err != nil {
-		t.Fatalf("load contracts: %v", err)
-	}
-	sys = mesh.New(mesh.Deps{Validator: reg, Ledger: e.db, Approvals: e.approvals, Speedup: 3000,
-		Logger: slog.New(slog.DiscardHandler), OperatorOf: func(r *http.Request) string {
-			p, _ := web.PrincipalFrom(r.Context())
-			return p.ID
-		}})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- sys.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	bctx := browser(t)
-	for _, w := range []int64{375, 1280} {
-		err := chromedp.Do(bctx,
-			chromedp.EmulateViewport(w, 900),
-			browsertest.SignIn(e.srv.URL, operatorToken),
-			chromedp.Click(css(`[data-testid=nav-app-mesh]`)),
-			chromedp.WaitVisible(css(`#cases form select`)),
-			chromedp.WaitVisible(css(`#map circle`)),
-		)
-		if err != nil {
-			t.Fatalf("open the mesh page at %d px: %v", w, err)
-		}
-		browsertest.CheckAxe(t, bctx, axe, fmt.Sprintf("mesh page at %d px", w))
-	}
-	err = chromedp.Do(bctx,
-		chromedp.Click(chromedp.CSS(`header a[href="/"]`)),
-		chromedp.WaitVisible(css(`[data-testid=nav-inbox]`)),
-	)
-	if err != nil {
-		t.Errorf("back to the console: %v", err)
 	}
 }
 

@@ -57,7 +57,7 @@ func (m *Main) runDemoPeas(ctx context.Context, args []string) int {
 		return m.fail(&custody.Error{Kind: custody.EINVALID, Message: "--otlp: " + err.Error(), Err: err})
 	}
 	defer m.flushSpans(shutdown)
-	st, sys, err := m.openPeasStack(ctx, dir, *contracts, router, tracer)
+	st, sys, err := m.openPeasStack(ctx, dir, *contracts, router, peas.TracerOf(tracer))
 	if err != nil {
 		return m.fail(err)
 	}

@@ -18,7 +18,9 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/config"
+	"github.com/custody-dev/custody/systems"
 	"github.com/custody-dev/custody/systems/mesh"
+	"github.com/custody-dev/custody/systems/mesh/natsmesh"
 )
 
 // TestMeshKeygen checks that keygen writes a seed only its owner reads,
@@ -104,13 +106,13 @@ func TestServeMeshSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		if names[i], err = meshNames(st, config.Mesh{}); err != nil {
+		if names[i], err = meshNamesOf(t, st, config.Mesh{}); err != nil {
 			t.Fatal(err)
 		}
-		if given, err := meshNames(st, config.Mesh{Subjects: "mesh-x", Consumer: "desk-x"}); err != nil || given.Subjects != "mesh-x" || given.Consumer != "desk-x" {
+		if given, err := meshNamesOf(t, st, config.Mesh{Subjects: "mesh-x", Consumer: "desk-x"}); err != nil || given.Subjects != "mesh-x" || given.Consumer != "desk-x" {
 			t.Fatalf("configured names not kept: %+v %v", given, err)
 		}
-		if _, err := meshNames(st, config.Mesh{Subjects: "mesh.x.>"}); err == nil {
+		if _, err := meshNamesOf(t, st, config.Mesh{Subjects: "mesh.x.>"}); err == nil {
 			t.Fatal("a prefix with wildcards was accepted")
 		}
 	}
@@ -119,7 +121,7 @@ func TestServeMeshSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := m.meshDeps(st, serveSettings{nats: "nats://127.0.0.1:1"}, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
+	if _, err := meshDepsOf(st, systems.Settings{NATS: "nats://127.0.0.1:1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); err == nil {
 		t.Fatal("joining over NATS without a roster and a desk key was accepted")
 	}
 	if names[0].Subjects == names[1].Subjects || names[0].Consumer == names[1].Consumer {
@@ -165,8 +167,8 @@ func TestServeMeshDeploymentsApart(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		set := serveSettings{nats: url, mesh: config.Mesh{Roster: roster, Key: deskKey}}
-		deps, err := m.meshDeps(st, set, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		set := systems.Settings{NATS: url, Mesh: config.Mesh{Roster: roster, Key: deskKey}, Stderr: &stderr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		deps, err := meshDepsOf(st, set)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,4 +289,24 @@ func deleteMeshStreams(url, prefix string) {
 	for _, name := range []string{base + "_ADVISORIES", base + "_MESSAGES"} {
 		_ = js.DeleteStream(context.Background(), name)
 	}
+}
+
+// meshNamesOf returns the mesh names of the deployment st is, from cfg.
+func meshNamesOf(t *testing.T, st *stack, cfg config.Mesh) (config.Mesh, error) {
+	t.Helper()
+	id, err := ledgerIDOf(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mesh.Names(id, cfg)
+}
+
+// meshDepsOf wires the mesh to st as serve does.
+func meshDepsOf(st *stack, set systems.Settings) (mesh.Deps, error) {
+	id, err := ledgerIDOf(st)
+	if err != nil {
+		return mesh.Deps{}, err
+	}
+	core := systems.Core{Store: st.db, Registry: st.reg, Approvals: st.approvals, Gateway: st.gw, LedgerID: id, OperatorOf: operatorOf}
+	return mesh.Plugin{NATS: natsmesh.Join}.Deps(core, set)
 }

@@ -6,15 +6,13 @@ import (
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
-	"github.com/custody-dev/custody/systems/brain"
-	"github.com/custody-dev/custody/systems/peas"
 )
 
 // seedContracts returns the contracts custody serves before any user's:
-// the PEAS tools, the Brain packet and the gateway's own Clinical Action
-// Envelope, in the order 'custody contracts' lists them.
+// the systems' (the PEAS tools, the Brain packet) and the gateway's own
+// Clinical Action Envelope, in the order 'custody contracts' lists them.
 func seedContracts() []contract.Source {
-	return []contract.Source{peas.Contract(), brain.Contract(), gate.EnvelopeContract()}
+	return append(builtWith().Contracts(), gate.EnvelopeContract())
 }
 
 // registry adds the --contracts flag to fs and returns a function that

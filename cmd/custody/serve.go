@@ -60,10 +60,10 @@ type serveSettings struct {
 	mesh config.Mesh
 }
 
-// systems is where the domain systems plug into serve: their tools join
+// servedSystems is where the domain systems plug into serve: their tools join
 // the envelope, their apps the console (at /apps/{name}/), and their
 // runners run beside the server until shutdown.
-type systems struct {
+type servedSystems struct {
 	Tools   []gate.Tool
 	Apps    func(st *stack) ([]web.App, error)
 	Runners []func(ctx context.Context, st *stack) error
@@ -188,7 +188,7 @@ func (m *Main) setting(given bool, flagValue, envName, fileValue, def string) st
 }
 
 // parseSystems reads --systems, else the file's list, and refuses a name
-// it does not know.
+// that no system this program is built with has.
 func parseSystems(flagValue string, fromFile []string) ([]string, error) {
 	list := fromFile
 	if flagValue != "" {
@@ -196,15 +196,12 @@ func parseSystems(flagValue string, fromFile []string) ([]string, error) {
 	}
 	var out []string
 	for _, s := range list {
-		s = strings.TrimSpace(s)
-		switch s {
-		case "":
-			continue
-		case "peas", "mesh":
+		if s = strings.TrimSpace(s); s != "" {
 			out = append(out, s)
-		default:
-			return nil, fmt.Errorf("unknown system %q: want peas or mesh", s)
 		}
+	}
+	if err := builtWith().Check(out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -428,7 +425,7 @@ func loginNote(ctx context.Context, ws *web.Server, base string) string {
 
 // serveHandler builds the root handler, MCP at /mcp and everything else
 // web, and returns the web server too.
-func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys systems, witnesses func() []tlog.WitnessStatus, limits httpLimits, sessionLifetime time.Duration, mcpCfg config.MCP) (http.Handler, *web.Server, error) {
+func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys servedSystems, witnesses func() []tlog.WitnessStatus, limits httpLimits, sessionLifetime time.Duration, mcpCfg config.MCP) (http.Handler, *web.Server, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	metrics := web.NewMetrics(web.GovernedBy(st.gw))
 	var apps []web.App
@@ -473,7 +470,7 @@ func (m *Main) announce(base, data string, notes []string) {
 
 // run serves until ctx ends, with the approval expiry loop and the domain
 // runners beside, then shuts down: requests in flight get a few seconds.
-func (m *Main) run(ctx context.Context, ln net.Listener, srv *http.Server, st *stack, sys systems) error {
+func (m *Main) run(ctx context.Context, ln net.Listener, srv *http.Server, st *stack, sys servedSystems) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -209,7 +209,7 @@ func TestServeSystems(t *testing.T) {
 	dir := t.TempDir()
 	data, room := filepath.Join(dir, "data"), filepath.Join(dir, "room.db")
 	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
-	if code := m.Run(context.Background(), []string{"brain", "import", "--room", room, filepath.Join("..", "..", "brain", "testdata", "example_room.json")}); code != exitOK {
+	if code := m.Run(context.Background(), []string{"brain", "import", "--room", room, filepath.Join("..", "..", "systems", "brain", "testdata", "example_room.json")}); code != exitOK {
 		t.Fatalf("brain import: exit %d", code)
 	}
 	env := map[string]string{"CUSTODY_AUDITOR_TOKENS": "aud:auditor-secret-0000001"}

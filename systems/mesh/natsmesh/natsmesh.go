@@ -218,3 +218,9 @@ func (t *Transport) Close() error {
 	}
 	return nil
 }
+
+// Join dials the mesh at url under the subject prefix, its durable
+// consumer (and connection name) durable: mesh.Plugin's NATS.
+func Join(ctx context.Context, url, prefix, durable string) (mesh.Transport, error) {
+	return Dial(ctx, Config{URL: url, Name: durable, Subjects: mesh.Subjects{Prefix: prefix}, Durable: durable})
+}

@@ -19,7 +19,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/custody-dev/custody/systems/peas"
 	"github.com/custody-dev/custody/telemetry"
 )
 
@@ -124,8 +123,6 @@ func New(tp trace.TracerProvider, opts ...Option) *Tracer {
 	}
 }
 
-var _ peas.Tracer = (*Tracer)(nil)
-
 // Start starts the span of hop name in chain under the chain's prediction
 // root span, starting the root with the chain's first hop. An empty chain
 // gets a root of its own for this hop. It implements peas.Tracer.
@@ -208,7 +205,7 @@ func Endpoint(endpoint string, getenv func(string) string) (string, error) {
 // nothing. The exporter's other OTEL_EXPORTER_OTLP_* variables (headers,
 // timeout, compression, TLS) and OTEL_SERVICE_NAME /
 // OTEL_RESOURCE_ATTRIBUTES apply from the process environment as usual.
-func NewTracer(ctx context.Context, endpoint string, opts ...Option) (peas.Tracer, func(context.Context) error, error) {
+func NewTracer(ctx context.Context, endpoint string, opts ...Option) (*Tracer, func(context.Context) error, error) {
 	tp, flush, err := telemetry.NewProvider(ctx, endpoint, newConfig(opts).getenv)
 	if err != nil || tp == nil {
 		return nil, flush, err

@@ -1,0 +1,169 @@
+// Package systems is the contract between custody's core and the systems
+// built on it. The core is the gateway: contracts, the call pipeline,
+// approvals, the store and the ledger. A system brings what its domain
+// needs on top: contract documents, tools, console pages, CLI
+// subcommands and background work. Each lives in its own folder under
+// systems/ and meets System; cmd/custody lists them and loops over the
+// list, so a new system is one folder and one line there.
+//
+// Nothing outside systems/ and cmd/ imports a system.
+package systems
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/config"
+	"github.com/custody-dev/custody/contract"
+	"github.com/custody-dev/custody/gate"
+)
+
+// System is what a system built on custody brings to it.
+type System interface {
+	// Name is the system's name in --systems and the configuration's
+	// "systems", and its console path, /apps/{name}/.
+	Name() string
+	// Contracts returns the contract documents its tools are checked
+	// against. They join the registry before any user's, whether or not
+	// the system is served, so that its schemas can always be named.
+	Contracts() []contract.Source
+	// Commands returns the CLI subcommands it adds: custody NAME ....
+	Commands() []Command
+	// Serve returns the system's part in one serve (or one front door
+	// sharing serve's tools: call, mcp --stdio). It returns the zero
+	// Served when set does not ask for the system, and an error that
+	// names the missing setting when set asks for it but cannot run it.
+	Serve(ctx context.Context, set Settings) (Served, error)
+}
+
+// Settings are what serve was told that a system may use. Each system
+// reads the part meant for it.
+type Settings struct {
+	// Systems are the systems named by --systems or the configuration.
+	Systems []string
+	// Simulate runs the systems' simulated feeds beside the server; off,
+	// the ledger holds only what really happened.
+	Simulate bool
+	// LLM and LLMEdge are the backends of the language hops (template,
+	// ollama://..., openai://...); LLMEdge defaults to LLM.
+	LLM, LLMEdge string
+	// NATS joins the wildfire mesh over NATS at this URL; Mesh says how.
+	NATS string
+	Mesh config.Mesh
+	// Room is a Brain room file whose review queue the console shows.
+	Room string
+	// Getenv reads the environment (OTEL_EXPORTER_OTLP_*, say).
+	Getenv func(string) string
+	// Stderr is where a system reports what it joined or started.
+	Stderr io.Writer
+	// Logger takes the systems' warnings.
+	Logger *slog.Logger
+}
+
+// Asked reports whether the settings name the system.
+func (s Settings) Asked(name string) bool { return slices.Contains(s.Systems, name) }
+
+// Served is a system's part in one serve. Every field may be empty.
+type Served struct {
+	// Title is the heading of its console app.
+	Title string
+	// Tools join the gateway's envelope, beside the configured ones.
+	Tools []gate.Tool
+	// Attach is called once the core is open, before the first call:
+	// it returns the handler of the system's console app (nil for none).
+	Attach func(ctx context.Context, core Core) (http.Handler, error)
+	// CheckApproval checks an action of the system's that an operator
+	// is about to approve and the gateway does not run itself; it
+	// returns an error wrapping approval.ErrNoContract for an action
+	// that is not the system's.
+	CheckApproval func(ctx context.Context, a custody.Approval) error
+	// Run does the system's background work until ctx ends; it is
+	// started only when serve serves (not for call or mcp --stdio).
+	Run func(ctx context.Context) error
+	// Close releases what Serve and Attach opened, once serve is done.
+	Close func(ctx context.Context) error
+}
+
+// Core is what the gateway lends a system once it is open.
+type Core struct {
+	// Store is the evidence ledger and the state beside it.
+	Store custody.Store
+	// Registry holds every contract, the system's among them.
+	Registry *contract.Registry
+	// Approvals requests, decides and consumes approvals.
+	Approvals *approval.Service
+	// Gateway runs calls through the whole pipeline.
+	Gateway *gate.Gateway
+	// LedgerID is the id of the ledger, unique to this deployment.
+	LedgerID string
+	// OperatorOf names the authenticated operator of a console request;
+	// the console mounts system pages behind operator sign-in.
+	OperatorOf func(*http.Request) string
+}
+
+// Command is a CLI subcommand a system adds to custody.
+type Command struct {
+	Name    string
+	Summary string
+	// Run runs custody NAME args and returns the exit code.
+	Run func(ctx context.Context, env Env, args []string) int
+}
+
+// Env is the program around a system's subcommand.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	// Host opens what the core offers a command: see Host.
+	Host Host
+}
+
+// Host is what the program offers a system's subcommand beyond its
+// streams. cmd/custody implements it.
+type Host interface {
+	// Registry loads the contracts: the seed systems', the example's and
+	// those in dir (none when empty).
+	Registry(dir string) (*contract.Registry, error)
+	// Fail reports err on stderr in the program's words and returns its
+	// exit code.
+	Fail(err error) int
+}
+
+// List is the systems a program is built with, in the order their
+// contracts load and their pages are listed.
+type List []System
+
+// Names returns the names of the list's systems.
+func (l List) Names() []string {
+	out := make([]string, len(l))
+	for i, s := range l {
+		out[i] = s.Name()
+	}
+	return out
+}
+
+// Check refuses a name that no system of the list has.
+func (l List) Check(names []string) error {
+	for _, n := range names {
+		if !slices.Contains(l.Names(), n) {
+			return fmt.Errorf("unknown system %q: want one of %s", n, strings.Join(l.Names(), ", "))
+		}
+	}
+	return nil
+}
+
+// Contracts returns every system's contract documents, in list order.
+func (l List) Contracts() []contract.Source {
+	var out []contract.Source
+	for _, s := range l {
+		out = append(out, s.Contracts()...)
+	}
+	return out
+}
