@@ -304,7 +304,7 @@ func applyInSavepoint(ctx context.Context, conn *pgx.Conn, b *batch, seq int64, 
 		st, err := changeStatement(seq, c)
 		var ce *custody.Error
 		if errors.As(err, &ce) {
-			return refusal(c, ce), nil // refused before anything is sent
+			return c.Refused(ce), nil // refused before anything is sent
 		}
 		stmts[i] = st
 	}
@@ -350,7 +350,7 @@ func readChanges(br pgx.BatchResults, release bool, changes []custody.Change, st
 		switch {
 		case err == nil:
 		case errors.As(err, &ce):
-			return refusal(changes[i], ce), nil
+			return changes[i].Refused(ce), nil
 		default:
 			return nil, err
 		}

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -12,47 +11,6 @@ import (
 	"github.com/custody-dev/custody"
 )
 
-// checkChanges refuses, in the caller's goroutine, the changes that are
-// malformed whatever the store holds, and copies their documents so that
-// the caller may reuse its buffers.
-func checkChanges(changes []custody.Change) ([]custody.Change, error) {
-	if len(changes) == 0 {
-		return nil, nil
-	}
-	out := make([]custody.Change, len(changes))
-	for i, c := range changes {
-		switch c.Op {
-		case custody.OpPutState:
-			if !json.Valid(c.Doc) {
-				return nil, custody.Errorf(custody.EINVALID, "change %d: state %s/%s: the document is not valid JSON", i, c.NS, c.Key)
-			}
-			c.Doc = bytes.Clone(c.Doc)
-		case custody.OpIncrState:
-			if c.Limit < 0 {
-				return nil, custody.Errorf(custody.EINVALID, "change %d: state %s/%s: limit %d is negative", i, c.NS, c.Key, c.Limit)
-			}
-		case custody.OpCreateApproval, custody.OpUpdateApproval:
-			if c.Approval.ID == "" || c.Approval.Status == "" {
-				return nil, custody.Errorf(custody.EINVALID, "change %d: approval: id and status are required", i)
-			}
-			if c.Op == custody.OpUpdateApproval && c.From == "" {
-				return nil, custody.Errorf(custody.EINVALID, "change %d: approval %s: the status it must have is missing", i, c.Approval.ID)
-			}
-		case custody.OpConsumeApproval:
-			if c.ID == "" {
-				return nil, custody.Errorf(custody.EINVALID, "change %d: approval: id is required", i)
-			}
-		default:
-			return nil, custody.Errorf(custody.EINVALID, "change %d: unknown operation %d", i, c.Op)
-		}
-		if (c.Op == custody.OpPutState || c.Op == custody.OpIncrState) && (c.NS == "" || c.Key == "") {
-			return nil, custody.Errorf(custody.EINVALID, "change %d: state needs a namespace and a key", i)
-		}
-		out[i] = c
-	}
-	return out, nil
-}
-
 // applyChanges applies changes in tx for the entry at seq. The first
 // change whose condition fails returns its error; the caller rolls back
 // what the changes before it wrote.
@@ -62,10 +20,7 @@ func applyChanges(ctx context.Context, tx *sql.Tx, seq int64, changes []custody.
 		if err == nil {
 			continue
 		}
-		if c.Refusal != nil && custody.ErrorKind(err) != custody.EUNAVAILABLE && custody.ErrorKind(err) != custody.EINVALID {
-			return c.Refusal
-		}
-		return err
+		return c.Refused(err)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func (db *DB) Append(ctx context.Context, e custody.Entry) (custody.Entry, error
 // or ECONFLICT or EDENIED) and the batch goes on without it; a malformed
 // change is EINVALID. Otherwise Commit behaves as Append.
 func (db *DB) Commit(ctx context.Context, e custody.Entry, changes ...custody.Change) (custody.Entry, error) {
-	changes, err := checkChanges(changes)
+	changes, err := custody.CheckChanges(changes)
 	if err != nil {
 		return custody.Entry{}, err
 	}

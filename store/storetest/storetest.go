@@ -224,7 +224,9 @@ func testMalformedChange(t *testing.T, s custody.Store) {
 		custody.PutState("test", "k", json.RawMessage(`{`)),
 		custody.PutState("", "k", json.RawMessage(`1`)),
 		custody.IncrState("test", "", 1, 0),
+		custody.IncrState("test", "k", 1, -1),
 		custody.CreateApproval(custody.Approval{}),
+		custody.UpdateApproval(custody.Approval{ID: "ap-1", Status: custody.ApprovalApproved}, ""),
 		custody.ConsumeApproval(""),
 	} {
 		if _, err := s.Commit(ctx, entry("test.kind", "t1"), c); kind(err) != custody.EINVALID {
