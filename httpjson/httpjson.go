@@ -55,9 +55,10 @@ func Write(w http.ResponseWriter, status int, v any) {
 }
 
 // WriteError writes err in the one error shape, with the status its kind
-// maps to; an internal error's detail never leaves.
+// maps to (or its own: WithStatus); an internal error's detail never
+// leaves.
 func WriteError(w http.ResponseWriter, err error) {
-	WriteDetail(w, custody.DetailOf(err))
+	Write(w, StatusFor(err), ErrorBody{Error: custody.DetailOf(err)})
 }
 
 // WriteDetail writes an error detail in the one error shape.

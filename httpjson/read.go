@@ -3,15 +3,11 @@ package httpjson
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"reflect"
 	"strings"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/ledger"
 )
 
 // exactMembers refuses a member of the object data that is not spelt
@@ -43,27 +39,9 @@ func exactMembers(data []byte, v any) error {
 	return nil
 }
 
-// Read decodes the JSON body of r, at most max bytes, into v, as strictly
-// as every other door reads: the body must be one document the ledger's
-// strict checker accepts (no duplicate members, valid UTF-8, nothing
-// after it, ...), and its members must be v's. Every refusal is an
-// EINVALID error saying what, and where for a document that is not
-// strict; a body over max is refused without reading past it.
-func Read(r *http.Request, max int64, v any) error {
-	data, err := io.ReadAll(io.LimitReader(r.Body, max+1))
-	if err != nil {
-		return &custody.Error{Kind: custody.EINVALID, Message: "the request body could not be read", Err: err}
-	}
-	if int64(len(data)) > max {
-		return custody.Errorf(custody.EINVALID, "the request body is larger than %d bytes", max)
-	}
-	if err := ledger.Check(data); err != nil {
-		var se *ledger.SyntaxError
-		if errors.As(err, &se) {
-			return custody.Errorf(custody.EINVALID, "the request body is not strict JSON: at byte %d: %s", se.Offset, se.Msg)
-		}
-		return custody.Errorf(custody.EINVALID, "the request body is not strict JSON: %v", err)
-	}
+// decodeExact decodes the strict document data into v, refusing a
+// member that is not spelt as one of v's fields or that v does not have.
+func decodeExact(data []byte, v any) error {
 	if err := exactMembers(data, v); err != nil {
 		return err
 	}

@@ -99,7 +99,7 @@ func (s *Server) callMembers(w http.ResponseWriter, r *http.Request) (map[string
 		return nil, err
 	}
 	if err := httpjson.CheckEnvelope(data, ledger.Check, "arguments"); err != nil {
-		return nil, notStrict(err)
+		return nil, httpjson.NotStrict(err)
 	}
 	return objectMembers(data)
 }

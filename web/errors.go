@@ -9,10 +9,6 @@ import (
 	"github.com/custody-dev/custody/httpjson"
 )
 
-// statusOf maps an error kind to its HTTP status (httpjson.Status: the
-// one table).
-func statusOf(kind string) int { return httpjson.Status(kind) }
-
 // errorBody is the one error shape of the API.
 type errorBody = httpjson.ErrorBody
 
@@ -33,7 +29,7 @@ func (s *Server) writeCallError(w http.ResponseWriter, r *http.Request, err erro
 	}
 	s.log.Log(r.Context(), level, "request failed", "method", r.Method, "path", r.URL.Path,
 		"kind", d.Kind, "request_id", requestID(w), "err", err)
-	status := statusFor(err, d.Kind)
+	status := httpjson.StatusFor(err)
 	switch {
 	case status == http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="custody"`)

@@ -22,6 +22,7 @@ import (
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/httpjson"
 	"github.com/custody-dev/custody/ledger"
 	"github.com/custody-dev/custody/tlog"
 )
@@ -229,7 +230,7 @@ func (s *Server) methodNotAllowed(methods []string) http.HandlerFunc {
 	allow := strings.Join(methods, ", ")
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		s.writeError(w, r, withStatus(http.StatusMethodNotAllowed, "%s %s is not served: use %s", r.Method, r.URL.Path, allow))
+		s.writeError(w, r, httpjson.WithStatus(http.StatusMethodNotAllowed, "%s %s is not served: use %s", r.Method, r.URL.Path, allow))
 	}
 }
 

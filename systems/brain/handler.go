@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/httpjson"
 )
 
 // pageTemplate is the room overview and the review queue, in the console's
@@ -83,7 +84,7 @@ func Handler(r *Room, operatorOf func(*http.Request) string) http.Handler {
 			view.Message, err = decide(r, req, operator)
 			if err != nil {
 				view.Failed, view.Message = true, "Not done: "+custody.ErrorMessage(err)
-				status = httpStatus(err)
+				status = httpjson.Status(custody.ErrorKind(err))
 			}
 		default:
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -97,21 +98,6 @@ func Handler(r *Room, operatorOf func(*http.Request) string) http.Handler {
 		w.WriteHeader(status)
 		pageTemplate.Execute(w, view)
 	})
-}
-
-// httpStatus is the status of a refused review.
-func httpStatus(err error) int {
-	switch custody.ErrorKind(err) {
-	case custody.EDENIED:
-		return http.StatusForbidden
-	case custody.ENOTFOUND:
-		return http.StatusNotFound
-	case custody.ECONFLICT:
-		return http.StatusConflict
-	case custody.EINVALID:
-		return http.StatusBadRequest
-	}
-	return http.StatusInternalServerError
 }
 
 // decide applies one review in the name of operator and returns what to

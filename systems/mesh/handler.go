@@ -78,7 +78,7 @@ func (s *System) serveState(w http.ResponseWriter, r *http.Request) {
 
 func (s *System) serveBroadcast(w http.ResponseWriter, r *http.Request) {
 	var f Form
-	if err := readJSON(r, &f); err != nil {
+	if err := readJSON(w, r, &f); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -102,7 +102,7 @@ func (s *System) serveDecline(w http.ResponseWriter, r *http.Request) {
 		Operator string `json:"operator_id"`
 		Note     string `json:"note"`
 	}
-	if err := readJSON(r, &d); err != nil {
+	if err := readJSON(w, r, &d); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -120,7 +120,9 @@ func (s *System) serveDecline(w http.ResponseWriter, r *http.Request) {
 
 // readJSON decodes a small JSON body as strictly as every door reads one
 // (httpjson.Read).
-func readJSON(r *http.Request, v any) error { return httpjson.Read(r, maxFormBytes, v) }
+func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	return httpjson.Read(w, r, httpjson.Limits{MaxBytes: maxFormBytes}, v)
+}
 
 func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 

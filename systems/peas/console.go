@@ -98,7 +98,7 @@ func (s *System) serveVoice(w http.ResponseWriter, r *http.Request) {
 		Voice    string `json:"tts_voice_style"`
 		Operator string `json:"operator_id"`
 	}
-	if err := httpjson.Read(r, maxFormBytes, &in); err != nil {
+	if err := httpjson.Read(w, r, httpjson.Limits{MaxBytes: maxFormBytes}, &in); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -122,19 +122,19 @@ func (s *System) serveWatchAsk(w http.ResponseWriter, r *http.Request) {
 		writeError(w, custody.Errorf(custody.EINVALID, "use POST"))
 		return
 	}
-	var in struct {
-		SignatureID string `json:"signature_id"`
-	}
-	if err := httpjson.Read(r, maxFormBytes, &in); err != nil {
-		writeError(w, err)
-		return
-	}
 	operator := ""
 	if s.d.OperatorOf != nil {
 		operator = s.d.OperatorOf(r)
 	}
 	if operator == "" {
 		writeError(w, custody.Errorf(custody.EDENIED, "asking past a watch signature needs an authenticated operator"))
+		return
+	}
+	var in struct {
+		SignatureID string `json:"signature_id"`
+	}
+	if err := httpjson.Read(w, r, httpjson.Limits{MaxBytes: maxFormBytes}, &in); err != nil {
+		writeError(w, err)
 		return
 	}
 	ask, err := s.AskWatchApproval(r.Context(), in.SignatureID, operator)

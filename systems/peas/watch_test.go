@@ -138,6 +138,7 @@ func TestConsoleWatchAskIsTheOperators(t *testing.T) {
 	h := s.sys.Handler()
 	post := func(body, operator string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "/apps/peas/api/watch-ask", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		if operator != "" {
 			req.Header.Set("X-Test-Operator", operator)
 		}
