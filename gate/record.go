@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -217,4 +218,57 @@ func validUTF8(s string) string {
 		return s
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// ledgerFailure marks an error of the ledger itself: nothing more can be
+// recorded, so the call fails without a refusal entry.
+type ledgerFailure struct{ err error }
+
+func (e *ledgerFailure) Error() string { return "evidence ledger: " + e.err.Error() }
+func (e *ledgerFailure) Unwrap() error { return e.err }
+
+// unavailableLedger is the error a caller sees when the ledger fails.
+func unavailableLedger(err error) *custody.Error {
+	return &custody.Error{Kind: custody.EUNAVAILABLE, Message: "evidence ledger unavailable", Err: &ledgerFailure{err}}
+}
+
+// isLedgerFailure reports whether err came from a failed ledger append.
+func isLedgerFailure(err error) bool {
+	var lf *ledgerFailure
+	return errors.As(err, &lf)
+}
+
+// errorDoc is the JSON form of a refusal or failure, on the ledger.
+type errorDoc struct {
+	Kind       string              `json:"kind"`
+	Message    string              `json:"message"`
+	Violations []custody.Violation `json:"violations,omitempty"`
+	Approval   string              `json:"approval_request_id,omitempty"`
+	ExpiresAt  string              `json:"expires_at,omitempty"`
+}
+
+// newErrorDoc returns the ledger form of e.
+func newErrorDoc(e *custody.Error) errorDoc {
+	d := errorDoc{Kind: e.Kind, Message: e.Message, Violations: e.Violations, Approval: e.ApprovalRequestID}
+	if !e.ExpiresAt.IsZero() {
+		d.ExpiresAt = custody.FormatTime(e.ExpiresAt)
+	}
+	return d
+}
+
+// withReceipt returns a copy of e carrying the receipt of entry.
+func withReceipt(e *custody.Error, entry custody.Entry) *custody.Error {
+	c := *e
+	c.Receipt = &custody.Receipt{Seq: entry.Seq, Hash: entry.Hash}
+	return &c
+}
+
+// appendJSON appends v encoded as JSON; v is one of the gateway's own
+// documents, which always encode.
+func appendJSON(dst []byte, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return append(dst, "null"...)
+	}
+	return append(dst, b...)
 }
