@@ -48,11 +48,16 @@ func moduleRoot(t *testing.T) string {
 	}
 }
 
-// sharedDir returns ../shared/NAME beside the module root, or skips.
+// sharedDir returns ../shared/NAME beside the module root. Missing, it
+// skips, except under CI (CI=true), where a missing suite fails: CI must
+// never report an agreement it did not check.
 func sharedDir(t *testing.T, name string) string {
 	t.Helper()
 	dir := filepath.Join(moduleRoot(t), "..", "shared", name)
 	if _, err := os.Stat(dir); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not found at %s, and CI=true: CI runs every agreement check", name, dir)
+		}
 		t.Skipf("%s not found at %s", name, dir)
 	}
 	return dir
