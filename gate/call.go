@@ -74,9 +74,12 @@ func (g *Gateway) Call(ctx context.Context, c custody.Call) (custody.Result, err
 // nil.
 func (g *Gateway) call(ctx context.Context, c custody.Call, sp *callSpan) (custody.Result, error) {
 	f := &flight{Call: c, start: g.now()}
+	// Every call ends with a ledger entry, a cancelled one too: the
+	// record step runs on after the caller has gone.
+	rec := context.WithoutCancel(ctx)
 	if err := g.admitCall(ctx, f, sp); err != nil {
 		done := sp.step(SpanRecord)
-		err = g.refuse(ctx, f, err)
+		err = g.refuse(rec, f, err)
 		done(err)
 		return custody.Result{Trace: f.Trace}, err
 	}
@@ -90,7 +93,7 @@ func (g *Gateway) call(ctx context.Context, c custody.Call, sp *callSpan) (custo
 		done(outErr)
 	}
 	done = sp.step(SpanRecord)
-	res, err := g.finish(ctx, f, out, runErr, outErr)
+	res, err := g.finish(rec, f, out, runErr, outErr)
 	done(err)
 	return res, err
 }
