@@ -14,7 +14,7 @@ import (
 // BenchmarkAppend measures durable appends from 64 concurrent writers on
 // a fresh schema:
 //
-//	CUSTODY_TEST_POSTGRES_URL=... go test -run '^$' -bench Append ./postgres/
+//	CUSTODY_TEST_POSTGRES_URL=... go test -run '^$' -bench Append ./store/postgres/
 func BenchmarkAppend(b *testing.B) {
 	pgtest.Require(b)
 	db, err := Open(context.Background(), pgtest.URL(b), Options{KeyFile: filepath.Join(b.TempDir(), "signing.key")})

@@ -122,11 +122,6 @@ type DB struct {
 
 	// head is the last head this instance saw committed.
 	head atomic.Pointer[custody.Receipt]
-	// appends holds *request for Commit, as the SQLite store's pool does
-	// (10% of calls/s there, end to end). Here BenchmarkAppend (64
-	// writers, -count 6, 2026-12-01) gave 47.2k appends/s with it against
-	// 43.0k without, within the shared machine's ±22–31% noise.
-	appends sync.Pool
 	// channel is where changes of approvals are notified (notify.go).
 	channel string
 }
@@ -213,7 +208,7 @@ func (db *DB) open(ctx context.Context) error {
 }
 
 // openReadOnly checks that the database holds a ledger of the schema this
-// custody knows, and reads its public key.
+// custody knows, and reads its public key and id.
 func (db *DB) openReadOnly(ctx context.Context) error {
 	ms, err := loadMigrations(migrationFiles)
 	if err != nil {
@@ -229,6 +224,9 @@ func (db *DB) openReadOnly(ctx context.Context) error {
 		return custody.Errorf(custody.EUNAVAILABLE, "the database has schema version %d, this custody reads %d: run the custody that serves it", v, len(ms))
 	}
 	if db.pub, err = storedKey(ctx, db.pool); err != nil {
+		return err
+	}
+	if db.ledgerID, err = readLedgerID(ctx, db.pool); err != nil {
 		return err
 	}
 	db.channel = approvalChannel(db.schema(ctx))

@@ -6,9 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,23 +19,21 @@ import (
 
 // loadKey returns the signing key in file, creating it (mode 0600) when
 // absent, and writes its public half beside it (see PublicKeyFile).
+// Instances starting together agree on one key (keyfile.LoadOrCreate).
 func loadKey(file string) (ed25519.PrivateKey, error) {
 	if file == "" {
 		return nil, custody.Errorf(custody.EINVALID, "postgres: a signing key file is required (Options.KeyFile): give every instance the same one")
 	}
-	priv, err := readKey(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		priv, err = createKey(file)
-	}
+	priv, _, err := keyfile.LoadOrCreate(file)
 	if err != nil {
 		return nil, err
 	}
-	pub := ledger.MarshalPublicKey(priv.Public().(ed25519.PublicKey))
-	if old, err := os.ReadFile(publicKeyFile(file)); err == nil && bytes.Equal(old, pub) {
+	pub := priv.Public().(ed25519.PublicKey)
+	if old, err := os.ReadFile(publicKeyFile(file)); err == nil && bytes.Equal(old, ledger.MarshalPublicKey(pub)) {
 		return priv, nil
 	}
-	if err := os.WriteFile(publicKeyFile(file), pub, 0o644); err != nil {
-		return nil, fmt.Errorf("write public key: %w", err)
+	if err := keyfile.WritePublic(publicKeyFile(file), pub); err != nil {
+		return nil, err
 	}
 	return priv, nil
 }
@@ -47,40 +42,6 @@ func loadKey(file string) (ed25519.PrivateKey, error) {
 // signing.key gives signing.pub.
 func publicKeyFile(file string) string {
 	return strings.TrimSuffix(file, filepath.Ext(file)) + ".pub"
-}
-
-func readKey(file string) (ed25519.PrivateKey, error) { return keyfile.Read(file) }
-
-// createKey writes a new key to file, unless another process created it
-// first, in which case that one is read.
-func createKey(file string) (ed25519.PrivateKey, error) {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate signing key: %w", err)
-	}
-	text, err := ledger.MarshalPrivateKey(priv)
-	if err != nil {
-		return nil, fmt.Errorf("encode signing key: %w", err)
-	}
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return readKey(file)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("create signing key: %w", err)
-	}
-	_, err = f.Write(text)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(file)
-		return nil, fmt.Errorf("write signing key: %w", err)
-	}
-	return priv, nil
 }
 
 // checkKey records pub as the ledger's signing key on first use and
@@ -127,6 +88,11 @@ func ensureLedgerID(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 	if _, err := pool.Exec(ctx, set, hex.EncodeToString(b[:])); err != nil {
 		return "", unavailable("record the ledger id", err)
 	}
+	return readLedgerID(ctx, pool)
+}
+
+// readLedgerID returns the ledger's id as recorded.
+func readLedgerID(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 	var id string
 	if err := pool.QueryRow(ctx, `SELECT ledger_id FROM signing_key WHERE id = 1`).Scan(&id); err != nil {
 		return "", unavailable("read the ledger id", err)

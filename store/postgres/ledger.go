@@ -31,7 +31,7 @@ func (db *DB) Append(ctx context.Context, e custody.Entry) (custody.Entry, error
 // Once e is queued Commit waits for the outcome even if ctx ends, so that
 // an error means the entry is not on the ledger.
 func (db *DB) Commit(ctx context.Context, e custody.Entry, changes ...custody.Change) (custody.Entry, error) {
-	changes, err := checkChanges(changes)
+	changes, err := custody.CheckChanges(changes)
 	if err != nil {
 		return custody.Entry{}, err
 	}
@@ -41,13 +41,7 @@ func (db *DB) Commit(ctx context.Context, e custody.Entry, changes ...custody.Ch
 	if e.At == "" {
 		e.At = custody.FormatTime(db.opts.Now())
 	}
-	r, _ := db.appends.Get().(*request)
-	if r == nil {
-		r = &request{done: make(chan struct{}, 1)}
-	}
-	defer db.appends.Put(r)
-	r.what, r.entry, r.changes, r.checkpoint = "append evidence", e, changes, cpNone
-	defer func() { r.entry, r.changes, r.ctx, r.resp = custody.Entry{}, nil, nil, response{} }()
+	r := &request{what: "append evidence", entry: e, changes: changes, done: make(chan struct{}, 1)}
 	if err := r.z.Prepare(&r.prep, &r.entry); err != nil {
 		return custody.Entry{}, &custody.Error{Kind: custody.EINVALID, Message: "entry: " + err.Error(), Err: err}
 	}

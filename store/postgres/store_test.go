@@ -57,9 +57,11 @@ func TestInstancesShareOneChain(t *testing.T) {
 			t.Fatalf("acknowledged entry %d (%s) is not on the ledger: found %s", e.Seq, e.Hash, got.Hash)
 		}
 	}
+	// However the appends fell into groups, each group that left 50
+	// entries uncovered signed a checkpoint.
 	rep, err := dbs[1].Verify(ctx)
-	if err != nil || rep.Entries != 480 || rep.Checkpoints < 480/50 {
-		t.Fatalf("Verify = %+v, %v; want 480 entries and at least %d checkpoints", rep, err, 480/50)
+	if err != nil || rep.Entries != 480 || rep.Checkpoints == 0 || rep.Unsealed() >= 50 {
+		t.Fatalf("Verify = %+v, %v; want 480 entries, fewer than 50 of them uncovered", rep, err)
 	}
 	var commits int64
 	for _, db := range dbs {

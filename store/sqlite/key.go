@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -31,30 +30,12 @@ func readKeyIfAny(dir string) (ed25519.PrivateKey, error) {
 
 func readPrivateKey(name string) (ed25519.PrivateKey, error) { return keyfile.Read(name) }
 
-// createPrivateKey writes a new key to a temporary file and links it into
-// place, so that two processes opening the same new directory agree on one
-// key and nobody ever reads a half-written file.
+// createPrivateKey gives dir a new signing key, durably, unless another
+// process created one first, in which case that one is returned
+// (keyfile.LoadOrCreate): nobody ever reads a half-written key.
 func createPrivateKey(dir string) (ed25519.PrivateKey, error) {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate signing key: %w", err)
-	}
-	text, err := ledger.MarshalPrivateKey(priv)
-	if err != nil {
-		return nil, fmt.Errorf("encode signing key: %w", err)
-	}
-	name := filepath.Join(dir, privateKeyFile)
-	tmp, err := writeTemp(dir, privateKeyFile, text)
-	if err != nil {
-		return nil, fmt.Errorf("write signing key: %w", err)
-	}
-	defer os.Remove(tmp)
-	if err := os.Link(tmp, name); errors.Is(err, fs.ErrExist) {
-		return readPrivateKey(name) // another process won the race
-	} else if err != nil {
-		return nil, fmt.Errorf("install signing key: %w", err)
-	}
-	return priv, syncDir(dir)
+	priv, _, err := keyfile.LoadOrCreate(filepath.Join(dir, privateKeyFile))
+	return priv, err
 }
 
 // readPublicKeys returns the keys in dir's signing.pub, oldest first;
@@ -148,17 +129,8 @@ func WriteKey(dir string, priv ed25519.PrivateKey) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
-	text, err := ledger.MarshalPrivateKey(priv)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(filepath.Join(dir, privateKeyFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if err := keyfile.Write(filepath.Join(dir, privateKeyFile), priv); err != nil {
 		return fmt.Errorf("write the signing key: %w", err)
 	}
-	_, err = f.Write(text)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/keyfile"
 	"github.com/custody-dev/custody/ledger"
 )
 
@@ -72,13 +73,9 @@ func RotateKey(dir string, opts Options) (old, new ed25519.PublicKey, err error)
 	return old, new, installKey(dir, append(db.keys, new))
 }
 
-// stageKey writes priv to signing.key.next, durably.
+// stageKey writes priv to signing.key.next, durably (keyfile.Write).
 func stageKey(dir string, priv ed25519.PrivateKey) error {
-	text, err := ledger.MarshalPrivateKey(priv)
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(dir, nextKeyFile, text)
+	return keyfile.Write(filepath.Join(dir, nextKeyFile), priv)
 }
 
 // installKey makes the staged key signing.key and lists keys in
