@@ -69,23 +69,7 @@ func exportPublicKeys(dir string, pub ed25519.PublicKey) ([]ed25519.PublicKey, e
 }
 
 func writePublicKeys(dir string, keys []ed25519.PublicKey) error {
-	var text []byte
-	for _, k := range keys {
-		text = append(text, ledger.MarshalPublicKey(k)...)
-	}
-	tmp, err := writeTemp(dir, publicKeyFile, text)
-	if err != nil {
-		return fmt.Errorf("write public key: %w", err)
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write public key: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, publicKeyFile)); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("install public key: %w", err)
-	}
-	return syncDir(dir)
+	return keyfile.WritePublic(filepath.Join(dir, publicKeyFile), keys...)
 }
 
 // writeTemp writes data to a new file of mode 0600 in dir, synced to disk,
