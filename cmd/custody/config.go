@@ -22,9 +22,12 @@ import (
 //	custody config scan FILE       list every upstream tool and print a tools block to paste
 func (m *Main) runConfig(ctx context.Context, args []string) int {
 	usage := "schema | check FILE | scan FILE"
-	if len(args) == 0 {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintf(m.Stderr, "usage: custody config %s\n", usage)
-		return exitUsage
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
 	}
 	switch args[0] {
 	case "schema":
