@@ -100,3 +100,21 @@ func TestMeshOverNATSNeedsADialer(t *testing.T) {
 		t.Error("names without a ledger id were accepted")
 	}
 }
+
+// TestSeedCommands: every seed system brings its CLI, each command
+// named, summarised and runnable; peas and mesh bring a demo.
+func TestSeedCommands(t *testing.T) {
+	want := map[string][]string{"peas": {"peas", "demo peas"}, "mesh": {"mesh", "demo mesh"}, "brain": {"brain"}, "assure": {"assure"}}
+	for _, s := range []systems.System{peas.Plugin{}, mesh.Plugin{}, brain.Plugin{}, assure.Plugin{}} {
+		var names []string
+		for _, c := range s.Commands() {
+			names = append(names, c.Name)
+			if c.Summary == "" || c.Run == nil {
+				t.Errorf("%s: command %q has no summary or no Run", s.Name(), c.Name)
+			}
+		}
+		if strings.Join(names, ",") != strings.Join(want[s.Name()], ",") {
+			t.Errorf("%s: commands %q, want %q", s.Name(), names, want[s.Name()])
+		}
+	}
+}

@@ -23,6 +23,8 @@ import (
 	"github.com/custody-dev/custody/config"
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/upstream"
 )
 
 // System is what a system built on custody brings to it.
@@ -108,9 +110,23 @@ type Core struct {
 	OperatorOf func(*http.Request) string
 }
 
+// Exit codes of custody and of every subcommand a system adds. cmd/custody
+// uses these values: there is one table.
+const (
+	ExitOK      = 0
+	ExitFailed  = 1 // the work ran and found a problem (invalid, tampered, refused)
+	ExitUsage   = 2 // bad flags, unknown schema, unreadable input
+	ExitPending = 3 // a call is waiting for a human approval
+)
+
 // Command is a CLI subcommand a system adds to custody.
 type Command struct {
-	Name    string
+	// Name is the word after custody: custody NAME .... A name "demo
+	// NAME" is the system's scripted end-to-end run, which custody demo
+	// NAME runs. No two commands of a program share a name.
+	Name string
+	// Summary is the command's line in custody's usage (in custody
+	// demo's for a demo).
 	Summary string
 	// Run runs custody NAME args and returns the exit code.
 	Run func(ctx context.Context, env Env, args []string) int
@@ -129,11 +145,53 @@ type Env struct {
 // streams. cmd/custody implements it.
 type Host interface {
 	// Registry loads the contracts: the seed systems', the example's and
-	// those in dir (none when empty).
+	// those in dir (none when empty). It returns the loader's error when
+	// a contract does not load.
 	Registry(dir string) (*contract.Registry, error)
+	// Open opens the core as o says, as the program's own commands open
+	// it: the store, the contracts, the approval service (notifying as
+	// $CUSTODY_NOTIFY says) and a gateway on the example envelope plus
+	// o.Tools. The caller closes the stack. It returns an error whose
+	// kind is EUNAVAILABLE when the store cannot be opened, and the
+	// loader's error when a contract does not load; nothing stays open.
+	Open(ctx context.Context, o Open) (*Stack, error)
+	// Ledger opens the ledger alone: SQLite in the data directory dir,
+	// created on first use. The caller closes it. It returns an error
+	// whose kind is EUNAVAILABLE when the store cannot be opened.
+	Ledger(dir string) (custody.Ledger, error)
+	// Upstreams connects to the upstream tools the configuration file at
+	// path declares. It returns nil and no error when path is empty or
+	// the file declares none; an error whose kind is EINVALID when the
+	// file does not load, EUNAVAILABLE when an upstream cannot be
+	// reached. The caller closes the set.
+	Upstreams(ctx context.Context, path string) (*upstream.Set, error)
 	// Fail reports err on stderr in the program's words and returns its
 	// exit code.
 	Fail(err error) int
+}
+
+// Open says what Host.Open opens.
+type Open struct {
+	// Data is the data directory of the store.
+	Data string
+	// Contracts is a directory of user contracts; none when empty.
+	Contracts string
+	// Tools join the gateway's envelope.
+	Tools []gate.Tool
+	// Scratch keeps the store in SQLite in Data whatever $CUSTODY_STORE
+	// names: a scratch run (a demo, a simulation) never writes to a
+	// shared store.
+	Scratch bool
+}
+
+// Stack is the core a command opened with Host.Open.
+type Stack struct {
+	Core
+	// Seal signs a checkpoint over the ledger, then verifies the whole
+	// chain against the ledger's key and returns the verification.
+	Seal func(ctx context.Context) (ledger.Report, error)
+	// Close releases the stack: its tracer, its upstreams, its store.
+	Close func() error
 }
 
 // List is the systems a program is built with, in the order their

@@ -20,10 +20,7 @@ import (
 
 // dataFlag adds --data to fs: the data directory holding the store,
 // $CUSTODY_DATA or ./custody-data by default.
-func (m *Main) dataFlag(fs *flag.FlagSet) *string {
-	return fs.String("data", m.env("CUSTODY_DATA", "./custody-data"),
-		"data `DIR` holding the ledger, approvals and signing key (env CUSTODY_DATA)")
-}
+func (m *Main) dataFlag(fs *flag.FlagSet) *string { return m.systemEnv().DataFlag(fs) }
 
 // storeFlag adds --store to fs: a postgres:// URL keeps the ledger,
 // approvals and state in PostgreSQL, shared by every instance given it;

@@ -3,34 +3,31 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	"github.com/custody-dev/custody/systems"
 )
 
-// runDemo runs one seed system end to end in-process and exits 0 only if
-// everything it checks holds.
-func (m *Main) runDemo(ctx context.Context, args []string) int {
-	demos := map[string]func(*Main, context.Context, []string) int{
-		"peas": (*Main).runDemoPeas,
-		"mesh": (*Main).runDemoMesh,
+// demoCommand returns custody demo: it runs one system's demo end to end
+// in-process, which exits 0 only if everything it checks holds.
+func demoCommand(demos []systems.Command) command {
+	names := make([]string, len(demos))
+	width := 0
+	for i, d := range demos {
+		names[i] = strings.TrimPrefix(d.Name, "demo ")
+		width = max(width, len(names[i]))
 	}
-	if len(args) == 0 || demos[args[0]] == nil {
-		fmt.Fprintln(m.Stderr, "usage: custody demo peas|mesh [flags]")
-		fmt.Fprintln(m.Stderr, "  peas  pile-up early alert: signature → brief → approval → sign → in-car warning")
-		fmt.Fprintln(m.Stderr, "  mesh  wildfire mesh: ridge-fire on 12 nodes → aggregation → approved broadcast")
+	run := func(m *Main, ctx context.Context, args []string) int {
+		for _, d := range demos {
+			if len(args) > 0 && d.Name == "demo "+args[0] {
+				return d.Run(ctx, m.systemEnv(), args[1:])
+			}
+		}
+		fmt.Fprintf(m.Stderr, "usage: custody demo %s [flags]\n", strings.Join(names, "|"))
+		for i, d := range demos {
+			fmt.Fprintf(m.Stderr, "  %-*s  %s\n", width, names[i], d.Summary)
+		}
 		return exitUsage
 	}
-	return demos[args[0]](m, ctx, args[1:])
-}
-
-// demoLedger signs a checkpoint over the demo's ledger and verifies the
-// whole chain against it, printing the summary.
-func (m *Main) demoLedger(ctx context.Context, st *stack) error {
-	if _, err := st.db.Checkpoint(ctx); err != nil {
-		return err
-	}
-	rep, err := st.db.Verify(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(m.Stdout, "ledger     verified: %s\n", rep)
-	return nil
+	return command{"run a seed system end to end with a scripted operator (" + strings.Join(names, ", ") + ")", run}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
 
 	"github.com/custody-dev/custody"
@@ -66,3 +67,9 @@ func mcpAgent(tokens web.Tokens) func(token string) (string, error) {
 		return p.ID, nil
 	}
 }
+
+// nopWriteCloser lets an MCP transport close Stdout without closing it.
+type nopWriteCloser struct{ io.Writer }
+
+// Close does nothing.
+func (nopWriteCloser) Close() error { return nil }

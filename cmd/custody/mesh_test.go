@@ -179,7 +179,7 @@ func TestServeMeshDeploymentsApart(t *testing.T) {
 		ds[i] = deployment{st, deps, sys}
 	}
 	a, b := ds[0], ds[1]
-	tr, err := meshNATS(ctx, url, a.deps.Subjects.Prefix, "")
+	tr, err := natsmesh.Join(ctx, url, a.deps.Subjects.Prefix, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func TestPeasDetect(t *testing.T) {
 
 func TestDemoPeas(t *testing.T) {
 	code, out, errs := runWith("", func(m *Main) int {
-		return m.runDemoPeas(context.Background(), []string{"--data", t.TempDir()})
+		return m.Run(context.Background(), []string{"demo", "peas", "--data", t.TempDir()})
 	})
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/custody-dev/custody/systems"
 )
 
 // defaultProgressEvery is how often a long run reports its progress on
@@ -31,7 +33,7 @@ type progressLine struct {
 // newProgress returns the progress of what, reported on m's stderr.
 func (m *Main) newProgress(what string) *progressLine {
 	now := time.Now()
-	p := &progressLine{w: m.Stderr, what: what, tty: isTerminal(m.Stderr), every: m.ProgressEvery, start: now, last: now}
+	p := &progressLine{w: m.Stderr, what: what, tty: systems.IsTerminal(m.Stderr), every: m.ProgressEvery, start: now, last: now}
 	if p.tty {
 		p.every = progressRedraw
 	} else if p.every <= 0 {

@@ -20,10 +20,13 @@ func seedContracts() []contract.Source {
 // contracts, the example contract, and every *.json in the directory named by
 // --contracts (default $CUSTODY_CONTRACTS).
 func (m *Main) registry(fs *flag.FlagSet) func() (*contract.Registry, error) {
-	dir := fs.String("contracts", m.env("CUSTODY_CONTRACTS", ""),
-		"directory of user contracts: every *.json in it (default $CUSTODY_CONTRACTS)")
-	return func() (*contract.Registry, error) {
-		name, raw := example.Contract()
-		return contract.Load(contract.Options{Contracts: seedContracts(), Dir: *dir, Extra: map[string][]byte{name: raw}})
-	}
+	dir := m.contractsFlag(fs)
+	return func() (*contract.Registry, error) { return loadRegistry(*dir) }
+}
+
+// loadRegistry loads the seed contracts, the example contract, and every
+// *.json in dir (none when empty).
+func loadRegistry(dir string) (*contract.Registry, error) {
+	name, raw := example.Contract()
+	return contract.Load(contract.Options{Contracts: seedContracts(), Dir: dir, Extra: map[string][]byte{name: raw}})
 }

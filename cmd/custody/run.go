@@ -2,24 +2,23 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/systems"
 )
 
-// Exit codes shared by every subcommand.
+// Exit codes shared by every subcommand: the systems' table.
 const (
-	exitOK      = 0
-	exitFailed  = 1 // the work ran and found a problem (invalid, tampered, refused)
-	exitUsage   = 2 // bad flags, unknown schema, unreadable input
-	exitPending = 3 // a call is waiting for a human approval
+	exitOK      = systems.ExitOK
+	exitFailed  = systems.ExitFailed  // the work ran and found a problem (invalid, tampered, refused)
+	exitUsage   = systems.ExitUsage   // bad flags, unknown schema, unreadable input
+	exitPending = systems.ExitPending // a call is waiting for a human approval
 )
 
 // Main is the program: main() only wires signals and the exit code, so
@@ -47,7 +46,10 @@ type command struct {
 
 // Run runs the subcommand named by args[0] and returns the exit code.
 func (m *Main) Run(ctx context.Context, args []string) int {
-	cmds := m.commands()
+	cmds, err := m.commands()
+	if err != nil {
+		return m.fail(err)
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		m.usage(cmds)
 		if len(args) == 0 {
@@ -78,35 +80,16 @@ func (m *Main) usage(cmds map[string]command) {
 }
 
 // flags returns a flag set for a subcommand that reports to Stderr.
-func (m *Main) flags(name, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet("custody "+name, flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(m.Stderr, "usage: custody %s %s\n", name, usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
+func (m *Main) flags(name, usage string) *flag.FlagSet { return m.systemEnv().Flags(name, usage) }
 
 // parse parses args and reports whether to go on; code is the exit code
 // when not (0 for -h, 2 for a usage error).
 func (m *Main) parse(fs *flag.FlagSet, args []string) (ok bool, code int) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return false, exitOK
-		}
-		return false, exitUsage
-	}
-	return true, 0
+	return m.systemEnv().Parse(fs, args)
 }
 
 // env returns the environment variable, or def when unset or empty.
-func (m *Main) env(name, def string) string {
-	if v := strings.TrimSpace(m.Getenv(name)); v != "" {
-		return v
-	}
-	return def
-}
+func (m *Main) env(name, def string) string { return m.systemEnv().Setting(name, def) }
 
 // fail prints err for a human and returns the exit code its kind maps to.
 func (m *Main) fail(err error) int {

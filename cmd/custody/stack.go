@@ -53,10 +53,7 @@ type stackConfig struct {
 
 // configFlag adds --config to fs: the configuration file, $CUSTODY_CONFIG
 // by default.
-func (m *Main) configFlag(fs *flag.FlagSet) *string {
-	return fs.String("config", m.env("CUSTODY_CONFIG", ""),
-		"configuration `FILE`: upstream MCP servers, HTTP tools, their governance (env CUSTODY_CONFIG)")
-}
+func (m *Main) configFlag(fs *flag.FlagSet) *string { return m.systemEnv().ConfigFlag(fs) }
 
 // loadConfig reads the configuration at path; nil when path is empty.
 func (m *Main) loadConfig(path string) (*config.File, error) {
@@ -72,10 +69,7 @@ func (m *Main) loadConfig(path string) (*config.File, error) {
 
 // contractsFlag adds --contracts to fs: a directory of user contracts,
 // $CUSTODY_CONTRACTS by default.
-func (m *Main) contractsFlag(fs *flag.FlagSet) *string {
-	return fs.String("contracts", m.env("CUSTODY_CONTRACTS", ""),
-		"directory of user contracts: every *.json in it (default $CUSTODY_CONTRACTS)")
-}
+func (m *Main) contractsFlag(fs *flag.FlagSet) *string { return m.systemEnv().ContractsFlag(fs) }
 
 // openStack opens the store (SQLite in dataDir, or the one
 // $CUSTODY_STORE names: see openStore), loads the contracts (embedded,
@@ -330,8 +324,4 @@ type errorJSON struct {
 
 // flagUsage prints a flag problem and the usage of fs, and returns the
 // usage exit code.
-func (m *Main) flagUsage(fs *flag.FlagSet, msg string) int {
-	fmt.Fprintf(m.Stderr, "%s: %s\n", fs.Name(), msg)
-	fs.Usage()
-	return exitUsage
-}
+func (m *Main) flagUsage(fs *flag.FlagSet, msg string) int { return m.systemEnv().FlagUsage(fs, msg) }

@@ -69,8 +69,7 @@ func (m *Main) serveSystems(ctx context.Context, set serveSettings) (servedSyste
 		}
 	}
 	sys.Apps = func(st *stack) ([]web.App, error) {
-		core := systems.Core{Store: st.db, Registry: st.reg, Approvals: st.approvals, Gateway: st.gw, OperatorOf: operatorOf}
-		core.LedgerID, _ = ledgerIDOf(st)
+		core := coreOf(st)
 		var apps []web.App
 		for _, s := range all {
 			if s.CheckApproval != nil {
@@ -97,6 +96,14 @@ func (m *Main) serveSystems(ctx context.Context, set serveSettings) (servedSyste
 		return nil
 	})
 	return sys, nil
+}
+
+// coreOf returns what the stack lends a system. Its ledger id is empty
+// when the store names none.
+func coreOf(st *stack) systems.Core {
+	core := systems.Core{Store: st.db, Registry: st.reg, Approvals: st.approvals, Gateway: st.gw, OperatorOf: operatorOf}
+	core.LedgerID, _ = ledgerIDOf(st)
+	return core
 }
 
 // ledgerIDOf returns the id of the stack's ledger: the store's own, or the

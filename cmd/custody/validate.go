@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/contract"
@@ -90,26 +88,8 @@ func (m *Main) report(enc *json.Encoder, file string, err error) int {
 // readInput reads a document from a file, or from stdin for "-". It reads
 // one byte past the registry's cap, so an oversized document is refused
 // by the registry without being read whole.
-func (m *Main) readInput(file string) ([]byte, error) {
-	var r io.Reader = m.Stdin
-	if file != "-" {
-		f, err := os.Open(file)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
-	}
-	raw, err := io.ReadAll(io.LimitReader(r, contract.DefaultMaxBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", file, err)
-	}
-	return raw, nil
-}
+func (m *Main) readInput(file string) ([]byte, error) { return m.systemEnv().ReadInput(file) }
 
 // loadFailed reports contracts that cannot be loaded: a configuration
 // problem, so the exit code is the usage code.
-func (m *Main) loadFailed(err error) int {
-	m.fail(err)
-	return exitUsage
-}
+func (m *Main) loadFailed(err error) int { return m.systemEnv().LoadFailed(err) }

@@ -21,9 +21,6 @@ func (Plugin) Name() string { return "assure" }
 // Contracts returns none: the harness loads its own (LoadRegistry).
 func (Plugin) Contracts() []contract.Source { return nil }
 
-// Commands returns custody assure.
-func (Plugin) Commands() []systems.Command { return nil }
-
 // Serve refuses to serve the harness: it runs from the CLI.
 func (Plugin) Serve(_ context.Context, set systems.Settings) (systems.Served, error) {
 	if set.Asked("assure") {

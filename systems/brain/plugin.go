@@ -22,9 +22,6 @@ func (Plugin) Name() string { return "brain" }
 // Contracts returns the seed's Brain Context Packet contract.
 func (Plugin) Contracts() []contract.Source { return []contract.Source{Contract()} }
 
-// Commands returns custody brain.
-func (Plugin) Commands() []systems.Command { return nil }
-
 // Serve opens the room set names and serves its review queue; it is
 // off without a room.
 func (Plugin) Serve(ctx context.Context, set systems.Settings) (systems.Served, error) {

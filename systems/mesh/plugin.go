@@ -31,9 +31,6 @@ func (Plugin) Name() string { return "mesh" }
 // Contracts returns none: the mesh's documents are the PEAS seed's.
 func (Plugin) Contracts() []contract.Source { return nil }
 
-// Commands returns custody mesh.
-func (Plugin) Commands() []systems.Command { return nil }
-
 // Serve returns the mesh's part when set asks for it: its page, its
 // approval check and, simulated or over NATS, its desk at work.
 func (p Plugin) Serve(_ context.Context, set systems.Settings) (systems.Served, error) {

@@ -25,9 +25,6 @@ func (Plugin) Name() string { return "peas" }
 // Contracts returns the seed's tools contract.
 func (Plugin) Contracts() []contract.Source { return []contract.Source{Contract()} }
 
-// Commands returns custody peas.
-func (Plugin) Commands() []systems.Command { return nil }
-
 // Serve returns the system's tools, which the gateway serves once it is
 // attached, when set asks for peas.
 func (Plugin) Serve(ctx context.Context, set systems.Settings) (systems.Served, error) {

@@ -280,7 +280,7 @@ func TestNoEndpoint(t *testing.T) {
 	if err := shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s := newStack(t, tr)
+	s := newStack(t, peas.TracerOf(tr))
 	ch, err := s.sys.Start(ctx, s.gw, location, json.RawMessage(whiteout))
 	if err != nil || ch.Stage != peas.StagePending {
 		t.Fatalf("chain stage %q: %v", ch.Stage, err)
