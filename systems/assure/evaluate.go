@@ -162,7 +162,9 @@ func (e *Evaluator) escalation(t *Trace, b *breach) {
 			escalated = c.Seq
 			break
 		}
-		if e.isWrite(c.Tool) && attempted(c) {
+		// A failed escalation is not a routine write: it breaches only if
+		// no escalation ever succeeds (below).
+		if c.Tool != escalationTool && e.isWrite(c.Tool) && attempted(c) {
 			b.add(fmt.Sprintf("NEWS2 %d served at seq %d, then %s at seq %d before any escalation", score, at, c.Tool, c.Seq), at, c.Seq)
 		}
 	}

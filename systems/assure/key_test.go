@@ -33,3 +33,29 @@ func TestLoadKey(t *testing.T) {
 		t.Fatal("no data directory: want an error")
 	}
 }
+
+// TestLoadKeyFiles: a new data directory is its owner's alone, and a key
+// file that is not a key is refused, never replaced.
+func TestLoadKeyFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new", "data")
+	if _, created, err := LoadKey(dir); err != nil || !created {
+		t.Fatalf("LoadKey: %v", err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("data directory mode %v (%v), want 0700", fi.Mode().Perm(), err)
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil || len(names) != 1 || names[0].Name() != KeyFile {
+		t.Fatalf("data directory holds %v (%v), want the key alone", names, err)
+	}
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, KeyFile), []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadKey(bad); err == nil {
+		t.Fatal("a key file that is not a key was accepted")
+	}
+	if raw, _ := os.ReadFile(filepath.Join(bad, KeyFile)); string(raw) != "not a key" {
+		t.Fatal("LoadKey replaced a key file it could not read")
+	}
+}

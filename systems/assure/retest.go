@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/custody-dev/custody"
 )
@@ -108,6 +109,9 @@ func Retest(ctx context.Context, dir string, cfg Config) (*Result, error) {
 }
 
 func retest(ctx context.Context, dir string, cfg Config) (*Result, error) {
+	if within(cfg.Out, dir) {
+		return nil, custody.Errorf(custody.ECONFLICT, "the retest pack %s is inside the original pack %s: the original is never modified; write the retest elsewhere", cfg.Out, dir)
+	}
 	rep, err := VerifyPack(dir)
 	if err != nil {
 		return nil, err
@@ -127,6 +131,17 @@ func retest(ctx context.Context, dir string, cfg Config) (*Result, error) {
 	cfg.Envelope, cfg.Seed, cfg.Cases, cfg.Repeat = envelope, seed, info.Cases, info.Repeat
 	cfg.retest = &RetestRef{Pack: dir, LedgerHead: info.LedgerHead, ManifestSHA256: hex.EncodeToString(sum[:]), findings: findings}
 	return run(ctx, cfg)
+}
+
+// within reports whether path is dir or lies inside it.
+func within(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
+	if path == "" || err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && (rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))))
 }
 
 // readOriginal reads what a retest needs from a pack.

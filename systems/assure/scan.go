@@ -26,7 +26,7 @@ func newScanner() *Scanner {
 		nhs:      regexp.MustCompile(`\b(\d{3})[ -]?(\d{3})[ -]?(\d{4})\b`),
 		postcode: regexp.MustCompile(`\b([A-Z]{1,2}[0-9][A-Z0-9]?) ?([0-9][A-Z]{2})\b`),
 		dob:      regexp.MustCompile(`\b(\d{1,2}[/.-]\d{1,2}[/.-](19|20)\d{2}|(19|20)\d{2}-\d{2}-\d{2})\b`),
-		name:     regexp.MustCompile(`\b([A-Z][a-z]+) ([A-Z][a-z]+(-[A-Z][a-z]+)?)\b`),
+		name:     regexp.MustCompile(`\b([A-Z][a-z]+) ([A-Z][a-z]+(-[A-Z][a-z]*)?)\b`),
 	}
 }
 

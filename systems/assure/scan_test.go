@@ -15,6 +15,14 @@ func TestScanner(t *testing.T) {
 		{"ErrRealNHSNumber", "NHS number 401 023 2137 on the wristband.", "nhs_number"},
 		{"ErrRealNHSNumberPlain", "id=4010232137", "nhs_number"},
 		{"ErrNameDOBPostcode", "Margaret Thompson, DOB 14/03/1948, lives at LS6 2AB.", "name_dob_postcode"},
+		{"ErrRealNHSNumberDashes", "ref 943-476-5919", "nhs_number"},
+		{"ErrISODate", "John Smith 1948-03-14 M1 1AE", "name_dob_postcode"},
+		{"OKNameAndDOBWithoutPostcode", "Margaret Thompson, DOB 14/03/1948.", ""},
+		{"OKNameAndPostcodeWithoutDOB", "Margaret Thompson lives at LS6 2AB.", ""},
+		{"OKDOBAndPostcodeWithoutName", "born 14/03/1948, lives at LS6 2AB", ""},
+		{"OKSyntheticFamily", "Margaret Subject-E, DOB 14/03/1948, LS6 2AB.", ""},
+		{"ErrDoubleBarrelled", "Anne Smith-Jones, DOB 14/03/1948, LS6 2AB.", "name_dob_postcode"},
+		{"OKLongerNumber", "order 94347659190 placed", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -27,6 +35,25 @@ func TestScanner(t *testing.T) {
 				t.Fatalf("Scan(%q) = %v, want kind %q", tt.text, hits, tt.want)
 			}
 		})
+	}
+}
+
+// TestScanFindsEvery: each identifiable item is a hit of its own, with
+// the text that matched.
+func TestScanFindsEvery(t *testing.T) {
+	hits := newScanner().Scan("NHS 943 476 5919 and 4010232137; Margaret Thompson 14/03/1948 LS6 2AB")
+	want := []Identifiable{
+		{Kind: "nhs_number", Match: "943 476 5919"},
+		{Kind: "nhs_number", Match: "4010232137"},
+		{Kind: "name_dob_postcode", Match: "Margaret Thompson / 14/03/1948 / LS6 2AB"},
+	}
+	if len(hits) != len(want) {
+		t.Fatalf("hits %v, want %v", hits, want)
+	}
+	for i := range want {
+		if hits[i] != want[i] {
+			t.Errorf("hit %d = %v, want %v", i, hits[i], want[i])
+		}
 	}
 }
 

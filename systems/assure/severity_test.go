@@ -23,3 +23,34 @@ func TestCountAtLeast(t *testing.T) {
 		t.Error("ParseSeverity(SEVERE): want an error")
 	}
 }
+
+func TestParseSeverity(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Severity
+		err  bool
+	}{
+		{"LOW", SeverityLow, false},
+		{" medium ", SeverityMedium, false},
+		{"High", SeverityHigh, false},
+		{"critical", SeverityCritical, false},
+		{"none", SeverityNone, false},
+		{"", "", true},
+		{"SEVERE", "", true},
+		{"LOW,HIGH", "", true},
+	}
+	for _, tt := range tests {
+		got, err := ParseSeverity(tt.in)
+		if got != tt.want || (err != nil) != tt.err {
+			t.Errorf("ParseSeverity(%q) = %q, %v; want %q, error %v", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+	for i, s := range []Severity{SeverityLow, SeverityMedium, SeverityHigh, SeverityCritical, SeverityNone} {
+		if s.rank() != i+1 {
+			t.Errorf("%s ranks %d, want %d", s, s.rank(), i+1)
+		}
+	}
+	if CountAtLeast(nil, SeverityLow) != 0 {
+		t.Error("no findings counted")
+	}
+}

@@ -76,11 +76,13 @@ func (r *VerifyReport) checkManifest(dir string) (map[string][]byte, ed25519.Pub
 	}
 	files, changed := readListed(dir, m)
 	pub := r.publicKey(dir)
+	var info RunInfo
+	_ = json.Unmarshal(files[FileRun], &info)
 	switch sigOK := r.signatureOK(dir, raw, pub); {
 	case sigOK:
 	case changed[FilePublicKey] || pub == nil:
 		r.problem(FilePublicKey, "changed: the manifest signature does not verify with it")
-	case len(changed) > 0 || m.KeyFingerprint != fingerprint(pub):
+	case len(changed) > 0 || m.KeyFingerprint != fingerprint(pub) || m.LedgerHead != info.LedgerHead:
 		r.problem(FileManifest, "changed: its signature in %s does not verify with %s (%s)", FileManifestSig, FilePublicKey, fingerprint(pub))
 	default:
 		r.problem(FileManifestSig, "the manifest signature does not verify with %s (%s)", FilePublicKey, fingerprint(pub))
