@@ -129,6 +129,13 @@ func (c *Conn) connect(ctx context.Context) error {
 		return fmt.Errorf("upstream %q: list tools: %w", c.srv.Name, err)
 	}
 	c.mu.Lock()
+	if c.closed {
+		// Close ran while this session was being opened, and will not
+		// see it: end it here, or a stdio server outlives its Conn.
+		c.mu.Unlock()
+		s.Close()
+		return fmt.Errorf("upstream %q: closed", c.srv.Name)
+	}
 	c.session, c.tools, c.down = s, tools, nil
 	c.mu.Unlock()
 	go func() {

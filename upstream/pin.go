@@ -90,6 +90,8 @@ type pin struct {
 type quarantine struct {
 	upstream string
 	old, new pin
+	// recorded says the tool.quarantined entry is on the ledger.
+	recorded bool
 	// approval is the re-pin request, "" until one was made.
 	approval string
 }
@@ -196,18 +198,30 @@ func (p *Pins) pin(ctx context.Context, name string, pn pin, kind, actor string,
 // pinTrace is the trace of a tool's pin entries and re-pin approvals.
 func pinTrace(name string) string { return "custody.pin/" + name }
 
-// quarantine records the change and asks an operator to approve it.
+// quarantine puts the tool in quarantine, records the change and asks an
+// operator to approve it. The tool is quarantined before anything is
+// recorded: a change the ledger cannot take now is refused all the same,
+// and recorded by the next Admit.
 func (p *Pins) quarantine(ctx context.Context, name, upstream string, old, offered pin) error {
 	q := &quarantine{upstream: upstream, old: old, new: offered}
-	change := Diff(old.Definition, offered.Definition)
-	body, _ := json.Marshal(map[string]any{"tool": name, "upstream": upstream,
-		"pinned_sha256": old.SHA256, "offered_sha256": offered.SHA256,
-		"offered": offered.Definition, "change": change})
-	refs := map[string]string{RefUpstream: upstream, RefDefinition: offered.SHA256, "tool": name}
-	if _, err := p.ledger.Append(ctx, custody.Entry{Kind: KindToolQuarantined, Trace: pinTrace(name), Actor: "custody", Refs: refs, Body: body}); err != nil {
-		return fmt.Errorf("record the quarantine of %s: %w", name, err)
-	}
 	p.quar[name] = q
+	return p.record(ctx, name, q)
+}
+
+// record writes what of a quarantine is not on the ledger yet: its
+// tool.quarantined entry, then its re-pin request.
+func (p *Pins) record(ctx context.Context, name string, q *quarantine) error {
+	change := Diff(q.old.Definition, q.new.Definition)
+	if !q.recorded {
+		body, _ := json.Marshal(map[string]any{"tool": name, "upstream": q.upstream,
+			"pinned_sha256": q.old.SHA256, "offered_sha256": q.new.SHA256,
+			"offered": q.new.Definition, "change": change})
+		refs := map[string]string{RefUpstream: q.upstream, RefDefinition: q.new.SHA256, "tool": name}
+		if _, err := p.ledger.Append(ctx, custody.Entry{Kind: KindToolQuarantined, Trace: pinTrace(name), Actor: "custody", Refs: refs, Body: body}); err != nil {
+			return fmt.Errorf("record the quarantine of %s: %w", name, err)
+		}
+		q.recorded = true
+	}
 	return p.request(ctx, name, q, change)
 }
 
@@ -242,8 +256,15 @@ func (p *Pins) Admit(name string) func(ctx context.Context) error {
 	}
 }
 
-// settle looks at the re-pin request of a quarantined tool.
+// settle looks at the re-pin request of a quarantined tool, first
+// recording the quarantine if that failed when the change was seen.
 func (p *Pins) settle(ctx context.Context, name string, q *quarantine) error {
+	if q.approval == "" {
+		if err := p.record(ctx, name, q); err != nil {
+			return &custody.Error{Kind: custody.EUNAVAILABLE, Err: err, Message: fmt.Sprintf(
+				"tool %q is quarantined: upstream %s changed its definition, and the change cannot be recorded now", name, q.upstream)}
+		}
+	}
 	denied := &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: q.approval, Message: fmt.Sprintf(
 		"tool %q is quarantined: upstream %s changed its definition (pinned sha256 %.12s…, offered %.12s…); an operator must approve the change (approval %s)",
 		name, q.upstream, q.old.SHA256, q.new.SHA256, q.approval)}
@@ -251,10 +272,14 @@ func (p *Pins) settle(ctx context.Context, name string, q *quarantine) error {
 	if err != nil {
 		return err
 	}
+	// An approval not used before the request's expiry can no longer
+	// re-pin (approval.Usable): like a request nobody decided in time,
+	// it is asked again.
+	lapsed := !p.now().Before(a.ExpiresAt) && (a.Status == custody.ApprovalPending || a.Status == custody.ApprovalApproved)
 	switch {
-	case a.Status == custody.ApprovalApproved:
+	case a.Status == custody.ApprovalApproved && !lapsed:
 		return p.repin(ctx, name, q, a)
-	case a.Status == custody.ApprovalExpired || (a.Status == custody.ApprovalPending && !p.now().Before(a.ExpiresAt)):
+	case a.Status == custody.ApprovalExpired || lapsed:
 		if err := p.request(ctx, name, q, Diff(q.old.Definition, q.new.Definition)); err != nil {
 			return err
 		}

@@ -269,7 +269,11 @@ func ref(exposed, part string) string { return contractURI(exposed, part) + "#" 
 // Tools returns the governed tools as gateway tools, each checked against
 // its pin first (pins may be nil: no pinning, for commands that only look).
 func (s *Set) Tools(ctx context.Context, pins *Pins) ([]gate.Tool, error) {
+	// Under the lock: a server's list change may be re-checking the pins
+	// (toolsChanged) already.
+	s.mu.Lock()
 	s.pins = pins
+	s.mu.Unlock()
 	client := s.cfg.HTTPClient
 	if client == nil {
 		client = &http.Client{}
