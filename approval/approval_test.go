@@ -534,7 +534,7 @@ func TestRunSweeps(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { f.svc.Run(ctx, 5*time.Millisecond); close(done) }()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		got, _ := f.svc.Get(context.Background(), a.ID)
 		if got.Status == custody.ApprovalExpired {

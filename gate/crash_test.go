@@ -153,8 +153,10 @@ func (l *lineWriter) printf(format string, args ...any) {
 
 // runChild starts the crash child of the given kind on dir, kills it with
 // SIGKILL at a random time within window after it is ready, and returns
-// the lines it printed.
-func runChild(t *testing.T, kind, dir string, window [2]time.Duration, rng *rand.Rand) []string {
+// the lines it printed. With acked set, the window opens once the child
+// has printed a line beginning with it instead: that trial kills a child
+// that has acknowledged something, however slow the machine.
+func runChild(t *testing.T, kind, dir string, window [2]time.Duration, rng *rand.Rand, acked string) []string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envCrashChild+"="+kind, envCrashDir+"="+dir)
@@ -167,7 +169,10 @@ func runChild(t *testing.T, kind, dir string, window [2]time.Duration, rng *rand
 		t.Fatal(err)
 	}
 	lines := make(chan string, 1<<16)
-	ready := make(chan struct{})
+	ready, first := make(chan struct{}), make(chan struct{})
+	if acked == "" {
+		close(first)
+	}
 	go func() {
 		defer close(lines)
 		sc := bufio.NewScanner(stdout)
@@ -175,6 +180,10 @@ func runChild(t *testing.T, kind, dir string, window [2]time.Duration, rng *rand
 			if sc.Text() == "ready" {
 				close(ready)
 				continue
+			}
+			if acked != "" && strings.HasPrefix(sc.Text(), acked) {
+				close(first)
+				acked = ""
 			}
 			lines <- sc.Text()
 		}
@@ -184,6 +193,12 @@ func runChild(t *testing.T, kind, dir string, window [2]time.Duration, rng *rand
 	case <-time.After(20 * time.Second):
 		cmd.Process.Kill()
 		t.Fatal("the child did not get ready")
+	}
+	select {
+	case <-first:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the child acknowledged nothing")
 	}
 	time.Sleep(window[0] + time.Duration(rng.Int64N(int64(window[1]-window[0]))))
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -197,6 +212,16 @@ func runChild(t *testing.T, kind, dir string, window [2]time.Duration, rng *rand
 		t.Fatalf("the child ended with %v, want killed", err)
 	}
 	return out
+}
+
+// firstTrial returns acked for trial 0, "" for the others: the first
+// trial of a crash test waits for the child to acknowledge something
+// before the kill, so that the test tests something at any speed.
+func firstTrial(trial int, acked string) string {
+	if trial == 0 {
+		return acked
+	}
+	return ""
 }
 
 // decideWindow is when the decisions child is killed: 300 decisions take
@@ -233,7 +258,8 @@ func TestCrashDuringDecisions(t *testing.T) {
 		dir := privateDir(t)
 		copyFiles(t, template, dir, "custody.db", "signing.key", "signing.pub")
 		acked := map[string]string{}
-		for _, l := range runChild(t, "decide", dir, decideWindow, rng) {
+		// The first trial kills a child that has decided something.
+		for _, l := range runChild(t, "decide", dir, decideWindow, rng, firstTrial(trial, "decided ")) {
 			if f := strings.Fields(l); len(f) == 3 && f[0] == "decided" {
 				acked[f[1]] = f[2]
 			}
@@ -326,7 +352,8 @@ func TestCrashDuringWrites(t *testing.T) {
 	for trial := range crashTrials() {
 		dir := privateDir(t)
 		copyFiles(t, template, dir, "custody.db", "signing.key", "signing.pub")
-		lines := runChild(t, "write", dir, [2]time.Duration{150 * time.Millisecond, 600 * time.Millisecond}, rng)
+		// The first trial kills a child that has acknowledged a call.
+		lines := runChild(t, "write", dir, [2]time.Duration{150 * time.Millisecond, 600 * time.Millisecond}, rng, firstTrial(trial, "ok "))
 		a, r, u := checkWrites(t, dir, lines)
 		t.Logf("trial %d: %d receipts acknowledged, %d runs, %d approvals used", trial, a, r, u)
 		acked, ran = acked+a, ran+r

@@ -394,7 +394,12 @@ func TestAbandonedHandlerAnswersLate(t *testing.T) {
 	if _, err := h.call("trace-late", "stuck", `{"n":1}`); custody.ErrorKind(err) != custody.EUNAVAILABLE {
 		t.Fatalf("stuck call: %v", err)
 	}
-	time.Sleep(1100 * time.Millisecond) // the stuck handler has answered
+	// The stuck handler answers a second in, long after its deadline.
+	for deadline := time.Now().Add(10 * time.Second); h.stuckAnswers.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stuck handler never answered")
+		}
+	}
 	for i := range 16 {
 		s := strconv.Itoa(i)
 		res, err := h.call("trace-late", "make_brief", `{"n":1,"s":"`+s+`"}`)

@@ -1,7 +1,6 @@
 package gate_test
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,7 +30,15 @@ type harness struct {
 	gw   *gate.Gateway
 	clk  *testclock.Clock
 	runs map[string]*atomic.Int64
+	// stuckAnswers counts the runs of the stuck tool that have answered,
+	// long after the gateway gave up on them.
+	stuckAnswers atomic.Int64
 }
+
+// runDeadline bounds the runs of the tools whose point is the deadline,
+// slow and stuck. Every other tool has the gateway's default, which no
+// loaded machine comes near.
+const runDeadline = 200 * time.Millisecond
 
 const testContract = "https://custody.dev/schemas/gate-test/v1"
 
@@ -64,7 +71,7 @@ func newHarnessIn(t testing.TB, dir string, notifiers ...approval.Notifier) *har
 type harnessOptions struct {
 	dir       string
 	notifiers []approval.Notifier
-	// deadline bounds each handler run; 200ms when zero.
+	// deadline bounds each handler run; gate.DefaultDeadline when zero.
 	deadline time.Duration
 	// stoppedStore gives the store the harness's clock, which moves only
 	// when the test moves it, instead of the wall clock.
@@ -103,7 +110,7 @@ func newHarnessWith(t testing.TB, opts harnessOptions) *harness {
 	}
 	h.gw, err = gate.New(gate.Config{
 		Registry: h.reg, Ledger: h.led, Approvals: h.svc, State: db, Now: h.clk.Now,
-		Deadline: cmp.Or(opts.deadline, 200*time.Millisecond), Logger: discard(), Tracer: opts.tracer,
+		Deadline: opts.deadline, Logger: discard(), Tracer: opts.tracer,
 		Allowed: opts.allowed,
 	}, example.EnvelopeID, tools)
 	if err != nil {
@@ -186,12 +193,13 @@ func (h *harness) testTools() []gate.Tool {
 		{Spec: spec("failing", custody.Write), Handler: func(context.Context, custody.Call) (json.RawMessage, error) {
 			return nil, errors.New("disk on fire at /var/lib/x")
 		}},
-		{Spec: spec("slow", custody.Read), Handler: func(ctx context.Context, _ custody.Call) (json.RawMessage, error) {
+		{Spec: spec("slow", custody.Read), Deadline: runDeadline, Handler: func(ctx context.Context, _ custody.Call) (json.RawMessage, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}},
-		{Spec: spec("stuck", custody.Read), Handler: func(context.Context, custody.Call) (json.RawMessage, error) {
+		{Spec: spec("stuck", custody.Read), Deadline: runDeadline, Handler: func(context.Context, custody.Call) (json.RawMessage, error) {
 			time.Sleep(time.Second)
+			defer h.stuckAnswers.Add(1)
 			return json.RawMessage(`{"ok":true}`), nil
 		}},
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/httpjson"
 	"github.com/custody-dev/custody/internal/gatetest"
+	"github.com/custody-dev/custody/internal/testclock"
 	"github.com/custody-dev/custody/mcpserver"
 	"github.com/custody-dev/custody/store/sqlite"
 )
@@ -166,30 +167,70 @@ func TestSessionCap(t *testing.T) {
 	}
 }
 
-// TestSessionIdleTimeout checks that an idle session is closed and
-// forgotten, while a session in use stays open.
+// TestSessionIdleTimeout checks that a session idle for its timeout is
+// closed and forgotten, while a request, whether the SDK answers it (a
+// ping) or the door does (a tools/call), starts its session's idle time
+// again. The idle timers run on a fake clock, which moves only when the
+// test moves it.
 func TestSessionIdleTimeout(t *testing.T) {
-	const idle = 300 * time.Millisecond
-	e := newDoorEnv(t, mcpserver.Options{SessionIdleTimeout: idle})
-	quiet, busy, calling := e.initialize(t), e.initialize(t), e.initialize(t)
-	deadline := time.Now().Add(3 * idle)
-	for time.Now().Before(deadline) {
+	const idle = 30 * time.Minute
+	clock := testclock.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	fired := 0 // timers fire within clock.Add, on the test's goroutine
+	e := newDoorEnv(t, mcpserver.Options{SessionIdleTimeout: idle,
+		AfterFunc: func(d time.Duration, f func()) mcpserver.IdleTimer {
+			return clock.AfterFunc(d, func() { fired++; f() })
+		}})
+	// Each session's last activity is its initialize request, over
+	// before its answer: its timer is due idle from now.
+	quiet, busy, calling := e.initializeOnly(t), e.initializeOnly(t), e.initializeOnly(t)
+	use := func() {
+		t.Helper()
 		if got := e.ping(t, busy); got != http.StatusOK {
 			t.Fatalf("the busy session: ping status %d", got)
 		}
-		// tools/call is answered at the door: it counts as activity too.
 		if res, body := e.rawPost(t, calling, getTime); res.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"result"`)) {
 			t.Fatalf("the calling session: %d %s", res.StatusCode, body)
 		}
-		time.Sleep(idle / 6)
+		// Both requests have ended, and armed their sessions' timers,
+		// before the clock moves on.
+		waitFor(t, 10*time.Second, func() bool { return mcpserver.RequestsInFlight(e.srv) == 0 }, "no request in flight")
 	}
+	open := func(want int, what string) {
+		t.Helper()
+		waitFor(t, 10*time.Second, func() bool {
+			all, _ := mcpserver.OpenSessions(e.srv, "agent-7")
+			return all == want && e.sdkSessions() == want
+		}, what)
+	}
+
+	clock.Add(idle / 2)
+	use() // busy and calling are due at 1.5 idle, quiet still at idle
+	clock.Add(idle / 2)
+	if fired != 1 {
+		t.Fatalf("%d idle timers fired at the quiet session's timeout, want its alone", fired)
+	}
+	open(2, "the quiet session closed and forgotten after its timeout, the two in use open")
 	if got := e.ping(t, quiet); got != http.StatusNotFound {
 		t.Errorf("the idle session: ping status %d, want 404", got)
 	}
-	waitFor(t, 10*time.Second, func() bool {
-		all, _ := mcpserver.OpenSessions(e.srv, "agent-7")
-		return all == 0 && e.sdkSessions() == 0
-	}, "every session closed and forgotten after the timeout")
+	use() // due at 2 idle
+	clock.Add(idle / 2)
+	use() // due at 2.5 idle, past the timeouts of their earlier requests
+	clock.Add(idle - time.Nanosecond)
+	if fired != 1 {
+		t.Fatalf("%d idle timers fired a moment before the timeout of the last requests, want the quiet one's alone", fired)
+	}
+	clock.Add(time.Nanosecond)
+	if fired != 3 {
+		t.Fatalf("%d idle timers fired at the timeout of the last requests, want 3", fired)
+	}
+	open(0, "every session closed and forgotten after its timeout")
+	if got := e.ping(t, busy); got != http.StatusNotFound {
+		t.Errorf("the busy session, idle since: ping status %d, want 404", got)
+	}
+	if res, body := e.rawPost(t, calling, getTime); res.StatusCode != http.StatusNotFound {
+		t.Errorf("the calling session, idle since: %d %s, want 404", res.StatusCode, body)
+	}
 }
 
 func waitFor(t *testing.T, limit time.Duration, cond func() bool, what string) {

@@ -53,6 +53,10 @@ type Options struct {
 	// SessionIdleTimeout closes an HTTP session that has had no request
 	// for this long; DefaultSessionIdleTimeout when zero or less.
 	SessionIdleTimeout time.Duration
+	// AfterFunc starts the timers that close idle HTTP sessions;
+	// time.AfterFunc when nil. A test passes a fake clock's, so that a
+	// session idles for as long as the test moves that clock.
+	AfterFunc func(d time.Duration, f func()) IdleTimer
 	// MaxSessionsPerAgent caps the HTTP sessions one agent holds open;
 	// DefaultMaxSessionsPerAgent when zero or less. A new session beyond
 	// the cap evicts the agent's least recently active idle session.
@@ -98,8 +102,11 @@ func New(gw *gate.Gateway, reg *contract.Registry, opts Options) (*Server, error
 	if opts.MaxSessionsPerAgent <= 0 {
 		opts.MaxSessionsPerAgent = DefaultMaxSessionsPerAgent
 	}
+	if opts.AfterFunc == nil {
+		opts.AfterFunc = afterFunc
+	}
 	s := &Server{gw: gw, opts: opts, log: opts.Logger, structured: map[string]bool{}, stdioTrace: "mcp-" + rand.Text(),
-		sessions: newSessions(opts.MaxSessionsPerAgent, opts.SessionIdleTimeout)}
+		sessions: newSessions(opts.MaxSessionsPerAgent, opts.SessionIdleTimeout, opts.AfterFunc)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

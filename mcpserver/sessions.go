@@ -20,6 +20,19 @@ const (
 	DefaultMaxSessionsPerAgent = 64
 )
 
+// IdleTimer is the timer that closes a session once it has been idle
+// for its timeout: *time.Timer satisfies it. Stop reports whether the
+// timer was pending, and keeps it from firing; Reset makes it due d from
+// now, pending or not.
+type IdleTimer interface {
+	Stop() bool
+	Reset(d time.Duration) bool
+}
+
+// afterFunc starts the timers of the sessions when Options.AfterFunc is
+// unset.
+func afterFunc(d time.Duration, f func()) IdleTimer { return time.AfterFunc(d, f) }
+
 // CodeSessionLimit is the JSON-RPC error code of an initialize refused
 // because the agent's sessions are at their cap and all busy.
 const CodeSessionLimit = -32001
@@ -35,8 +48,9 @@ const CodeSessionLimit = -32001
 // door answers some requests without the SDK (see fastCall), so the SDK's
 // own idle timer, which only its requests reset, cannot be the judge.
 type sessions struct {
-	max  int
-	idle time.Duration
+	max   int
+	idle  time.Duration
+	after func(time.Duration, func()) IdleTimer
 
 	mu     sync.Mutex
 	open   map[*mcp.ServerSession]*session
@@ -48,12 +62,14 @@ type sessions struct {
 type session struct {
 	agent    string
 	inFlight int
-	last     time.Time   // when its last request started or ended
-	timer    *time.Timer // closes the session when idle; stopped while a request runs
+	last     time.Time // when its last request started or ended
+	timer    IdleTimer // closes the session when idle; stopped while a request runs
 }
 
-func newSessions(max int, idle time.Duration) *sessions {
-	return &sessions{max: max, idle: idle, open: map[*mcp.ServerSession]*session{},
+// newSessions returns the sessions of a door, each capped at max per
+// agent and closed when idle for idle, with timers started by after.
+func newSessions(max int, idle time.Duration, after func(time.Duration, func()) IdleTimer) *sessions {
+	return &sessions{max: max, idle: idle, after: after, open: map[*mcp.ServerSession]*session{},
 		byID: map[string]*mcp.ServerSession{}, counts: map[string]int{}}
 }
 
@@ -92,7 +108,7 @@ func (r *sessions) add(ss *mcp.ServerSession, agent string) (victim *mcp.ServerS
 		}
 		r.drop(victim)
 	}
-	r.open[ss] = &session{agent: agent, last: time.Now(), timer: time.AfterFunc(r.idle, func() { ss.Close() })}
+	r.open[ss] = &session{agent: agent, last: time.Now(), timer: r.after(r.idle, func() { ss.Close() })}
 	r.byID[ss.ID()] = ss
 	r.counts[agent]++
 	return victim, true, nil

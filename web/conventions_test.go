@@ -316,10 +316,10 @@ func TestBodyTooLarge(t *testing.T) {
 func TestBodyTrickleCutOff(t *testing.T) {
 	e := newEnvWith(t, func(c *web.Config) { c.BodyTimeout = 300 * time.Millisecond })
 	conn := dial(t, e)
-	body := `{"tool":"get_time","arguments":{}}` + strings.Repeat(" ", 200)
+	body := `{"tool":"get_time","arguments":{}}` + strings.Repeat(" ", 1000)
 	fmt.Fprintf(conn, "POST /v1/calls HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", agentToken, len(body))
 	done := make(chan struct{})
-	go func() { // 200 bytes at 20 ms each: 4 s to send it all
+	go func() { // over 1000 bytes at 20 ms each: 20 s to send it all
 		defer close(done)
 		for i := range len(body) {
 			if _, err := conn.Write([]byte{body[i]}); err != nil {
@@ -403,8 +403,11 @@ func dial(t *testing.T, e *env) net.Conn {
 
 // TestCallOutlastsBodyDeadline: the body deadline ends with the body, so
 // a call that runs longer than it is neither cancelled (net/http watches
-// the connection once a body is read) nor cut off.
+// the connection once a body is read) nor cut off. The deadline is long
+// enough for any machine to read a small body within it; the call runs
+// past it.
 func TestCallOutlastsBodyDeadline(t *testing.T) {
+	const bodyDeadline = time.Second
 	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +422,7 @@ func TestCallOutlastsBodyDeadline(t *testing.T) {
 		Access: custody.Read, Effect: custody.EffectNone, Approval: custody.NotRequired},
 		Handler: func(ctx context.Context, _ custody.Call) (json.RawMessage, error) {
 			select {
-			case <-time.After(500 * time.Millisecond):
+			case <-time.After(bodyDeadline + 200*time.Millisecond):
 				return json.RawMessage(`{"ok":true}`), nil
 			case <-ctx.Done():
 				return nil, ctx.Err()
@@ -434,7 +437,7 @@ func TestCallOutlastsBodyDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokens, _ := web.ParseTokens("agent-1:"+agentToken, "", "")
-	s, err := web.New(web.Config{Gateway: gw, Approvals: approvals, Ledger: db, Sessions: db, Tokens: tokens, BodyTimeout: 100 * time.Millisecond})
+	s, err := web.New(web.Config{Gateway: gw, Approvals: approvals, Ledger: db, Sessions: db, Tokens: tokens, BodyTimeout: bodyDeadline})
 	if err != nil {
 		t.Fatal(err)
 	}

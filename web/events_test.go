@@ -71,8 +71,11 @@ func TestEventsStreamApprovalChanges(t *testing.T) {
 }
 
 // TestEventsOutlastServerTimeouts: the event stream keeps going past the
-// server's write and read timeouts, each event bounded on its own.
+// server's write and read timeouts, each event bounded on its own. The
+// timeouts are long enough for any machine to read a request within
+// them; the events after the first wait until both have passed.
 func TestEventsOutlastServerTimeouts(t *testing.T) {
+	const timeout = time.Second
 	e := newEnv(t)
 	ids := make(chan string)
 	tokens, err := web.ParseTokens("", "op-1:"+operatorToken, "")
@@ -80,12 +83,12 @@ func TestEventsOutlastServerTimeouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := web.New(web.Config{Gateway: e.gw, Approvals: e.approvals, Ledger: e.db, Sessions: e.db, Tokens: tokens,
-		EventWriteTimeout: time.Second, ApprovalChanges: func(context.Context) (<-chan string, error) { return ids, nil }})
+		EventWriteTimeout: 10 * time.Second, ApprovalChanges: func(context.Context) (<-chan string, error) { return ids, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(s.Handler())
-	srv.Config.WriteTimeout, srv.Config.ReadTimeout = 200*time.Millisecond, 200*time.Millisecond
+	srv.Config.WriteTimeout, srv.Config.ReadTimeout = timeout, timeout
 	srv.Start()
 	defer srv.Close()
 	req, _ := http.NewRequest("GET", srv.URL+"/v1/events", nil)
@@ -96,10 +99,12 @@ func TestEventsOutlastServerTimeouts(t *testing.T) {
 	}
 	defer res.Body.Close()
 	go func() {
-		for _, id := range []string{"ap-1", "ap-2", "ap-3"} {
-			time.Sleep(300 * time.Millisecond)
-			ids <- id
-		}
+		ids <- "ap-1"
+		// The request was read before its answer began: the timeouts
+		// have passed by the time this sleep ends.
+		time.Sleep(timeout + 200*time.Millisecond)
+		ids <- "ap-2"
+		ids <- "ap-3"
 		close(ids)
 	}()
 	var got []string
@@ -110,6 +115,6 @@ func TestEventsOutlastServerTimeouts(t *testing.T) {
 		}
 	}
 	if strings.Join(got, " ") != "ap-1 ap-2 ap-3" {
-		t.Fatalf("events = %v, want all three, 900 ms into a stream with 200 ms server timeouts", got)
+		t.Fatalf("events = %v, want all three, the last two past the stream's %s server timeouts", got, timeout)
 	}
 }

@@ -67,7 +67,7 @@ type benchResult struct {
 
 // runBench measures the gateway:
 //
-//	custody bench gateway [--callers 64] [--seconds 10] [--rate 0] [--writes 0.5] [--rounds 5] [--baseline-sync full]
+//	custody bench gateway [--callers 64] [--seconds 10 | --calls N] [--rate 0] [--writes 0.5] [--rounds 5] [--baseline-sync full]
 //
 // Callers drive a small READ tool and a WRITE tool (no approval) through the
 // full pipeline on a temporary SQLite data directory, and the same load
@@ -81,9 +81,12 @@ type benchResult struct {
 // durable entry a gateway call needs: what any durable design gets from
 // this disk. The baseline lets SQLite fsync at every commit; with
 // --baseline-sync pipelined it syncs the way the store does, so that the
-// two can be told apart. The last line is one JSON object.
+// two can be told apart. With --calls N each side makes exactly N calls,
+// split over its rounds, instead of running for --seconds: a run whose
+// work does not depend on the machine's speed. The last line is one JSON
+// object.
 func (m *Main) runBench(ctx context.Context, args []string) int {
-	const usage = "[--callers N] [--seconds S] [--rate R] [--writes F] [--rounds N] [--baseline-sync full|pipelined] [--store postgres://... [--instances N]]"
+	const usage = "[--callers N] [--seconds S | --calls N] [--rate R] [--writes F] [--rounds N] [--baseline-sync full|pipelined] [--store postgres://... [--instances N]]"
 	switch {
 	case len(args) > 0 && args[0] == "upstream":
 		return m.runBenchUpstream(ctx, args[1:])
@@ -91,15 +94,16 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 		return m.runBenchUpstreamServer(ctx, args[1:])
 	case len(args) == 0 || args[0] != "gateway":
 		fmt.Fprintln(m.Stderr, "usage: custody bench gateway "+usage)
-		fmt.Fprintln(m.Stderr, "       custody bench upstream [--command CMD --arg A ... --tool NAME --arguments JSON] [--seconds S]")
+		fmt.Fprintln(m.Stderr, "       custody bench upstream [--command CMD --arg A ... --tool NAME --arguments JSON] [--seconds S | --calls N]")
 		return exitUsage
 	}
 	fs := m.flags("bench gateway", usage)
 	callers := fs.Int("callers", 64, "concurrent `N` callers")
 	seconds := fs.Float64("seconds", 10, "measure each side for `S` seconds in all")
+	calls := fs.Int64("calls", 0, "make exactly `N` calls on each side in all, split over its rounds, instead of running for --seconds (with --rate, at that pace)")
 	rate := fs.Float64("rate", 0, "pace a steady `R` calls per second; 0 runs flat out")
 	writes := fs.Float64("writes", 0.5, "`FRACTION` of calls that go to the WRITE tool")
-	rounds := fs.Int("rounds", 5, "split each side's time into `N` turns, alternating with the other side's")
+	rounds := fs.Int("rounds", 5, "split each side's time, or its calls, into `N` turns, alternating with the other side's")
 	baseline := fs.Bool("baseline", true, "also measure the raw group-commit baseline and, paced, the disk floor")
 	baselineSync := fs.String("baseline-sync", "full", "how the baseline makes rows durable: `full` (SQLite fsyncs each commit) or pipelined (as the store does)")
 	store := fs.String("store", "", "measure gateways on PostgreSQL at this `URL`, in a scratch schema dropped afterwards, against PostgreSQL's raw group-commit insert and the floor of one head-locked chain")
@@ -111,11 +115,14 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 	if *callers < 1 || *seconds <= 0 || *rate < 0 || *writes < 0 || *writes > 1 || *rounds < 1 || *instances < 1 {
 		return m.flagUsage(fs, "--callers, --seconds, --rounds must be positive, --rate not negative, --writes within [0,1]")
 	}
+	if *calls < 0 || *calls > 0 && *calls < int64(*rounds) {
+		return m.flagUsage(fs, "--calls, when set, must be at least --rounds: every round makes a call")
+	}
 	mode, ok := parseRawSync(*baselineSync)
 	if !ok {
 		return m.flagUsage(fs, fmt.Sprintf("--baseline-sync %q: want full or pipelined", *baselineSync))
 	}
-	load := benchLoad{callers: *callers, d: time.Duration(*seconds * float64(time.Second) / float64(*rounds)), rate: *rate}
+	load := benchLoad{callers: *callers, d: time.Duration(*seconds * float64(time.Second) / float64(*rounds)), calls: *calls, rate: *rate}
 	dir, err := os.MkdirTemp("", "custody-bench-")
 	if err != nil {
 		return m.fail(fmt.Errorf("bench: temp dir: %w", err))
@@ -128,9 +135,13 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 	}
 	if load.rate > 0 {
 		// What pacing alone costs: a call that does nothing, measured
-		// from its schedule like the real ones, for at most two seconds.
+		// from its schedule like the real ones, for at most two seconds:
+		// a turn's length, or with --calls as many calls as a turn.
 		probe := load
 		probe.d = min(load.d, 2*time.Second)
+		if load.calls > 0 {
+			probe.calls = max(1, min(load.share(0, *rounds).calls, int64(2*load.rate)))
+		}
 		samples, _, err := probe.run(ctx, func(context.Context, int64) error { return nil })
 		if err == nil {
 			lat := latencies(samples, fromSchedule, nil)
@@ -186,7 +197,7 @@ func (m *Main) benchCompare(ctx context.Context, dir string, p benchPlan) (bench
 	}
 	defer s.Close()
 	gw := gatewaySide(s, p.writes)
-	fmt.Fprintf(m.Stdout, "%s, %.0f%% writes; %d rounds of %s per side ...\n", p.load, p.writes*100, p.rounds, p.load.d)
+	fmt.Fprintf(m.Stdout, "%s, %.0f%% writes; %s ...\n", p.load, p.writes*100, p.load.rounds(p.rounds))
 	if !p.baseline {
 		if err := m.benchRounds(ctx, p.load, p.rounds, gw); err != nil {
 			return benchResult{}, err
@@ -228,7 +239,9 @@ func (m *Main) floorSummary(floor *benchSide) (p50, p99 int64) {
 }
 
 // benchRounds gives each side rounds turns of load, the order of the
-// sides reversed every other round, and prints each round's rates.
+// sides reversed every other round, and prints each round's rates. A
+// turn runs for load.d or, with load.calls set, makes its share of them:
+// each side makes exactly load.calls calls in all.
 func (m *Main) benchRounds(ctx context.Context, load benchLoad, rounds int, sides ...*benchSide) error {
 	for r := range rounds {
 		order := slices.Clone(sides)
@@ -236,7 +249,7 @@ func (m *Main) benchRounds(ctx context.Context, load benchLoad, rounds int, side
 			slices.Reverse(order)
 		}
 		for _, side := range order {
-			if err := side.turn(ctx, load); err != nil {
+			if err := side.turn(ctx, load.share(r, rounds)); err != nil {
 				return err
 			}
 		}
@@ -422,18 +435,48 @@ func startCPUProfile(path string) (stop func() error, err error) {
 }
 
 // benchLoad is the load both sides of a comparison get: callers goroutines
-// for d, flat out or paced at rate per second.
+// for d, or making calls calls when that is set, flat out or paced at
+// rate per second. run makes a load's calls in one run; benchRounds
+// splits them over a side's turns.
 type benchLoad struct {
 	callers int
 	d       time.Duration
+	calls   int64
 	rate    float64
 }
 
 func (l benchLoad) String() string {
-	if l.rate > 0 {
-		return fmt.Sprintf("%d callers for %s, paced at %.0f/s", l.callers, l.d, l.rate)
+	what := fmt.Sprintf("%d callers for %s", l.callers, l.d)
+	if l.calls > 0 {
+		what = fmt.Sprintf("%d callers", l.callers)
 	}
-	return fmt.Sprintf("%d callers for %s, flat out", l.callers, l.d)
+	if l.rate > 0 {
+		return fmt.Sprintf("%s, paced at %.0f/s", what, l.rate)
+	}
+	return what + ", flat out"
+}
+
+// rounds says what rounds turns of the load give each side.
+func (l benchLoad) rounds(rounds int) string {
+	if l.calls > 0 {
+		return fmt.Sprintf("%d rounds per side, %d calls per side in all", rounds, l.calls)
+	}
+	return fmt.Sprintf("%d rounds of %s per side", rounds, l.d)
+}
+
+// share returns the load of turn r of rounds: with calls, the turn's
+// share of them, the first calls%rounds turns taking one more, so that
+// the turns make calls calls in all; else the load itself.
+func (l benchLoad) share(r, rounds int) benchLoad {
+	if l.calls > 0 {
+		n := int64(rounds)
+		each, extra := l.calls/n, l.calls%n
+		l.calls = each
+		if int64(r) < extra {
+			l.calls++
+		}
+	}
+	return l
 }
 
 // sample is one call: its number and its latency in µs, from its
@@ -460,17 +503,20 @@ func latencies(samples []sample, of func(sample) int64, keep func(sample) bool) 
 }
 
 // run calls do, with the number of the call from 1 on, from the callers
-// until d has passed, and returns every call made and how long the run
-// took. The first failed call stops the run and is returned with the
-// count of failures.
+// until d has passed or, with calls set, until they have made that many,
+// and returns every call made and how long the run took. The first
+// failed call stops the run and is returned with the count of failures.
 func (l benchLoad) run(ctx context.Context, do func(ctx context.Context, n int64) error) ([]sample, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.d)
-	defer cancel()
+	if l.calls == 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.d)
+		defer cancel()
+	}
 	var seq atomic.Int64
 	failed := &benchFailure{}
 	done := make([][]sample, l.callers)
 	start := time.Now()
-	sched := newSchedule(start, l.d, l.rate)
+	sched := newSchedule(start, l.d, l.calls, l.rate)
 	var wg sync.WaitGroup
 	for c := range l.callers {
 		wg.Go(func() {
@@ -531,14 +577,20 @@ func (f *benchFailure) add(err error) {
 // measured while it waits. A caller late to take a call still measures
 // from the call's time, so a system that falls behind is charged for the
 // calls that waited. Unpaced, a call is due when a caller is ready for it.
+// The schedule ends at the run's end or, with a count of calls, once it
+// has handed out that many.
 type schedule struct {
 	start, end time.Time
+	calls      int64         // the calls it hands out; 0 ends it at end instead
 	interval   time.Duration // 0 when unpaced
 	taken      atomic.Int64
 }
 
-func newSchedule(start time.Time, d time.Duration, rate float64) *schedule {
-	s := &schedule{start: start, end: start.Add(d)}
+// newSchedule returns the schedule of a run that began at start, making
+// calls calls or, when that is 0, running for d, at rate per second or,
+// when that is 0, flat out.
+func newSchedule(start time.Time, d time.Duration, calls int64, rate float64) *schedule {
+	s := &schedule{start: start, end: start.Add(d), calls: calls}
 	if rate > 0 {
 		s.interval = time.Duration(float64(time.Second) / rate)
 	}
@@ -558,13 +610,18 @@ func (s *schedule) waiter() (*alarm, error) {
 }
 
 // next waits with a until the next call is due and returns its time;
-// false once ctx is done or when the call would be due after the run's end.
+// false once ctx is done, once every call of a count has been handed out,
+// or when the call would be due after the run's end.
 func (s *schedule) next(ctx context.Context, a *alarm) (time.Time, bool, error) {
+	k := s.taken.Add(1) - 1 // the call's number, from 0
+	if s.calls > 0 && k >= s.calls {
+		return time.Time{}, false, nil
+	}
 	if s.interval == 0 {
 		return time.Now(), ctx.Err() == nil, nil
 	}
-	due := s.start.Add(time.Duration(s.taken.Add(1)-1) * s.interval)
-	if !due.Before(s.end) {
+	due := s.start.Add(time.Duration(k) * s.interval)
+	if s.calls == 0 && !due.Before(s.end) {
 		return time.Time{}, false, nil
 	}
 	if err := a.sleep(time.Until(due)); err != nil {

@@ -39,7 +39,7 @@ type upstreamBench struct {
 
 // runBenchUpstream measures the cost of governing an upstream MCP tool:
 //
-//	custody bench upstream [--command CMD --arg A ... --tool NAME --arguments JSON] [--seconds S] [--rounds N]
+//	custody bench upstream [--command CMD --arg A ... --tool NAME --arguments JSON] [--seconds S | --calls N] [--rounds N]
 //
 // One READ tool of a stdio MCP server is driven directly (an MCP client
 // session with the server) and through custody (the same server behind a
@@ -47,10 +47,11 @@ type upstreamBench struct {
 // and made durable), the two taking turns: with 16 callers for the
 // rates, then one caller for the latency each adds. By default the server
 // is custody's own small Go server (its echo tool); --command runs any
-// other, such as the official filesystem server. The last line is one
-// JSON object.
+// other, such as the official filesystem server. With --calls N each side
+// makes exactly N calls at each load, split over its rounds, instead of
+// running for --seconds. The last line is one JSON object.
 func (m *Main) runBenchUpstream(ctx context.Context, args []string) int {
-	fs := m.flags("bench upstream", "[--command CMD [--arg A]... --tool NAME --arguments JSON] [--seconds S] [--rounds N]")
+	fs := m.flags("bench upstream", "[--command CMD [--arg A]... --tool NAME --arguments JSON] [--seconds S | --calls N] [--rounds N]")
 	b := upstreamBench{}
 	var cmdArgs stringList
 	fs.StringVar(&b.command, "command", "", "the stdio MCP server's `COMMAND` (default: custody's own small Go server)")
@@ -58,12 +59,16 @@ func (m *Main) runBenchUpstream(ctx context.Context, args []string) int {
 	fs.StringVar(&b.tool, "tool", "echo", "the READ tool to call")
 	arguments := fs.String("arguments", `{"message":"bench"}`, "the tool's arguments, as `JSON`")
 	seconds := fs.Float64("seconds", 6, "measure each side for `S` seconds in all, per load")
-	fs.IntVar(&b.rounds, "rounds", 3, "split each side's time into `N` turns, alternating with the other side's")
+	fs.Int64Var(&b.load.calls, "calls", 0, "make exactly `N` calls on each side in all, per load, split over its rounds, instead of running for --seconds")
+	fs.IntVar(&b.rounds, "rounds", 3, "split each side's time, or its calls, into `N` turns, alternating with the other side's")
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
 	if *seconds <= 0 || b.rounds < 1 || !json.Valid([]byte(*arguments)) {
 		return m.flagUsage(fs, "--seconds and --rounds must be positive and --arguments JSON")
+	}
+	if b.load.calls < 0 || b.load.calls > 0 && b.load.calls < int64(b.rounds) {
+		return m.flagUsage(fs, "--calls, when set, must be at least --rounds: every round makes a call")
 	}
 	b.args, b.arguments = append([]string{}, cmdArgs...), json.RawMessage(*arguments)
 	if b.command == "" {
@@ -73,7 +78,7 @@ func (m *Main) runBenchUpstream(ctx context.Context, args []string) int {
 		}
 		b.command, b.args = self, []string{"bench", "upstream-server"}
 	}
-	b.load = benchLoad{callers: 16, d: time.Duration(*seconds * float64(time.Second) / float64(b.rounds))}
+	b.load.callers, b.load.d = 16, time.Duration(*seconds*float64(time.Second)/float64(b.rounds))
 	res, err := m.benchUpstream(ctx, b)
 	if err != nil {
 		return m.fail(err)
@@ -110,8 +115,8 @@ func (m *Main) benchUpstream(ctx context.Context, b upstreamBench) (upstreamBenc
 		}
 		dRate, dP50, dP99 := ds.summary()
 		gRate, gP50, gP99 := gs.summary()
-		fmt.Fprintf(m.Stdout, "%d callers: direct %.0f calls/s p50 %d µs p99 %d µs; governed %.0f calls/s p50 %d µs p99 %d µs\n",
-			callers, dRate, dP50, dP99, gRate, gP50, gP99)
+		fmt.Fprintf(m.Stdout, "%d callers: direct %d calls, %.0f calls/s p50 %d µs p99 %d µs; governed %d calls, %.0f calls/s p50 %d µs p99 %d µs\n",
+			callers, ds.count(), dRate, dP50, dP99, gs.count(), gRate, gP50, gP99)
 		if callers == 16 {
 			res.DirectPerS, res.GovernedPerS = dRate, gRate
 			if dRate > 0 {

@@ -38,8 +38,8 @@ func (m *Main) benchPostgres(ctx context.Context, dir, store string, instances i
 		sides = append(sides, gatewaySide(s, p.writes))
 	}
 	gw := spread(sides)
-	fmt.Fprintf(m.Stdout, "postgres, %d %s on one store; %s, %.0f%% writes; %d rounds of %s per side ...\n",
-		instances, plural(instances, "instance"), p.load, p.writes*100, p.rounds, p.load.d)
+	fmt.Fprintf(m.Stdout, "postgres, %d %s on one store; %s, %.0f%% writes; %s ...\n",
+		instances, plural(instances, "instance"), p.load, p.writes*100, p.load.rounds(p.rounds))
 	if !p.baseline {
 		if err := m.benchRounds(ctx, p.load, p.rounds, gw); err != nil {
 			return benchResult{}, err

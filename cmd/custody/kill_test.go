@@ -111,14 +111,16 @@ func TestServeInstanceKilled(t *testing.T) {
 			})
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The kill lands under load, however slowly the calls go.
+	if !within(20*time.Second, func() bool { return acked.len() >= 20 }) {
+		t.Fatal("too few calls were acknowledged before the kill")
+	}
 	killed.Store(true)
 	if err := kids[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-kids[0].done
-	time.Sleep(300 * time.Millisecond)
-	if afterKill.Load() == 0 {
+	if !within(20*time.Second, func() bool { return afterKill.Load() > 0 }) {
 		t.Fatal("no call was acknowledged by the other instances after the kill")
 	}
 	restarted := startChild(t, filepath.Join(dir, "data0"), env)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -180,9 +181,20 @@ func TestBenchGatewayPostgres(t *testing.T) {
 	before := scratchSchemas(t, url)
 	for _, mode := range []string{"full", "pipelined"} {
 		code, out, errOut := runMain(t, nil, "", "bench", "gateway", "--store", url, "--instances", "2", "--callers", "4",
-			"--seconds", "0.3", "--rounds", "1", "--baseline-sync", mode)
+			"--calls", "40", "--rounds", "2", "--baseline-sync", mode)
 		if code != exitOK {
 			t.Fatalf("exit %d: %s %s", code, out, errOut)
+		}
+		// A fixed count of calls on every side, each acknowledged insert
+		// a committed row.
+		if m := regexp.MustCompile(`(?m)^gateway: (\d+) calls, `).FindStringSubmatch(out); m == nil || m[1] != "40" {
+			t.Errorf("the gateway did not make 40 calls in:\n%s", out)
+		}
+		if inserts := baselineInserts(t, out); inserts != 40 {
+			t.Errorf("the baseline made %d inserts, want 40", inserts)
+		}
+		if m := regexp.MustCompile(`(?m)^floor: (\d+) inserts, .*; (\d+) rows in \d+ commits`).FindStringSubmatch(out); m == nil || m[1] != "40" || m[2] != "40" {
+			t.Errorf("the floor did not make 40 inserts, each a committed row, in:\n%s", out)
 		}
 		res := lastBenchResult(t, out)
 		if res.CallsPerS <= 0 || res.BaselinePerS <= 0 || res.Ratio <= 0 || res.EntriesPerCommit < 1 || res.BaselineSync != mode ||
@@ -240,7 +252,7 @@ func scratchSchemas(t *testing.T, url string) map[string]bool {
 // which they must never write to.
 func TestScratchRunsIgnoreStore(t *testing.T) {
 	env := map[string]string{"CUSTODY_STORE": "postgres://nobody@127.0.0.1:1/none?connect_timeout=1"}
-	code, out, errOut := runMain(t, env, "", "bench", "gateway", "--callers", "2", "--seconds", "0.1", "--rounds", "1", "--baseline=false")
+	code, out, errOut := runMain(t, env, "", "bench", "gateway", "--callers", "2", "--calls", "10", "--rounds", "1", "--baseline=false")
 	if code != exitOK {
 		t.Fatalf("bench with CUSTODY_STORE set: exit %d: %s%s", code, out, errOut)
 	}

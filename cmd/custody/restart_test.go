@@ -183,7 +183,7 @@ func restartUnderLoad(t *testing.T, mode string) {
 	load.phase.Store(pgStopping)
 	cluster.Stop(mode)
 	load.phase.Store(pgDown)
-	if !within(5*time.Second, func() bool { down, _, _ := load.counts(); return down >= 20 }) {
+	if !within(20*time.Second, func() bool { down, _, _ := load.counts(); return down >= 20 }) {
 		t.Fatal("too few calls were answered while the server was down")
 	}
 	load.phase.Store(pgStarting)

@@ -423,14 +423,20 @@ func TestHTTPTools(t *testing.T) {
 }
 
 // TestBenchUpstream runs a short bench upstream against the mcptest
-// server and checks its last line.
+// server, a fixed count of calls on each side at each load, and checks
+// its counts and its last line.
 func TestBenchUpstream(t *testing.T) {
 	t.Setenv(mcptest.EnvServe, "1")
 	var out, errOut strings.Builder
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: os.Getenv}
-	code := m.Run(context.Background(), []string{"bench", "upstream", "--command", os.Args[0], "--seconds", "0.4", "--rounds", "1"})
+	code := m.Run(context.Background(), []string{"bench", "upstream", "--command", os.Args[0], "--calls", "40", "--rounds", "2"})
 	if code != exitOK {
 		t.Fatalf("exit %d: %s %s", code, out.String(), errOut.String())
+	}
+	for _, callers := range []string{"16", "1"} {
+		if !regexp.MustCompile(`(?m)^` + callers + ` callers: direct 40 calls, .*; governed 40 calls, `).MatchString(out.String()) {
+			t.Errorf("at %s callers, not 40 calls on each side in:\n%s", callers, out.String())
+		}
 	}
 	all := strings.Split(strings.TrimSpace(out.String()), "\n")
 	var res map[string]float64

@@ -88,7 +88,7 @@ func TestCheckpointInterval(t *testing.T) {
 	t.Run("Idle", func(t *testing.T) {
 		db := openTest(t, Options{CheckpointInterval: 20 * time.Millisecond})
 		mustAppend(t, db, entry("k", "t", nil, 1))
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(10 * time.Second)
 		for len(sizes(t, db)) == 0 {
 			if time.Now().After(deadline) {
 				t.Fatal("no checkpoint written while idle")

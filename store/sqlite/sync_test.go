@@ -173,10 +173,10 @@ func TestSyncFailureFailsClosed(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after five seconds.
+// waitFor polls cond until it holds, failing the test after ten seconds.
 func waitFor(t *testing.T, cond func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("gave up waiting for %s", what)

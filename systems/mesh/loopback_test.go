@@ -64,7 +64,7 @@ func TestLoopbackFaults(t *testing.T) {
 		_ = l.Publish(ctx, Msg{Subject: "mesh.advisory.forward-a-1", Data: []byte("x")})
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(10 * time.Second):
 			t.Fatal("delayed message never delivered")
 		}
 	})
