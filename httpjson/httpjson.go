@@ -60,8 +60,3 @@ func Write(w http.ResponseWriter, status int, v any) {
 func WriteError(w http.ResponseWriter, err error) {
 	Write(w, StatusFor(err), ErrorBody{Error: custody.DetailOf(err)})
 }
-
-// WriteDetail writes an error detail in the one error shape.
-func WriteDetail(w http.ResponseWriter, d custody.ErrorDetail) {
-	Write(w, Status(d.Kind), ErrorBody{Error: d})
-}

@@ -18,44 +18,9 @@ const genesisPrev = "00000000000000000000000000000000000000000000000000000000000
 // GenesisPrev returns the hex prev of the first entry: 64 zeros.
 func GenesisPrev() string { return genesisPrev }
 
-// Seal completes e as the entry following prev (hex; "" means genesis):
-// it sets Prev, BodySHA256 (of the exact body bytes), an empty Refs when
-// nil, and Hash. Seq and At must already be set. The body must be a
-// document Canonicalize accepts; it is kept byte for byte, whitespace and
-// newlines included (see the package documentation for how JSONL carries
-// it).
-func Seal(prev string, e *custody.Entry) error {
-	if prev == "" {
-		prev = genesisPrev
-	}
-	if e.Refs == nil {
-		e.Refs = map[string]string{}
-	}
-	e.BodySHA256 = bodySHA256(e.Body)
-	e.Prev = prev
-	h, err := EntryHash(e)
-	if err != nil {
-		return fmt.Errorf("seal entry %d: %w", e.Seq, err)
-	}
-	e.Hash = h
-	return nil
-}
-
 func bodySHA256(body []byte) string {
 	sum := sha256.Sum256(body)
 	return hex.EncodeToString(sum[:])
-}
-
-// EntryHash computes hash = SHA-256(prev_hash_bytes ‖ JCS(entry without
-// "hash")) for e as it stands, hex encoded. Prev must be 64 lowercase hex
-// digits.
-func EntryHash(e *custody.Entry) (string, error) {
-	var h hasher
-	sum, err := h.entryHash(e, nil)
-	if err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(sum[:]), nil
 }
 
 // hasher computes entry hashes, keeping its buffers between entries.
@@ -64,7 +29,8 @@ type hasher struct {
 	buf []byte
 }
 
-// entryHash computes the hash of e. prev holds the bytes e.Prev spells
+// entryHash computes hash = SHA-256(prev_hash_bytes ‖ JCS(entry without
+// "hash")) for e as it stands. prev holds the bytes e.Prev spells
 // when the caller knows them already, or is nil.
 func (h *hasher) entryHash(e *custody.Entry, prev []byte) ([32]byte, error) {
 	if prev == nil && !isHashHex(e.Prev) {
@@ -104,13 +70,8 @@ func unhex(c byte) byte {
 	return c - 'a' + 10
 }
 
-// AppendEntryCanonical appends JCS(e without "hash") to dst. The members are
+// appendEntry appends JCS(e without "hash") to dst. The members are
 // written in RFC 8785 order directly, so only the body needs parsing.
-func AppendEntryCanonical(dst []byte, e *custody.Entry) ([]byte, error) {
-	var h hasher
-	return h.appendEntry(dst, e)
-}
-
 func (h *hasher) appendEntry(dst []byte, e *custody.Entry) ([]byte, error) {
 	mark := len(dst)
 	w := entryWriter{dst: dst}

@@ -84,15 +84,6 @@ func CheckLedgerID(id string) error {
 	return nil
 }
 
-// SignCheckpoint returns the checkpoint stating that the ledger held size
-// entries whose last hash is head (hex), signed at the time at (formatted
-// with custody.TimeFormat). Sig is the standard base64 encoding of the
-// ed25519 signature over CheckpointMessage.
-func SignCheckpoint(priv ed25519.PrivateKey, size int64, head, at string) custody.Checkpoint {
-	sig := ed25519.Sign(priv, CheckpointMessage(size, head, at))
-	return custody.Checkpoint{Size: size, Head: head, At: at, Sig: base64.StdEncoding.EncodeToString(sig)}
-}
-
 // VerifyCheckpoint reports whether cp is well formed (a size of at least
 // zero, a head of 64 lowercase hex digits) and carries a valid signature by
 // pub. It says nothing about whether the checkpoint matches a ledger: that

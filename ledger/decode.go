@@ -12,8 +12,8 @@ import (
 	"github.com/custody-dev/custody"
 )
 
-// DefaultMaxLine is the longest JSONL line a Decoder reads unless told
-// otherwise with SetMaxLine.
+// DefaultMaxLine is the longest JSONL line, in bytes without its end, a
+// Decoder reads.
 const DefaultMaxLine = 8 << 20
 
 // LineError says which line of a JSONL export is wrong. Err is the reason:
@@ -54,10 +54,6 @@ type Decoder struct {
 func NewDecoder(r io.Reader) *Decoder {
 	return &Decoder{r: bufio.NewReaderSize(r, 64<<10), max: DefaultMaxLine, strs: map[string]string{}}
 }
-
-// SetMaxLine sets the longest line, in bytes without its end, that the
-// Decoder accepts.
-func (d *Decoder) SetMaxLine(n int) { d.max = n }
 
 // Next returns the next line. At the end of the input it returns io.EOF;
 // any other error is a *LineError naming the line, and is returned again

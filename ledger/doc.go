@@ -44,7 +44,7 @@
 //
 // A body is kept exactly as received, so body_sha256 can be checked by
 // anyone holding the bytes: pretty-printed JSON with newlines included.
-// Refusing such bodies at Seal would mean refusing what agents actually
+// Refusing such bodies when sealing would mean refusing what agents actually
 // send, or recording something other than what they sent. Instead the
 // JSONL export carries a body in one of two ways. When the bytes are a
 // single-line canonicalizable document with no whitespace around it, the

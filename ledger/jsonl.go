@@ -204,19 +204,14 @@ func (p *jsonlPage) flush() error {
 	return nil
 }
 
-// VerifyJSONLKeys is VerifyJSONL trusting every key in keys, for a ledger
-// whose key was rotated (see Verifier); none checks only that checkpoints
-// match the entries. Its memory does not grow with the export: a
-// checkpoint line must come before its entry or right after it, as
-// exports write them.
-func VerifyJSONLKeys(r io.Reader, keys ...ed25519.PublicKey) (Report, error) {
-	return verifyJSONL(r, NewStreamVerifier(keys...), nil)
-}
-
-// VerifyJSONLSeeing is VerifyJSONLKeys that also hands seen every line it
-// decodes, in order, before verifying it: what else reads the export (the
-// checkpoint notes, say) reads it in the same pass. A line seen may still
-// fail verification; the chain's verdict is the one returned.
+// VerifyJSONLSeeing is VerifyJSONL trusting every key in keys, for a
+// ledger whose key was rotated (see Verifier); none checks only that
+// checkpoints match the entries. It also hands seen, when not nil, every
+// line it decodes, in order, before verifying it: what else reads the
+// export (the checkpoint notes, say) reads it in the same pass. A line
+// seen may still fail verification; the chain's verdict is the one
+// returned. Its memory does not grow with the export: a checkpoint line
+// must come before its entry or right after it, as exports write them.
 func VerifyJSONLSeeing(r io.Reader, seen func(Line), keys ...ed25519.PublicKey) (Report, error) {
 	return verifyJSONL(r, NewStreamVerifier(keys...), seen)
 }

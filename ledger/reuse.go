@@ -34,7 +34,7 @@ func (z *Canonicalizer) Check(raw []byte) error {
 	return err
 }
 
-// Sealer seals entries as Seal does, keeping its buffers between entries:
+// Sealer puts entries on the chain, keeping its buffers between entries:
 // a writer sealing entries one after another stops allocating for the
 // canonical form it hashes. The zero value is ready to use. A Sealer is
 // not safe for concurrent use.
@@ -46,7 +46,12 @@ type Sealer struct {
 	last    [32]byte
 }
 
-// Seal is Seal with the Sealer's buffers.
+// Seal completes e as the entry following prev (hex; "" means genesis):
+// it sets Prev, BodySHA256 (of the exact body bytes), an empty Refs when
+// nil, and Hash. Seq and At must already be set. The body must be a
+// document Canonicalize accepts; it is kept byte for byte, whitespace and
+// newlines included (see the package documentation for how JSONL carries
+// it).
 func (s *Sealer) Seal(prev string, e *custody.Entry) error {
 	return s.seal(prev, e)
 }
@@ -86,9 +91,9 @@ type Prepared struct {
 }
 
 // Prepare readies e, whose At, Kind, Trace, Actor, Refs and Body are
-// final, for Sealer.SealPrepared into p. It refuses what Seal refuses of
-// such an entry: a body Canonicalize refuses, or a field that is not
-// valid UTF-8, with an error naming it.
+// final, for Sealer.SealPrepared into p. It refuses what Sealer.Seal
+// refuses of such an entry: a body Canonicalize refuses, or a field that
+// is not valid UTF-8, with an error naming it.
 func (z *Canonicalizer) Prepare(p *Prepared, e *custody.Entry) error {
 	sum := sha256.Sum256(e.Body)
 	p.bodySHA256 = hex.EncodeToString(sum[:])
@@ -110,10 +115,10 @@ func (z *Canonicalizer) Prepare(p *Prepared, e *custody.Entry) error {
 	return nil
 }
 
-// SealPrepared is Seal for an entry p was prepared from, as it stood then
-// but for Seq: it puts e on the chain after prev, hashing p's canonical
-// form with prev and e.Seq filled in. A prev that is the hash this Sealer
-// computed last needs no decoding.
+// SealPrepared is Sealer.Seal for an entry p was prepared from, as it
+// stood then but for Seq: it puts e on the chain after prev, hashing p's
+// canonical form with prev and e.Seq filled in. A prev that is the hash
+// this Sealer computed last needs no decoding.
 func (s *Sealer) SealPrepared(prev string, e *custody.Entry, p *Prepared) error {
 	if prev == "" {
 		prev = genesisPrev

@@ -37,12 +37,6 @@ func (r KeyRotation) Body() []byte {
 	return b
 }
 
-// KeyRotationBody returns the body of the entry recording that new
-// replaces old.
-func KeyRotationBody(old, new ed25519.PublicKey) []byte {
-	return KeyRotation{Old: hex.EncodeToString(old), New: hex.EncodeToString(new)}.Body()
-}
-
 // parseKeyRotation reads a KeyRotatedKind body.
 func parseKeyRotation(body []byte) (old, new ed25519.PublicKey, err error) {
 	var r KeyRotation

@@ -175,29 +175,14 @@ func NewStreamVerifier(keys ...ed25519.PublicKey) *Verifier {
 	return v
 }
 
-// Entry verifies the next entry: its seq must follow the previous one
-// (starting at 1), its prev must be the previous entry's hash (64 zeros
-// for the first), body_sha256 must be the SHA-256 of the exact body bytes,
-// and hash must be its EntryHash. Any checkpoint already given for its seq
-// must name its hash. A failure is a *VerifyError.
-func (v *Verifier) Entry(e *custody.Entry) error {
-	if v.err != nil {
-		return v.err
-	}
-	if err := v.entry(e); err != nil {
-		v.err = err
-		return err
-	}
-	return nil
-}
-
-func (v *Verifier) entry(e *custody.Entry) *VerifyError {
-	return v.link(e, v.h.examine(e))
-}
-
-// Entries verifies es, the entries that follow in seq order, exactly as
-// calling Entry on each would; what needs no predecessor (the body digest
-// and the entry hash) is computed on every CPU at once.
+// Entries verifies es, the entries that follow in seq order. Each entry's
+// seq must follow the previous one (starting at 1), its prev must be the
+// previous entry's hash (64 zeros for the first), body_sha256 must be the
+// SHA-256 of the exact body bytes, and hash must be SHA-256(prev_hash_bytes
+// ‖ JCS(entry without "hash")). Any checkpoint already given for an
+// entry's seq must name its hash. A failure is a *VerifyError naming the
+// first entry at fault. What needs no predecessor (the body digest and
+// the entry hash) is computed on every CPU at once.
 func (v *Verifier) Entries(es []custody.Entry) error {
 	if v.err != nil {
 		return v.err

@@ -3,7 +3,6 @@ package tlog
 import (
 	"bytes"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -55,14 +54,6 @@ func fromLog(lc log.Checkpoint, rest []byte) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("parse checkpoint: root hash has %d bytes, want %d", len(lc.Hash), HashSize)
 	}
 	return Checkpoint{Origin: lc.Origin, Size: lc.Size, Root: lc.Hash, Head: h}, nil
-}
-
-// KeyOrigin returns an origin derived from the ledger's public key, for a
-// ledger that has no id of its own: "custody/ledger/" and the first 16 hex
-// digits of SHA-256 of the key.
-func KeyOrigin(pub ed25519.PublicKey) string {
-	sum := sha256.Sum256(pub)
-	return "custody/ledger/" + hex.EncodeToString(sum[:8])
 }
 
 // VerifierKey returns the note verifier key of the log named origin whose

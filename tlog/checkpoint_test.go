@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"strings"
 	"testing"
@@ -18,6 +19,13 @@ func testKey(t testing.TB) ed25519.PrivateKey {
 		t.Fatal(err)
 	}
 	return priv
+}
+
+// KeyOrigin returns an origin derived from a public key: "custody/ledger/"
+// and the first 16 hex digits of SHA-256 of the key.
+func KeyOrigin(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	return "custody/ledger/" + hex.EncodeToString(sum[:8])
 }
 
 func testCheckpoint(priv ed25519.PrivateKey) Checkpoint {

@@ -154,15 +154,6 @@ func (t *Tree) Clone() *Tree {
 	return &Tree{r: r}
 }
 
-// RootAt returns the root hash of the tree of size leaves held by nr.
-func RootAt(ctx context.Context, nr NodeReader, size uint64) ([]byte, error) {
-	t, err := LoadTree(ctx, nr, size)
-	if err != nil {
-		return nil, err
-	}
-	return t.Root(), nil
-}
-
 // InclusionProof returns the proof that leaf index is in the tree of size
 // leaves held by nr.
 func InclusionProof(ctx context.Context, nr NodeReader, index, size uint64) ([][]byte, error) {
@@ -213,32 +204,6 @@ func VerifyConsistency(size1, size2 uint64, p [][]byte, root1, root2 []byte) err
 		return fmt.Errorf("consistency of size %d with size %d: %w", size1, size2, err)
 	}
 	return nil
-}
-
-// MemNodes is a NodeReader over an in-memory list of every node, in
-// position order, for building proofs from an exported ledger. Keep is its
-// Tree.Append callback.
-type MemNodes [][]byte
-
-// Keep records the node id, which must be the next in position order.
-func (m *MemNodes) Keep(id compact.NodeID, hash []byte) {
-	if pos := Pos(id); pos != uint64(len(*m)) {
-		panic(fmt.Sprintf("tlog: node %d kept after %d nodes", pos, len(*m)))
-	}
-	*m = append(*m, hash)
-}
-
-// ReadNodes returns the nodes ids: the list's own slices, not copies.
-func (m MemNodes) ReadNodes(_ context.Context, ids []compact.NodeID) ([][]byte, error) {
-	out := make([][]byte, len(ids))
-	for i, id := range ids {
-		p := Pos(id)
-		if p >= uint64(len(m)) {
-			return nil, ErrorMissingNode(id)
-		}
-		out[i] = m[p]
-	}
-	return out, nil
 }
 
 // ErrMissingNode is what a NodeReader's error wraps when a node is not

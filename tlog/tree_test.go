@@ -43,6 +43,40 @@ func entryHashes(n int) [][]byte {
 	return out
 }
 
+// MemNodes is a NodeReader over an in-memory list of every node, in
+// position order. Keep is its Tree.Append callback.
+type MemNodes [][]byte
+
+// Keep records the node id, which must be the next in position order.
+func (m *MemNodes) Keep(id compact.NodeID, hash []byte) {
+	if pos := Pos(id); pos != uint64(len(*m)) {
+		panic(fmt.Sprintf("tlog: node %d kept after %d nodes", pos, len(*m)))
+	}
+	*m = append(*m, hash)
+}
+
+// ReadNodes returns the nodes ids: the list's own slices, not copies.
+func (m MemNodes) ReadNodes(_ context.Context, ids []compact.NodeID) ([][]byte, error) {
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		p := Pos(id)
+		if p >= uint64(len(m)) {
+			return nil, ErrorMissingNode(id)
+		}
+		out[i] = m[p]
+	}
+	return out, nil
+}
+
+// RootAt returns the root hash of the tree of size leaves held by nr.
+func RootAt(ctx context.Context, nr NodeReader, size uint64) ([]byte, error) {
+	t, err := LoadTree(ctx, nr, size)
+	if err != nil {
+		return nil, err
+	}
+	return t.Root(), nil
+}
+
 // build appends every entry hash to a new tree, keeping its nodes.
 func build(t testing.TB, data [][]byte) (*Tree, MemNodes) {
 	t.Helper()

@@ -14,9 +14,6 @@ import (
 //go:embed openapi.json
 var openAPI []byte
 
-// OpenAPI returns the OpenAPI 3.1 document of the /v1 API.
-func OpenAPI() []byte { return append([]byte(nil), openAPI...) }
-
 // handleOpenAPI serves GET /v1/openapi.json. It needs no token: it
 // describes the API, not anything in it.
 func (s *Server) handleOpenAPI(w http.ResponseWriter, _ *http.Request) {

@@ -167,9 +167,6 @@ func (c *Config) check() error {
 // Cross-origin browser requests that change state are refused.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Metrics returns the metrics the server reports on /metrics.
-func (s *Server) Metrics() *Metrics { return s.metrics }
-
 // route is one endpoint of the API: a method and a path pattern. The
 // OpenAPI document describes every /v1 route (TestOpenAPIMatchesRoutes).
 type route struct {

@@ -19,11 +19,18 @@ func assureEnv(t *testing.T) map[string]string {
 	return map[string]string{"CUSTODY_DATA": filepath.Join(t.TempDir(), "data")}
 }
 
+// exampleEnvelope is the example envelope the README's tour runs.
+const exampleEnvelope = "../../systems/assure/envelopes/ward-round.json"
+
 // writeEnvelope writes the example envelope, each old text replaced by
 // its new one, and returns its path.
 func writeEnvelope(t *testing.T, replace ...string) string {
 	t.Helper()
-	raw := string(assure.WardRoundEnvelope())
+	b, err := os.ReadFile(exampleEnvelope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := string(b)
 	for i := 0; i+1 < len(replace); i += 2 {
 		if !strings.Contains(raw, replace[i]) {
 			t.Fatalf("the example envelope has no %q", replace[i])

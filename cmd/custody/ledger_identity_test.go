@@ -62,7 +62,7 @@ func forgeEntry(t *testing.T, data string) {
 	}
 	e := custody.Entry{Seq: seq + 1, At: custody.FormatTime(time.Now()), Kind: custody.KindApprovalDecided,
 		Actor: "operator:mallory", Body: []byte(`{"decision":"approved"}`)}
-	if err := ledger.Seal(head, &e); err != nil {
+	if err := new(ledger.Sealer).Seal(head, &e); err != nil {
 		t.Fatal(err)
 	}
 	_, err := raw.Exec(`INSERT INTO entries (seq, at, kind, trace, actor, refs, body, body_sha256, hash)
@@ -113,7 +113,7 @@ func TestLedgerVerifyStrict(t *testing.T) {
 		if e.Seq == 2 {
 			e.Body = []byte(`{"n":2}`)
 		}
-		if err := ledger.Seal(prev, &e); err != nil {
+		if err := new(ledger.Sealer).Seal(prev, &e); err != nil {
 			t.Fatal(err)
 		}
 		prev = e.Hash

@@ -13,7 +13,8 @@ import (
 // with mcptest.EnvServe=1 it serves the mcptest tools on stdio.
 func TestMain(m *testing.M) {
 	if os.Getenv(mcptest.EnvServe) == "1" {
-		if err := mcptest.ServeStdio(context.Background(), mcptest.OptionsFromEnv(), os.Stdin, os.Stdout); err != nil {
+		opts := mcptest.Options{Description: os.Getenv(mcptest.EnvDescription), WriteFile: os.Getenv(mcptest.EnvWriteFile)}
+		if err := mcptest.ServeStdio(context.Background(), opts, os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -41,11 +41,6 @@ type Options struct {
 	WriteFile string
 }
 
-// OptionsFromEnv reads the options from the environment.
-func OptionsFromEnv() Options {
-	return Options{Description: os.Getenv(EnvDescription), WriteFile: os.Getenv(EnvWriteFile)}
-}
-
 type echoIn struct {
 	Message string `json:"message" jsonschema:"the message to echo"`
 }

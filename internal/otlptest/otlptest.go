@@ -24,7 +24,6 @@ type Receiver struct {
 	*httptest.Server
 	mu    sync.Mutex
 	spans []*tracepb.Span
-	posts int
 }
 
 // New starts a receiver, closed when the test ends. Its URL is the base
@@ -64,7 +63,6 @@ func (r *Receiver) export(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.mu.Lock()
-	r.posts++
 	for _, rs := range msg.GetResourceSpans() {
 		for _, ss := range rs.GetScopeSpans() {
 			r.spans = append(r.spans, ss.GetSpans()...)
@@ -81,13 +79,6 @@ func (r *Receiver) Spans() []*tracepb.Span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]*tracepb.Span(nil), r.spans...)
-}
-
-// Posts returns how many export requests arrived.
-func (r *Receiver) Posts() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.posts
 }
 
 // Attr returns a span's attribute key as a string ("" when the span has

@@ -119,7 +119,7 @@ func sealed(t *testing.T, n int) []custody.Entry {
 	for i := range es {
 		es[i] = entry("test.kind", fmt.Sprint("t", i%3))
 		es[i].Seq, es[i].At = int64(i+1), "2026-03-01T12:00:00.000000Z"
-		if err := ledger.Seal(prev, &es[i]); err != nil {
+		if err := new(ledger.Sealer).Seal(prev, &es[i]); err != nil {
 			t.Fatal(err)
 		}
 		prev = es[i].Hash

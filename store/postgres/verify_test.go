@@ -97,7 +97,7 @@ func TestVerifyRewrittenChain(t *testing.T) {
 	}
 	es[1].Body = []byte(`{"n":"rewritten"}`)
 	for i := 1; i < len(es); i++ {
-		if err := ledger.Seal(es[i-1].Hash, &es[i]); err != nil {
+		if err := new(ledger.Sealer).Seal(es[i-1].Hash, &es[i]); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -124,7 +124,7 @@ func TestEntryDigestsMigrationKeepsTampering(t *testing.T) {
 			// prev rewritten and the hash made to match it: the entry
 			// no longer follows the one before.
 			e := es[3]
-			if err := ledger.Seal(strings.Repeat("ab", 32), &e); err != nil {
+			if err := new(ledger.Sealer).Seal(strings.Repeat("ab", 32), &e); err != nil {
 				t.Fatal(err)
 			}
 			return fmt.Sprintf(`UPDATE entries SET prev = '%s', hash = '%s' WHERE seq = 4`, e.Prev, e.Hash)

@@ -12,6 +12,40 @@ import (
 	"github.com/custody-dev/custody"
 )
 
+// walk is walkAhead the simple way, all from one ordered query in one
+// read transaction: the path walkAhead is held to.
+func (db *DB) walk(ctx context.Context, entry func(*custody.Entry) error, checkpoint func(custody.Checkpoint) error) error {
+	tx, err := db.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return unavailable("read ledger", err)
+	}
+	defer tx.Rollback()
+	cps, err := readCheckpoints(ctx, tx)
+	if err != nil {
+		return unavailable("read checkpoints", err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries ORDER BY seq`)
+	if err != nil {
+		return unavailable("read ledger", err)
+	}
+	defer rows.Close()
+	var e custody.Entry
+	next := func() (*custody.Entry, bool) {
+		if !rows.Next() {
+			return nil, false
+		}
+		e, err = scanEntry(rows)
+		return &e, err == nil
+	}
+	stopped := func() error {
+		if err != nil {
+			return err
+		}
+		return rows.Err()
+	}
+	return feed(cps, next, stopped, entry, checkpoint)
+}
+
 // walked is what a walk handed its callbacks, one line each.
 func walked(t *testing.T, walk func(entry func(*custody.Entry) error, checkpoint func(custody.Checkpoint) error) error) []string {
 	t.Helper()
@@ -29,8 +63,8 @@ func walked(t *testing.T, walk func(entry func(*custody.Entry) error, checkpoint
 	return out
 }
 
-// TestReadAheadMatchesOneQuery holds the parallel read that verify uses
-// to the one ordered query export uses: the same entries, linked the same
+// TestReadAheadMatchesOneQuery holds the parallel read that verify and
+// export use to one ordered query: the same entries, linked the same
 // way, with the checkpoints at the same places, for chunk sizes that do
 // and do not divide the ledger.
 func TestReadAheadMatchesOneQuery(t *testing.T) {

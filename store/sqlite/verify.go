@@ -129,47 +129,14 @@ func (db *DB) ExportJSONL(ctx context.Context, w io.Writer) error {
 	return db.walkAhead(ctx, readAheadChunk, aheadReaders(), entry, checkpoint)
 }
 
-// walk calls entry for every entry in seq order, and checkpoint for every
-// checkpoint right after the entry it covers (checkpoints beyond the last
-// entry come at the end), all from one read transaction. The first error
+// walkAhead calls entry for every entry in seq order, and checkpoint for
+// every checkpoint right after the entry it covers (checkpoints beyond the
+// last entry come at the end): the entries up to the head when it began,
+// with the checkpoints of that moment, read on several connections at once
+// (see readAhead), chunk entries a query, readers at once. The first error
 // stops the walk and is returned: a *ledger.VerifyError as is, a storage
-// failure as EUNAVAILABLE. It is the simple path that walkAhead, which
-// verify and export use, is held to (TestReadAheadMatchesOneQuery).
-func (db *DB) walk(ctx context.Context, entry func(*custody.Entry) error, checkpoint func(custody.Checkpoint) error) error {
-	tx, err := db.rdb.BeginTx(ctx, nil)
-	if err != nil {
-		return unavailable("read ledger", err)
-	}
-	defer tx.Rollback()
-	cps, err := readCheckpoints(ctx, tx)
-	if err != nil {
-		return unavailable("read checkpoints", err)
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries ORDER BY seq`)
-	if err != nil {
-		return unavailable("read ledger", err)
-	}
-	defer rows.Close()
-	var e custody.Entry
-	next := func() (*custody.Entry, bool) {
-		if !rows.Next() {
-			return nil, false
-		}
-		e, err = scanEntry(rows)
-		return &e, err == nil
-	}
-	stopped := func() error {
-		if err != nil {
-			return err
-		}
-		return rows.Err()
-	}
-	return feed(cps, next, stopped, entry, checkpoint)
-}
-
-// walkAhead is walk reading the entries on several connections at once
-// (see readAhead), chunk entries a query, readers at once: the entries up to the head when
-// it began, with the checkpoints of that moment.
+// failure as EUNAVAILABLE. TestReadAheadMatchesOneQuery holds it to one
+// ordered query in one read transaction.
 func (db *DB) walkAhead(ctx context.Context, chunk int64, readers int, entry func(*custody.Entry) error, checkpoint func(custody.Checkpoint) error) error {
 	tx, err := db.rdb.BeginTx(ctx, nil)
 	if err != nil {

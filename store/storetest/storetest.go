@@ -79,6 +79,7 @@ func size(t *testing.T, s custody.Store) int64 {
 func testAppendChains(t *testing.T, s custody.Store) {
 	ctx := context.Background()
 	prev := ledger.GenesisPrev()
+	v := ledger.NewVerifier(nil)
 	for i := 1; i <= 5; i++ {
 		e, err := s.Append(ctx, entry("test.kind", "t1"))
 		if err != nil {
@@ -87,8 +88,8 @@ func testAppendChains(t *testing.T, s custody.Store) {
 		if e.Seq != int64(i) || e.Prev != prev || e.Hash == "" || e.At == "" {
 			t.Fatalf("entry %d = seq %d prev %q hash %q at %q; want seq %d after %q", i, e.Seq, e.Prev, e.Hash, e.At, i, prev)
 		}
-		if h, err := ledger.EntryHash(&e); err != nil || h != e.Hash {
-			t.Fatalf("entry %d hash %q, recomputed %q, %v", i, e.Hash, h, err)
+		if err := v.Entries([]custody.Entry{e}); err != nil {
+			t.Fatalf("entry %d does not verify as the next link: %v", i, err)
 		}
 		prev = e.Hash
 	}
@@ -124,14 +125,13 @@ func testEntriesInOrder(t *testing.T, s custody.Store) {
 	if err != nil || len(es) != 200 {
 		t.Fatalf("Entries = %d entries, %v; want 200", len(es), err)
 	}
-	v := ledger.NewVerifier(s.PublicKey())
 	for i := range es {
 		if es[i].Seq != int64(i+1) {
 			t.Fatalf("entry %d has seq %d", i, es[i].Seq)
 		}
-		if err := v.Entry(&es[i]); err != nil {
-			t.Fatalf("verify: %v", err)
-		}
+	}
+	if err := ledger.NewVerifier(s.PublicKey()).Entries(es); err != nil {
+		t.Fatalf("verify: %v", err)
 	}
 	got, err := s.Entries(ctx, custody.Query{After: 150, Limit: 10})
 	if err != nil || len(got) != 10 || got[0].Seq != 151 {

@@ -1,7 +1,7 @@
 package assure
 
 import (
-	"embed"
+	_ "embed"
 
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/gate"
@@ -15,23 +15,6 @@ const contractFile = "ward-round-tools.json"
 
 //go:embed contracts/ward-round-tools.json
 var contractJSON []byte
-
-//go:embed envelopes/ward-round.json
-var wardRoundJSON []byte
-
-// envelopeFiles holds every envelope the harness ships.
-//
-//go:embed envelopes/*.json
-var envelopeFiles embed.FS
-
-// Contract returns the ward round tools contract and the file name to load
-// it under, for contract.Options.Extra.
-func Contract() (name string, raw []byte) {
-	return contractFile, append([]byte(nil), contractJSON...)
-}
-
-// WardRoundEnvelope returns the example envelope DF-SYN-WF-WARD-ROUND.
-func WardRoundEnvelope() []byte { return append([]byte(nil), wardRoundJSON...) }
 
 // LoadRegistry loads what assurance reads: the gateway's Clinical Action
 // Envelope contract, the ward round tools contract and any extra

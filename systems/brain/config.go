@@ -84,14 +84,6 @@ func (r *Room) Config(ctx context.Context) (Config, error) {
 	return c, nil
 }
 
-// SetConfig replaces the room's settings.
-func (r *Room) SetConfig(ctx context.Context, c Config) error {
-	if err := c.check(); err != nil {
-		return err
-	}
-	return r.inTx(ctx, func(tx *sql.Tx) error { return putConfig(ctx, tx, c) })
-}
-
 func putConfig(ctx context.Context, tx *sql.Tx, c Config) error {
 	doc, err := json.Marshal(c)
 	if err != nil {

@@ -87,12 +87,6 @@ func (r *Room) Events(ctx context.Context, since time.Time, limit int) ([]Memory
 		since.UnixMilli(), limit)
 }
 
-// EventsOfType returns every memory event of one type, oldest first.
-func (r *Room) EventsOfType(ctx context.Context, eventType string) ([]MemoryEvent, error) {
-	return r.queryEvents(ctx, `SELECT id, event_type, coalesce(target_node_id, ''), payload, created_at
-		FROM memory_events WHERE event_type = ? ORDER BY seq`, eventType)
-}
-
 func (r *Room) queryEvents(ctx context.Context, query string, args ...any) ([]MemoryEvent, error) {
 	rows, err := r.db.QueryContext(ctx, query, args...)
 	if err != nil {

@@ -2,6 +2,7 @@ package brain
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -18,6 +19,20 @@ import (
 var testNow = time.Date(2026, 2, 28, 12, 0, 0, 0, time.UTC)
 
 func fixedClock() time.Time { return testNow }
+
+// SetConfig replaces the room's settings, as an import does.
+func (r *Room) SetConfig(ctx context.Context, c Config) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return r.inTx(ctx, func(tx *sql.Tx) error { return putConfig(ctx, tx, c) })
+}
+
+// EventsOfType returns every memory event of one type, oldest first.
+func (r *Room) EventsOfType(ctx context.Context, eventType string) ([]MemoryEvent, error) {
+	return r.queryEvents(ctx, `SELECT id, event_type, coalesce(target_node_id, ''), payload, created_at
+		FROM memory_events WHERE event_type = ? ORDER BY seq`, eventType)
+}
 
 // TestMain lets the test binary act as a stdio Brain when asked, so that
 // the stdio tests spawn a real process.

@@ -270,25 +270,3 @@ func (r *Room) Counts(ctx context.Context) (nodes, edges, events int, err error)
 	}
 	return nodes, edges, events, nil
 }
-
-// Edges returns every edge leaving or entering node id.
-func (r *Room) Edges(ctx context.Context, id string) ([]Edge, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT source, target, type, properties, created_by
-		FROM edges WHERE source = ?1 UNION ALL SELECT source, target, type, properties, created_by
-		FROM edges WHERE target = ?1 AND source <> ?1`, id)
-	if err != nil {
-		return nil, fmt.Errorf("list edges of %s: %w", id, err)
-	}
-	defer rows.Close()
-	var out []Edge
-	for rows.Next() {
-		var e Edge
-		var props string
-		if err := rows.Scan(&e.Source, &e.Target, &e.Type, &props, &e.CreatedBy); err != nil {
-			return nil, fmt.Errorf("list edges of %s: %w", id, err)
-		}
-		e.Properties = json.RawMessage(props)
-		out = append(out, e)
-	}
-	return out, rows.Err()
-}

@@ -29,6 +29,17 @@ func admitReference(raw []byte) (Advisory, error) {
 	return adv, nil
 }
 
+// decodeAdvisory decodes raw with admitAdvisory's reader alone, without
+// its number check, falling back to encoding/json as admitAdvisory does.
+func decodeAdvisory(raw []byte) (Advisory, error) {
+	r := advReader{in: raw}
+	var adv Advisory
+	if r.advisory(&adv) {
+		return adv, nil
+	}
+	return unmarshalAdvisory(raw)
+}
+
 // sameAdmission fails t unless admitAdvisory and decodeAdvisory give for
 // raw what admitReference and encoding/json give.
 func sameAdmission(t *testing.T, raw []byte) {

@@ -26,30 +26,17 @@ import (
 // the plain path. TestAdmitAdvisoryMatchesReference and FuzzAdmitAdvisory
 // hold it to the plain path's refusals and results.
 
-// decodeAdvisory decodes an advisory that passed its contract check. It
-// gives exactly what encoding/json.Unmarshal gives: a reader for the
-// advisory's own shape (the contract's keys, spelt exactly, with strings,
-// numbers and booleans where the contract puts them) decodes the common
-// case without reflection, and anything else it meets (null, an escaped
-// key, an unknown key, a number a field cannot hold) is left to
-// encoding/json, from the start. The reader's strings share one
-// allocation, so a string kept apart from its advisory (a map key, say)
-// should be a copy.
-func decodeAdvisory(raw []byte) (Advisory, error) {
-	r := advReader{in: raw}
-	var adv Advisory
-	if r.advisory(&adv) {
-		return adv, nil
-	}
-	return unmarshalAdvisory(raw)
-}
-
-// admitAdvisory is hashableNumbers then decodeAdvisory, for an advisory
-// that passed its contract check, in one read of raw: the reader sees
-// every number literal of an advisory it decodes, in order, and checks
-// each as hashableNumbers does. When the reader gives up, both run as
-// they are. An unhashable number gives notCanonical's error, as from
-// Wire.Check.
+// admitAdvisory is hashableNumbers then encoding/json.Unmarshal, for an
+// advisory that passed its contract check, in one read of raw, and gives
+// exactly what they give. A reader for the advisory's own shape (the
+// contract's keys, spelt exactly, with strings, numbers and booleans where
+// the contract puts them) decodes the common case without reflection,
+// checking every number literal, in order, as hashableNumbers does;
+// anything else it meets (null, an escaped key, an unknown key, a number
+// a field cannot hold) is left to both, from the start. An unhashable
+// number gives notCanonical's error, as from Wire.Check. The reader's
+// strings share one allocation, so a string kept apart from its advisory
+// (a map key, say) should be a copy.
 func admitAdvisory(raw []byte) (Advisory, error) {
 	r := advReader{in: raw, checkNumbers: true}
 	var adv Advisory

@@ -227,22 +227,9 @@ func (a *Aggregator) count(f func(*AggregatorStats)) {
 	a.mu.Unlock()
 }
 
-// Stats returns the counters.
-func (a *Aggregator) Stats() AggregatorStats {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.stats
-}
-
-// Ingest keeps adv as its node's latest advisory (an older one than the
-// latest is ignored) and, when the node newly reports critical or
-// emergency, emits the aggregation of its group at once.
-func (a *Aggregator) Ingest(ctx context.Context, adv Advisory) ([]Aggregation, error) {
-	at, _ := time.Parse(time.RFC3339, adv.ObservationTS)
-	return a.ingest(ctx, adv, at)
-}
-
-// ingest is Ingest of an advisory observed at at.
+// ingest keeps adv, observed at at, as its node's latest advisory (an
+// older one than the latest is ignored) and, when the node newly reports
+// critical or emergency, emits the aggregation of its group at once.
 func (a *Aggregator) ingest(ctx context.Context, adv Advisory, at time.Time) ([]Aggregation, error) {
 	a.mu.Lock()
 	a.stats.Ingested++
@@ -274,7 +261,7 @@ func (a *Aggregator) store(adv Advisory, at time.Time) (Tier, bool) {
 		}
 	} else {
 		// The node's own copy of its id, which the map and its sector
-		// keep: adv's strings share one allocation (see decodeAdvisory).
+		// keep: adv's strings share one allocation (see admitAdvisory).
 		st = &nodeState{id: strings.Clone(adv.NodeID)}
 		a.nodes[st.id] = st
 	}

@@ -11,6 +11,13 @@ import (
 	"github.com/custody-dev/custody"
 )
 
+// Stats returns the aggregator's counters.
+func (a *Aggregator) Stats() AggregatorStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stats
+}
+
 func newTestAggregator(env *testEnv) (*Aggregator, *[]Aggregation) {
 	var got []Aggregation
 	a := NewAggregator(AggregatorConfig{

@@ -92,7 +92,7 @@ func (p Plugin) runNode(ctx context.Context, env systems.Env, args []string) int
 		return env.Host.Fail(err)
 	}
 	i := nodeIndex(*id)
-	n, err := NewNode(NodeConfig{ID: *id, Position: world.Position(i), Period: *period, Subjects: Subjects{Prefix: *prefix},
+	n, err := NewNode(NodeConfig{ID: *id, Position: world.Position(i), Subjects: Subjects{Prefix: *prefix},
 		Wire: &Wire{Transport: tr, Validator: st.Registry, Ledger: st.Store, Actor: *id, Identity: key},
 		Sensor: SensorFunc(func(_ context.Context, now time.Time) (SensorReading, Conditions, error) {
 			r, c := world.Read(i, now)

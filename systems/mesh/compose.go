@@ -34,27 +34,6 @@ func (template) Compose(_ context.Context, _, template string, _ func(string) er
 	return Composed{Text: template, Backend: "template"}
 }
 
-// composeFunc adapts a plain text generator (a chat backend, a fake in a
-// test) into a Composer that checks its text and falls back to the
-// template.
-type composeFunc struct {
-	Name     string
-	Generate func(ctx context.Context, prompt string) (string, error)
-}
-
-// Compose generates a text and returns it when it passes check, else the
-// template with the breach.
-func (c composeFunc) Compose(ctx context.Context, prompt, template string, check func(string) error) Composed {
-	text, err := c.Generate(ctx, prompt)
-	if err != nil {
-		return Composed{Text: template, Backend: "template", Breach: fmt.Errorf("%s: %w", c.Name, err)}
-	}
-	if err := check(text); err != nil {
-		return Composed{Text: template, Backend: "template", Breach: err}
-	}
-	return Composed{Text: text, Backend: c.Name}
-}
-
 // fitText reports an error unless text is between minChars and maxChars
 // characters and its JSON string form takes at most budget bytes.
 func fitText(text string, minChars, maxChars, budget int) error {

@@ -39,7 +39,8 @@ type Loopback struct {
 	nextID int
 	held   []Msg
 	closed bool
-	// queues feed the delivery workers, when there are any.
+	// queues feed the delivery workers, when there are any (the
+	// benchmarks' newLoopbackWorkers starts them).
 	queues    []chan queued
 	done      chan struct{}
 	closeOnce sync.Once
@@ -65,35 +66,6 @@ type loopSub struct {
 func NewLoopback(f Faults) *Loopback {
 	return &Loopback{faults: f, rng: rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))}
 }
-
-// newLoopbackWorkers returns a loopback that delivers on workers
-// goroutines: messages of one subject stay in order on one worker, and
-// Publish returns once the message is queued. Drain waits for delivery.
-func newLoopbackWorkers(f Faults, workers int) *Loopback {
-	l := NewLoopback(f)
-	l.done = make(chan struct{})
-	for range workers {
-		q := make(chan queued, 4096)
-		l.queues = append(l.queues, q)
-		go l.work(q)
-	}
-	return l
-}
-
-func (l *Loopback) work(q chan queued) {
-	for {
-		select {
-		case it := <-q:
-			l.deliver(it.ctx, it.m)
-			l.pending.Done()
-		case <-l.done:
-			return
-		}
-	}
-}
-
-// Drain waits until every queued message has been delivered.
-func (l *Loopback) Drain() { l.pending.Wait() }
 
 // Publish delivers m to every matching subscription, subject to the
 // injected faults.

@@ -52,9 +52,7 @@ type NodeConfig struct {
 	// Wire sends the advisories; nil composes without sending.
 	Wire     *Wire
 	Subjects Subjects
-	// Period is the polling period (30-60 s in the field).
-	Period time.Duration
-	Now    func() time.Time
+	Now      func() time.Time
 }
 
 // Node is a forward node: each cycle it reads its sensors, runs the
@@ -74,9 +72,6 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	}
 	if cfg.Composer == nil {
 		cfg.Composer = template{}
-	}
-	if cfg.Period <= 0 {
-		cfg.Period = 30 * time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -110,24 +105,6 @@ func (n *Node) Cycle(ctx context.Context) (Advisory, Composed, error) {
 	}
 	err = n.cfg.Wire.Send(ctx, kindAdvisory, n.cfg.Subjects.Advisory(n.cfg.ID), raw, map[string]string{"node_id": n.cfg.ID})
 	return adv, comp, err
-}
-
-// Run runs a cycle every period until ctx ends. A failed cycle is not
-// fatal: the next one tries again. It returns ctx's error.
-func (n *Node) Run(ctx context.Context, report func(Advisory, error)) error {
-	t := time.NewTicker(n.cfg.Period)
-	defer t.Stop()
-	for {
-		adv, _, err := n.Cycle(ctx)
-		if report != nil {
-			report(adv, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }
 
 // Advise builds the advisory for one reading: the rule decides the tier,

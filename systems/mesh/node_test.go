@@ -2,10 +2,31 @@ package mesh
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
+
+// composeFunc adapts a plain text generator (a fake model) into a
+// Composer that checks its text and falls back to the template.
+type composeFunc struct {
+	Name     string
+	Generate func(ctx context.Context, prompt string) (string, error)
+}
+
+// Compose generates a text and returns it when it passes check, else the
+// template with the breach.
+func (c composeFunc) Compose(ctx context.Context, prompt, template string, check func(string) error) Composed {
+	text, err := c.Generate(ctx, prompt)
+	if err != nil {
+		return Composed{Text: template, Backend: "template", Breach: fmt.Errorf("%s: %w", c.Name, err)}
+	}
+	if err := check(text); err != nil {
+		return Composed{Text: template, Backend: "template", Breach: err}
+	}
+	return Composed{Text: text, Backend: c.Name}
+}
 
 // fakeBackend always answers with the same text.
 func fakeBackend(text string) Composer {

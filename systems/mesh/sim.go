@@ -239,7 +239,7 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 			Identity: keys.ids[actor], Roster: keys.roster}
 	}
 	for i := range cfg.Nodes {
-		n, err := NewNode(NodeConfig{ID: w.NodeID(i), Position: w.Position(i), Period: cfg.Period, Now: s.Now, Subjects: cfg.Subjects,
+		n, err := NewNode(NodeConfig{ID: w.NodeID(i), Position: w.Position(i), Now: s.Now, Subjects: cfg.Subjects,
 			Wire: wire(w.NodeID(i)), Sensor: s.sensor(i)})
 		if err != nil {
 			return nil, err

@@ -6,7 +6,6 @@ package rawsqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -14,10 +13,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/internal/bench"
 	"github.com/custody-dev/custody/internal/queue"
 	"github.com/custody-dev/custody/store/sqlite"
 )
@@ -240,46 +237,4 @@ func commit(ctx context.Context, conn *sql.DB, ins *insertStmts, entries []*cust
 		return fmt.Errorf("baseline: %w", err)
 	}
 	return nil
-}
-
-// Baseline runs GroupCommit with writers goroutines inserting
-// bench.SampleEntry rows flat out for d, and returns acknowledged inserts
-// per second.
-func Baseline(ctx context.Context, dir string, writers int, d time.Duration) (insertsPerSec float64, err error) {
-	if writers < 1 || d <= 0 {
-		return 0, custody.Errorf(custody.EINVALID, "baseline: want at least one writer and a positive duration")
-	}
-	var n int64
-	err = GroupCommit(ctx, dir, SyncFull, func(g *Group) error {
-		var err error
-		n, err = flatOut(ctx, g.Insert, writers, d)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return float64(n) / d.Seconds(), nil
-}
-
-// flatOut runs writers goroutines that insert until d has passed and
-// returns how many inserts were acknowledged.
-func flatOut(ctx context.Context, insert func(custody.Entry) error, writers int, d time.Duration) (int64, error) {
-	var n atomic.Int64
-	var first error
-	var once sync.Once
-	stop := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for i := 0; time.Now().Before(stop) && ctx.Err() == nil; i++ {
-				if err := insert(bench.SampleEntry(w, i)); err != nil {
-					once.Do(func() { first = err })
-					return
-				}
-				n.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	return n.Load(), errors.Join(first, ctx.Err())
 }

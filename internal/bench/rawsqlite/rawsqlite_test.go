@@ -92,19 +92,6 @@ func TestGroupCommitCancelled(t *testing.T) {
 	}
 }
 
-func TestBaselineRefusesNoLoad(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		writers int
-	}{{"ErrNoWriter", 0}} {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := Baseline(context.Background(), t.TempDir(), tc.writers, 1); err == nil {
-				t.Fatal("Baseline ran with no writer")
-			}
-		})
-	}
-}
-
 // TestRowsAsTheStoreWrites keeps the baseline honest: its insert names
 // every column of the table the store's migrations make, in the store's
 // order, and the same entry lands in each column with the storage class

@@ -73,26 +73,6 @@ type config struct {
 // Option configures a Tracer.
 type Option func(*config)
 
-// WithIdle sets how long a chain's root span stays open without a hop
-// (DefaultIdle when d ≤ 0): a chain that is never finished, such as one an
-// outside agent abandons, is ended on the next Start after that.
-func WithIdle(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.idle = d
-		}
-	}
-}
-
-// WithClock sets the clock the idle timeout is measured on.
-func WithClock(now func() time.Time) Option {
-	return func(c *config) {
-		if now != nil {
-			c.now = now
-		}
-	}
-}
-
 // WithGetenv sets how NewTracer reads the endpoint variables (os.Getenv
 // by default).
 func WithGetenv(getenv func(string) string) Option {
@@ -191,15 +171,9 @@ func (t *Tracer) Close() {
 	}
 }
 
-// Endpoint returns the OTLP/HTTP traces URL spans go to; see
-// telemetry.Endpoint.
-func Endpoint(endpoint string, getenv func(string) string) (string, error) {
-	return telemetry.Endpoint(endpoint, getenv)
-}
-
 // NewTracer returns a Tracer exporting spans over OTLP/HTTP to endpoint,
 // or to the endpoint the environment names when endpoint is empty (see
-// Endpoint; WithGetenv sets how those variables are read), and a shutdown
+// telemetry.Endpoint; WithGetenv sets how those variables are read), and a shutdown
 // func that ends every open chain's root span and flushes the spans. With
 // no endpoint at all tracing is off: the Tracer is nil and shutdown does
 // nothing. The exporter's other OTEL_EXPORTER_OTLP_* variables (headers,
