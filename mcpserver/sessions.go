@@ -190,13 +190,6 @@ func (r *sessions) lookup(id string) (*mcp.ServerSession, string, bool) {
 	return ss, r.open[ss].agent, true
 }
 
-// len returns how many sessions are open, and how many of them agent's.
-func (r *sessions) len(agent string) (all, agents int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.open), r.counts[agent]
-}
-
 // limit is the receiving middleware that admits every new HTTP session
 // under its agent's cap and tracks the requests of admitted ones.
 // Sessions without an authenticated agent (stdio) are not counted.
