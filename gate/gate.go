@@ -146,6 +146,12 @@ type Tool struct {
 type Published struct {
 	Input  json.RawMessage
 	Output json.RawMessage
+	// Declared is the tool as its MCP server declared it (an MCP Tool
+	// object: title, annotations, icons, _meta ...), the definition
+	// custody pinned; nil for a tool no MCP server declared. The MCP
+	// door describes the tool with it, intact, but for its name and
+	// schemas and the _meta keys only custody may speak under.
+	Declared json.RawMessage
 }
 
 // Config holds the gateway's dependencies. Registry, Ledger and Approvals

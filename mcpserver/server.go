@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -178,17 +179,50 @@ func mcpTool(reg *contract.Registry, spec custody.ToolSpec, pub *gate.Published)
 	return t, nil
 }
 
-// publishedTool describes a tool with the schemas it publishes.
+// publishedTool describes a tool with the schemas it publishes. A tool
+// an MCP server declared keeps its declaration intact (title,
+// annotations, icons, _meta), but for the name custody exposes it under,
+// its schemas as custody enforces them, and the _meta keys under
+// "custody/", which only custody speaks for: the server's are dropped
+// and custody's facts put in their place.
 func publishedTool(spec custody.ToolSpec, pub *gate.Published) (*mcp.Tool, error) {
 	in, err := objectSchema(pub.Input)
 	if err != nil {
 		return nil, fmt.Errorf("input schema: %w", err)
 	}
-	t := &mcp.Tool{Name: spec.Name, Description: spec.Description, InputSchema: in, Annotations: annotations(spec)}
+	t := &mcp.Tool{Name: spec.Name, Description: spec.Description, Annotations: annotations(spec)}
+	if pub.Declared != nil {
+		t = &mcp.Tool{}
+		if err := json.Unmarshal(pub.Declared, t); err != nil {
+			return nil, fmt.Errorf("the declared tool: %w", err)
+		}
+		t.Name, t.Meta = spec.Name, custodyMeta(t.Meta, spec)
+	}
+	t.InputSchema, t.OutputSchema = in, nil
 	if pub.Output != nil && schemaType(pub.Output) == "object" {
 		t.OutputSchema = pub.Output
 	}
 	return t, nil
+}
+
+// MetaPrefix begins the _meta keys custody speaks under. A key under it
+// that comes from anyone else (an upstream, a client) is dropped.
+const MetaPrefix = "custody/"
+
+// custodyMeta returns meta without the keys under MetaPrefix, with
+// custody's facts about the tool under "custody/policy": what the
+// envelope declares of it, which is what custody enforces.
+func custodyMeta(meta mcp.Meta, spec custody.ToolSpec) mcp.Meta {
+	out := mcp.Meta{}
+	for k, v := range meta {
+		if !strings.HasPrefix(k, MetaPrefix) {
+			out[k] = v
+		}
+	}
+	out[MetaPrefix+"policy"] = map[string]any{
+		"access": spec.Access, "effect": spec.Effect, "approval": spec.Approval,
+	}
+	return out
 }
 
 // annotations derive the MCP hints from the envelope's declarations.

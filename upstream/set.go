@@ -322,7 +322,11 @@ func (s *Set) tool(ctx context.Context, o Offer, client *http.Client) (gate.Tool
 	}
 	t.Spec.Description, t.Spec.Output = o.Tool.Description, ref(o.Exposed, "result")
 	t.MCPResult = true
-	t.Published = &gate.Published{Input: in, Output: outSchema}
+	declared, err := json.Marshal(o.Tool)
+	if err != nil {
+		return t, fmt.Errorf("tool %q of %s: %w", o.Tool.Name, o.Upstream, err)
+	}
+	t.Published = &gate.Published{Input: in, Output: outSchema, Declared: declared}
 	if !p.OpenArguments {
 		if t.Published.Input, err = CloseObjects(in); err != nil {
 			return t, err
