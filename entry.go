@@ -48,14 +48,21 @@ type Query struct {
 
 // Ledger entry kinds written by the core.
 const (
-	KindCallStarted      = "call.started"
-	KindCallSucceeded    = "call.succeeded"
-	KindCallRefused      = "call.refused"
-	KindCallFailed       = "call.failed"
-	KindApprovalRequest  = "approval.requested"
-	KindApprovalDecided  = "approval.decided"
-	KindApprovalExpired  = "approval.expired"
-	KindApprovalEscalate = "approval.escalated"
-	KindNotifyFailed     = "notify.failed"
-	KindContractBreach   = "contract.breach"
+	KindCallStarted   = "call.started"
+	KindCallSucceeded = "call.succeeded"
+	KindCallRefused   = "call.refused"
+	KindCallFailed    = "call.failed"
+	// KindCallCancelled ends a call whose caller cancelled it while its
+	// tool ran, with no side effect to doubt (a READ).
+	KindCallCancelled = "call.cancelled"
+	// KindCallOutcomeUnknown ends a call with a side effect whose request
+	// reached its tool and whose answer never came (cancelled, timed out,
+	// the tool's connection broken): it may have taken effect.
+	KindCallOutcomeUnknown = "call.outcome_unknown"
+	KindApprovalRequest    = "approval.requested"
+	KindApprovalDecided    = "approval.decided"
+	KindApprovalExpired    = "approval.expired"
+	KindApprovalEscalate   = "approval.escalated"
+	KindNotifyFailed       = "notify.failed"
+	KindContractBreach     = "contract.breach"
 )

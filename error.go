@@ -40,8 +40,15 @@ type Error struct {
 	ExpiresAt         time.Time
 	// Receipt is the ledger entry that recorded the refusal, when there is one.
 	Receipt *Receipt
+	// Outcome is OutcomeUnknown for a call whose side effect may have
+	// happened though no answer came; "" otherwise.
+	Outcome string
 	Err     error
 }
+
+// OutcomeUnknown is the Outcome of a call whose request reached a tool
+// with a side effect and whose answer never came: check before retrying.
+const OutcomeUnknown = "unknown"
 
 // Error implements error.
 func (e *Error) Error() string {
@@ -105,6 +112,9 @@ type ErrorDetail struct {
 	// retried under the same trace.
 	TraceID string   `json:"trace_id,omitempty"`
 	Receipt *Receipt `json:"receipt,omitempty"`
+	// Outcome is "unknown" for a call that may have taken effect though
+	// no answer came (Error.Outcome).
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // DetailOf returns the part of err that is safe to show a caller: the
@@ -114,7 +124,7 @@ type ErrorDetail struct {
 func DetailOf(err error) ErrorDetail {
 	e := AsError(err)
 	d := ErrorDetail{Kind: e.Kind, Message: e.Message, Violations: e.Violations,
-		ApprovalRequestID: e.ApprovalRequestID, Receipt: e.Receipt}
+		ApprovalRequestID: e.ApprovalRequestID, Receipt: e.Receipt, Outcome: e.Outcome}
 	if e.Kind == EINTERNAL {
 		d.Violations = nil
 	}

@@ -3,7 +3,10 @@ package gate_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/example"
@@ -36,7 +39,10 @@ func TestCancelledCallIsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tool := range []string{"gone_read", "gone_write"} {
+	for tool, want := range map[string]struct{ kind, outcome string }{
+		"gone_read":  {custody.KindCallCancelled, ""},
+		"gone_write": {custody.KindCallOutcomeUnknown, custody.OutcomeUnknown},
+	} {
 		t.Run(tool, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -51,10 +57,59 @@ func TestCancelledCallIsRecorded(t *testing.T) {
 				t.Fatalf("a cancelled call: %v, receipt %v; want its outcome on the ledger", err, ce.Receipt)
 			}
 			e := h.entry(t, ce.Receipt.Seq)
-			if e.Trace != trace || e.Kind != custody.KindCallFailed {
-				t.Errorf("receipt names %s entry of trace %s, want %s of %s", e.Kind, e.Trace, custody.KindCallFailed, trace)
+			if e.Trace != trace || e.Kind != want.kind {
+				t.Errorf("receipt names %s entry of trace %s, want %s of %s", e.Kind, e.Trace, want.kind, trace)
+			}
+			recorded := strings.Contains(string(e.Body), `"outcome":"unknown"`)
+			if ce.Outcome != want.outcome || custody.DetailOf(err).Outcome != want.outcome || recorded != (want.outcome != "") {
+				t.Errorf("outcome %q (detail %q), body %s; want %q", ce.Outcome, custody.DetailOf(err).Outcome, e.Body, want.outcome)
 			}
 			h.verify(t)
 		})
 	}
+}
+
+// TestWriteWithoutAnswerIsOutcomeUnknown: a tool with a side effect that
+// overran its deadline, or whose handler says its request may have gone
+// out before the answer was lost, has an unknown outcome; a READ that
+// lost its answer simply failed.
+func TestWriteWithoutAnswerIsOutcomeUnknown(t *testing.T) {
+	h := newHarness(t)
+	lost := func(context.Context, custody.Call) (json.RawMessage, error) {
+		return nil, fmt.Errorf("upstream x: tools/call: connection closed: %w", gate.ErrOutcomeUnknown)
+	}
+	hangs := func(ctx context.Context, _ custody.Call) (json.RawMessage, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	tools := []gate.Tool{
+		{Spec: spec("lost_write", custody.Write), Handler: lost},
+		{Spec: spec("lost_read", custody.Read), Handler: lost},
+		{Spec: spec("hung_write", custody.Write), Handler: hangs, Deadline: 20 * time.Millisecond},
+		{Spec: spec("hung_read", custody.Read), Handler: hangs, Deadline: 20 * time.Millisecond},
+	}
+	gw, err := gate.New(gate.Config{Registry: h.reg, Ledger: h.db, Approvals: h.svc, State: h.db, Now: h.clk.Now, Logger: discard()},
+		example.EnvelopeID, tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tool, want := range map[string]string{
+		"lost_write": custody.KindCallOutcomeUnknown, "hung_write": custody.KindCallOutcomeUnknown,
+		"lost_read": custody.KindCallFailed, "hung_read": custody.KindCallFailed,
+	} {
+		t.Run(tool, func(t *testing.T) {
+			_, err := gw.Call(context.Background(), custody.Call{Trace: "t-" + tool, Tool: tool, Args: json.RawMessage(`{"s":"x"}`), Actor: "agent-1", Via: "test"})
+			ce := wantKind(t, err, custody.EUNAVAILABLE)
+			if ce.Receipt == nil {
+				t.Fatalf("no receipt: %v", err)
+			}
+			if e := h.entry(t, ce.Receipt.Seq); e.Kind != want {
+				t.Errorf("entry %s, want %s", e.Kind, want)
+			}
+			if unknown := want == custody.KindCallOutcomeUnknown; (ce.Outcome == custody.OutcomeUnknown) != unknown {
+				t.Errorf("outcome %q for %s", ce.Outcome, want)
+			}
+		})
+	}
+	h.verify(t)
 }

@@ -100,11 +100,23 @@ func (g *Gateway) fail(ctx context.Context, f *flight, err error) error {
 		body = appendJSON(body, ce.Err.Error())
 	}
 	body = appendElapsed(body, f.elapsed)
-	e, aerr := g.append(ctx, f, custody.KindCallFailed, append(body, '}'))
+	e, aerr := g.append(ctx, f, failedKind(ce), append(body, '}'))
 	if aerr != nil {
 		return aerr
 	}
 	return withReceipt(ce, e)
+}
+
+// failedKind is the kind of the entry that ends a failed call: its outcome
+// unknown, cancelled by its caller, or failed.
+func failedKind(ce *custody.Error) string {
+	switch {
+	case ce.Outcome == custody.OutcomeUnknown:
+		return custody.KindCallOutcomeUnknown
+	case errors.Is(ce, context.Canceled):
+		return custody.KindCallCancelled
+	}
+	return custody.KindCallFailed
 }
 
 // breach is step 8 for an output that broke its contract: the output is
@@ -245,11 +257,12 @@ type errorDoc struct {
 	Violations []custody.Violation `json:"violations,omitempty"`
 	Approval   string              `json:"approval_request_id,omitempty"`
 	ExpiresAt  string              `json:"expires_at,omitempty"`
+	Outcome    string              `json:"outcome,omitempty"`
 }
 
 // newErrorDoc returns the ledger form of e.
 func newErrorDoc(e *custody.Error) errorDoc {
-	d := errorDoc{Kind: e.Kind, Message: e.Message, Violations: e.Violations, Approval: e.ApprovalRequestID}
+	d := errorDoc{Kind: e.Kind, Message: e.Message, Violations: e.Violations, Approval: e.ApprovalRequestID, Outcome: e.Outcome}
 	if !e.ExpiresAt.IsZero() {
 		d.ExpiresAt = custody.FormatTime(e.ExpiresAt)
 	}

@@ -100,14 +100,26 @@ func (g *Gateway) deadlineOf(t *tool) time.Duration {
 	return g.deadline
 }
 
+// ErrOutcomeUnknown is wrapped by a handler's error when its request may
+// have reached the tool and no answer came (a connection that broke or
+// answered garbage after the request went out): for a tool with a side
+// effect the gateway then records the outcome as unknown, never as a
+// call that did nothing.
+var ErrOutcomeUnknown = errors.New("the request may have reached the tool, and no answer came")
+
 // runError turns a handler failure into the error the agent sees. A tool's
-// own reported failure passes through as it is.
+// own reported failure passes through as it is. A tool with a side effect
+// (one whose intent was recorded) that was cancelled, overran its deadline
+// or lost its answer has an unknown outcome: it may have taken effect.
 func (g *Gateway) runError(f *flight, err error) error {
 	var ce *custody.Error
 	var te *ToolError
 	switch {
 	case errors.As(err, &te):
 		return te
+	case f.tool.intent && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, ErrOutcomeUnknown)):
+		return &custody.Error{Kind: custody.EUNAVAILABLE, Outcome: custody.OutcomeUnknown, Err: err,
+			Message: fmt.Sprintf("the outcome of tool %q is unknown: its request went out and no answer came, so it may have taken effect; check before calling again", f.Tool)}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &custody.Error{Kind: custody.EUNAVAILABLE, Message: fmt.Sprintf("tool %q did not answer within %s", f.Tool, g.deadlineOf(f.tool)), Err: err}
 	case errors.Is(err, context.Canceled):

@@ -256,6 +256,10 @@ func detailText(d custody.ErrorDetail, tool string) string {
 	if d.TraceID != "" {
 		fmt.Fprintf(&b, "trace_id: %s\n", d.TraceID)
 	}
+	if d.Outcome == custody.OutcomeUnknown {
+		b.WriteString("outcome: unknown\nThe call may have taken effect. Do not repeat it blindly: check whether it did, then decide.")
+		return b.String()
+	}
 	b.WriteString(nextStep(d.Kind, tool))
 	return b.String()
 }

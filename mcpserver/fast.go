@@ -65,12 +65,21 @@ func (d *door) fastCall(w http.ResponseWriter, r *http.Request, actor string, bo
 	defer d.s.sessions.end(ss)
 	// As on the SDK's path, a client that goes away does not cancel its
 	// call (the streamable HTTP transport says disconnection is not
-	// cancellation); the tool's timeout still bounds it.
-	res, err := d.s.callTool(context.WithoutCancel(r.Context()), &mcp.CallToolRequest{
+	// cancellation); the tool's timeout still bounds it. Its
+	// notifications/cancelled does.
+	ctx, done := d.s.inflight.start(context.WithoutCancel(r.Context()), ss.ID(), req.ID)
+	defer done()
+	res, err := d.s.callTool(ctx, &mcp.CallToolRequest{
 		Session: ss,
 		Params:  &mcp.CallToolParamsRaw{Name: req.Params.Name, Arguments: req.Params.Arguments, Meta: req.Params.Meta},
 		Extra:   &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{UserID: actor}, Header: r.Header},
 	})
+	if ctx.Err() != nil {
+		// Cancelled: the call is on the ledger, and no response follows
+		// a cancellation.
+		w.WriteHeader(http.StatusNoContent)
+		return true
+	}
 	d.writeResult(w, id, res, err)
 	return true
 }

@@ -97,6 +97,11 @@ func (d *door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok || d.fastCall(w, r, actor, body) {
 			return
 		}
+		// A cancellation of a call the door runs itself: the SDK, which
+		// knows only its own, answers the notification all the same.
+		if _, known, _ := d.s.sessions.lookup(r.Header.Get("Mcp-Session-Id")); known == actor {
+			d.s.inflight.cancelled(r.Header.Get("Mcp-Session-Id"), body)
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	d.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, actor)))

@@ -65,6 +65,9 @@ type Options struct {
 	// AllowedOrigins are the browser origins ("https://app.example.com")
 	// that may call the HTTP door besides the server's own.
 	AllowedOrigins []string
+	// Relay serves the upstreams' governed resources and prompts (see
+	// relay.go); none are offered when nil.
+	Relay Relay
 }
 
 // Server is an MCP server whose tools are a gateway's envelope.
@@ -82,6 +85,8 @@ type Server struct {
 	stdioTrace string
 	// sessions keeps every agent's HTTP sessions under its cap.
 	sessions *sessions
+	// inflight are the calls the HTTP door answers itself, by request.
+	inflight *inflight
 }
 
 // New returns an MCP server offering gw's tools, with input and output
@@ -107,12 +112,14 @@ func New(gw *gate.Gateway, reg *contract.Registry, opts Options) (*Server, error
 		opts.AfterFunc = afterFunc
 	}
 	s := &Server{gw: gw, opts: opts, log: opts.Logger, structured: map[string]bool{}, stdioTrace: "mcp-" + rand.Text(),
-		sessions: newSessions(opts.MaxSessionsPerAgent, opts.SessionIdleTimeout, opts.AfterFunc)}
+		sessions: newSessions(opts.MaxSessionsPerAgent, opts.SessionIdleTimeout, opts.AfterFunc), inflight: newInflight()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "custody", Title: "custody gateway", Version: opts.Version},
-		&mcp.ServerOptions{Logger: opts.Logger, Instructions: instructions})
+		&mcp.ServerOptions{Logger: opts.Logger, Instructions: instructions,
+			HasResources: opts.Relay != nil && (len(opts.Relay.Resources()) > 0 || len(opts.Relay.ResourceTemplates()) > 0),
+			HasPrompts:   opts.Relay != nil && len(opts.Relay.Prompts()) > 0})
 	for _, spec := range gw.Tools() {
 		gt, _ := gw.Tool(spec.Name)
 		t, err := mcpTool(reg, spec, gt.Published)
@@ -122,7 +129,7 @@ func New(gw *gate.Gateway, reg *contract.Registry, opts Options) (*Server, error
 		s.structured[spec.Name] = t.OutputSchema == nil
 		s.srv.AddTool(t, s.callTool)
 	}
-	s.srv.AddReceivingMiddleware(s.sessions.limit, s.routeUnknownTools, s.filterTools)
+	s.srv.AddReceivingMiddleware(s.sessions.limit, s.relayFeatures, s.routeUnknownTools, s.filterTools)
 	return s, nil
 }
 
@@ -207,7 +214,7 @@ func publishedTool(spec custody.ToolSpec, pub *gate.Published) (*mcp.Tool, error
 
 // MetaPrefix begins the _meta keys custody speaks under. A key under it
 // that comes from anyone else (an upstream, a client) is dropped.
-const MetaPrefix = "custody/"
+const MetaPrefix = custody.MetaPrefix
 
 // custodyMeta returns meta without the keys under MetaPrefix, with
 // custody's facts about the tool under "custody/policy": what the

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,5 +65,18 @@ func TestPublishedToolWithoutDeclaration(t *testing.T) {
 	}
 	if _, err := publishedTool(spec, &gate.Published{Input: json.RawMessage(`{}`), Declared: json.RawMessage(`[1]`)}); err == nil {
 		t.Error("a declaration that is not a tool was accepted")
+	}
+}
+
+// TestOutcomeUnknownIsNotRetried: an agent told a call's outcome is
+// unknown is told to check, not to try again.
+func TestOutcomeUnknownIsNotRetried(t *testing.T) {
+	d := custody.ErrorDetail{Kind: custody.EUNAVAILABLE, Message: "the outcome is unknown", Outcome: custody.OutcomeUnknown}
+	got := detailText(d, "pay")
+	if !strings.Contains(got, "outcome: unknown") || !strings.Contains(got, "check whether it did") || strings.Contains(got, "Try again") {
+		t.Errorf("text %q", got)
+	}
+	if got := detailText(custody.ErrorDetail{Kind: custody.EUNAVAILABLE, Message: "down"}, "pay"); !strings.Contains(got, "Try again later") {
+		t.Errorf("text %q", got)
 	}
 }
