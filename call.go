@@ -15,6 +15,10 @@ type Call struct {
 	Actor string `json:"-"`
 	// Via names the front door: "http", "mcp", "cli", "agent".
 	Via string `json:"-"`
+	// Meta is the request's _meta as an MCP client sent it, less the keys
+	// only custody speaks under ("custody/..."): a tool that relays to an
+	// MCP server passes it on. Nil when there is none.
+	Meta map[string]any `json:"-"`
 }
 
 // Result is the outcome of a call that ran.

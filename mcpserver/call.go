@@ -19,6 +19,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	name := req.Params.Name
 	res, err := s.gw.Call(ctx, custody.Call{
 		Trace: s.trace(req), Tool: name, Args: arguments(req.Params.Arguments), Actor: s.actor(req), Via: "mcp",
+		Meta: relayedMeta(req.Params.Meta),
 	})
 	if s.opts.Observe != nil {
 		s.opts.Observe(name, outcome(err), time.Since(start))
@@ -39,6 +40,23 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		s.addInclusion(ctx, out, uint64(res.Receipt.Seq))
 	}
 	return out, nil
+}
+
+// relayedMeta is the part of a request's _meta that goes on to the tool:
+// all of it but the keys under MetaPrefix, custody's own. Nil when
+// nothing is left.
+func relayedMeta(meta mcp.Meta) map[string]any {
+	var out map[string]any
+	for k, v := range meta {
+		if strings.HasPrefix(k, MetaPrefix) {
+			continue
+		}
+		if out == nil {
+			out = map[string]any{}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // ProofMeta is the _meta flag by which a client asks for its call's
@@ -86,7 +104,7 @@ func passThrough(res custody.Result) (*mcp.CallToolResult, error) {
 		out.Meta = mcp.Meta{}
 	}
 	for k := range out.Meta {
-		if strings.HasPrefix(k, "custody/") {
+		if strings.HasPrefix(k, MetaPrefix) {
 			delete(out.Meta, k)
 		}
 	}

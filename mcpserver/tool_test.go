@@ -80,3 +80,15 @@ func TestOutcomeUnknownIsNotRetried(t *testing.T) {
 		t.Errorf("text %q", got)
 	}
 }
+
+// TestRelayedMeta: the request's _meta goes on to the tool but for the
+// keys only custody speaks under.
+func TestRelayedMeta(t *testing.T) {
+	got := relayedMeta(mcp.Meta{"progressToken": "p", "vendor/x": 1.0, TraceMeta: "t", ProofMeta: true, "custody/forged": "x"})
+	if want := map[string]any{"progressToken": "p", "vendor/x": 1.0}; !reflect.DeepEqual(got, want) {
+		t.Errorf("relayed %v, want %v", got, want)
+	}
+	if got := relayedMeta(mcp.Meta{TraceMeta: "t"}); got != nil {
+		t.Errorf("nothing left to relay, yet %v", got)
+	}
+}
