@@ -8,9 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/custody-dev/custody"
@@ -122,30 +119,30 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 	if !ok {
 		return m.flagUsage(fs, fmt.Sprintf("--baseline-sync %q: want full or pipelined", *baselineSync))
 	}
-	load := benchLoad{callers: *callers, d: time.Duration(*seconds * float64(time.Second) / float64(*rounds)), calls: *calls, rate: *rate}
+	load := bench.Load{Callers: *callers, Duration: time.Duration(*seconds * float64(time.Second) / float64(*rounds)), Calls: *calls, Rate: *rate}
 	dir, err := os.MkdirTemp("", "custody-bench-")
 	if err != nil {
 		return m.fail(fmt.Errorf("bench: temp dir: %w", err))
 	}
 	defer os.RemoveAll(dir)
 
-	if p50, p99, err := fsyncLatency(dir, 200); err == nil {
+	if p50, p99, err := bench.FsyncLatency(dir, 200); err == nil {
 		// The floor under every durable call's latency, on this disk now.
 		fmt.Fprintf(m.Stdout, "disk: fsync of a 4 KiB write p50 %d µs, p99 %d µs (200 samples)\n", p50.Microseconds(), p99.Microseconds())
 	}
-	if load.rate > 0 {
+	if load.Rate > 0 {
 		// What pacing alone costs: a call that does nothing, measured
 		// from its schedule like the real ones, for at most two seconds:
 		// a turn's length, or with --calls as many calls as a turn.
 		probe := load
-		probe.d = min(load.d, 2*time.Second)
-		if load.calls > 0 {
-			probe.calls = max(1, min(load.share(0, *rounds).calls, int64(2*load.rate)))
+		probe.Duration = min(load.Duration, 2*time.Second)
+		if load.Calls > 0 {
+			probe.Calls = max(1, min(load.Share(0, *rounds).Calls, int64(2*load.Rate)))
 		}
-		samples, _, err := probe.run(ctx, func(context.Context, int64) error { return nil })
+		samples, _, err := probe.Run(ctx, func(context.Context, int64) error { return nil })
 		if err == nil {
-			lat := latencies(samples, fromSchedule, nil)
-			fmt.Fprintf(m.Stdout, "harness: a paced call that does nothing p50 %d µs, p99 %d µs\n", percentile(lat, 0.50), percentile(lat, 0.99))
+			lat := bench.Latencies(samples, bench.FromSchedule, nil)
+			fmt.Fprintf(m.Stdout, "harness: a paced call that does nothing p50 %d µs, p99 %d µs\n", bench.Percentile(lat, 0.50), bench.Percentile(lat, 0.99))
 		}
 	}
 	stopProfile, err := startCPUProfile(*cpuprofile)
@@ -170,7 +167,7 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 
 // benchPlan is what one bench run measures.
 type benchPlan struct {
-	load     benchLoad
+	load     bench.Load
 	writes   float64 // the fraction of calls to the WRITE tool
 	rounds   int     // turns per side
 	baseline bool    // whether to measure the raw baseline too
@@ -197,26 +194,26 @@ func (m *Main) benchCompare(ctx context.Context, dir string, p benchPlan) (bench
 	}
 	defer s.Close()
 	gw := gatewaySide(s, p.writes)
-	fmt.Fprintf(m.Stdout, "%s, %.0f%% writes; %s ...\n", p.load, p.writes*100, p.load.rounds(p.rounds))
+	fmt.Fprintf(m.Stdout, "%s, %.0f%% writes; %s ...\n", p.load, p.writes*100, p.load.Rounds(p.rounds))
 	if !p.baseline {
 		if err := m.benchRounds(ctx, p.load, p.rounds, gw); err != nil {
 			return benchResult{}, err
 		}
 		return m.benchSummary(gw, nil), nil
 	}
-	var raw *benchSide
-	var floor *benchSide
+	var raw *bench.Side
+	var floor *bench.Side
 	err = rawsqlite.GroupCommit(ctx, dir, p.sync, func(g *rawsqlite.Group) error {
-		raw = rawSide(g, p.load.callers)
-		if p.load.rate == 0 {
+		raw = rawSide(g, p.load.Callers)
+		if p.load.Rate == 0 {
 			return m.benchRounds(ctx, p.load, p.rounds, gw, raw)
 		}
-		d, err := openDiskFloor(dir)
+		d, err := bench.OpenDiskFloor(dir)
 		if err != nil {
 			return err
 		}
-		floor = floorSide(d, gw.tool)
-		return errors.Join(m.benchRounds(ctx, p.load, p.rounds, gw, raw, floor), d.close())
+		floor = floorSide(d, gw.Tool)
+		return errors.Join(m.benchRounds(ctx, p.load, p.rounds, gw, raw, floor), d.Close())
 	})
 	if err != nil {
 		return benchResult{}, err
@@ -230,94 +227,63 @@ func (m *Main) benchCompare(ctx context.Context, dir string, p benchPlan) (bench
 }
 
 // floorSummary prints the disk floor's figures and returns its latencies.
-func (m *Main) floorSummary(floor *benchSide) (p50, p99 int64) {
-	_, p50, p99 = floor.summary()
+func (m *Main) floorSummary(floor *bench.Side) (p50, p99 int64) {
+	_, p50, p99 = floor.Summary()
+	rows, commits := floor.Commits()
 	fmt.Fprintf(m.Stdout, "disk floor: %d calls, p50 %d µs, p99 %d µs; %d appends in %d fsyncs, %.1f per fsync\n",
-		floor.count(), p50, p99, floor.rows, floor.commits, floor.perCommit())
+		floor.Count(), p50, p99, rows, commits, floor.PerCommit())
 	fmt.Fprintln(m.Stdout, "  (a 4 KiB append to a plain file for each durable entry a call needs, no database: the least any durable design can do on this disk)")
 	return p50, p99
 }
 
-// benchRounds gives each side rounds turns of load, the order of the
-// sides reversed every other round, and prints each round's rates. A
-// turn runs for load.d or, with load.calls set, makes its share of them:
-// each side makes exactly load.calls calls in all.
-func (m *Main) benchRounds(ctx context.Context, load benchLoad, rounds int, sides ...*benchSide) error {
-	for r := range rounds {
-		order := slices.Clone(sides)
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
-		for _, side := range order {
-			if err := side.turn(ctx, load.share(r, rounds)); err != nil {
-				return err
-			}
-		}
+// benchRounds gives the sides their turns of load (bench.TakeTurns) and
+// prints each round's rates.
+func (m *Main) benchRounds(ctx context.Context, load bench.Load, rounds int, sides ...*bench.Side) error {
+	return bench.TakeTurns(ctx, load, rounds, func(r int) {
 		fmt.Fprintf(m.Stdout, "round %d/%d:", r+1, rounds)
 		for _, side := range sides {
-			fmt.Fprintf(m.Stdout, " %s %.0f %s/s", side.name, side.lastRate, side.unit)
+			fmt.Fprintf(m.Stdout, " %s %.0f %s/s", side.Name, side.LastRate(), side.Unit)
 		}
 		fmt.Fprintln(m.Stdout)
-	}
-	return nil
+	}, sides...)
 }
 
 // benchSummary prints each side's totals and returns them as the result.
-func (m *Main) benchSummary(gw, raw *benchSide) benchResult {
+func (m *Main) benchSummary(gw, raw *bench.Side) benchResult {
 	var res benchResult
-	res.CallsPerS, res.P50us, res.P99us = gw.summary()
-	res.EntriesPerCommit = gw.perCommit()
+	res.CallsPerS, res.P50us, res.P99us = gw.Summary()
+	res.EntriesPerCommit = gw.PerCommit()
+	entries, commits := gw.Commits()
 	fmt.Fprintf(m.Stdout, "gateway: %d calls, %.0f calls/s, p50 %d µs, p99 %d µs; %d entries in %d commits, %.1f per commit\n",
-		gw.count(), res.CallsPerS, res.P50us, res.P99us, gw.rows, gw.commits, res.EntriesPerCommit)
+		gw.Count(), res.CallsPerS, res.P50us, res.P99us, entries, commits, res.EntriesPerCommit)
 	for _, tool := range []string{toolRead, toolWrite} {
-		lat := latencies(gw.samples, fromSchedule, func(s sample) bool { return gw.tool(s.n) == tool })
+		lat := bench.Latencies(gw.Samples(), bench.FromSchedule, func(s bench.Sample) bool { return gw.Tool(s.N) == tool })
 		if len(lat) == 0 {
 			continue
 		}
-		p99 := percentile(lat, 0.99)
-		fmt.Fprintf(m.Stdout, "  %s calls: %d, p50 %d µs, p99 %d µs\n", tool, len(lat), percentile(lat, 0.50), p99)
+		p99 := bench.Percentile(lat, 0.99)
+		fmt.Fprintf(m.Stdout, "  %s calls: %d, p50 %d µs, p99 %d µs\n", tool, len(lat), bench.Percentile(lat, 0.50), p99)
 		if tool == toolRead {
 			res.ReadP99us = p99
 		} else {
 			res.WriteP99us = p99
 		}
 	}
-	start := latencies(gw.samples, fromStart, nil)
-	res.StartP99us = percentile(start, 0.99)
-	fmt.Fprintf(m.Stdout, "  from each call's start rather than its schedule: p50 %d µs, p99 %d µs\n", percentile(start, 0.50), res.StartP99us)
+	start := bench.Latencies(gw.Samples(), bench.FromStart, nil)
+	res.StartP99us = bench.Percentile(start, 0.99)
+	fmt.Fprintf(m.Stdout, "  from each call's start rather than its schedule: p50 %d µs, p99 %d µs\n", bench.Percentile(start, 0.50), res.StartP99us)
 	if raw == nil {
 		return res
 	}
-	res.BaselinePerS, res.BaselineP50us, res.BaselineP99us = raw.summary()
-	res.BaselineRowsPerCommit = raw.perCommit()
+	res.BaselinePerS, res.BaselineP50us, res.BaselineP99us = raw.Summary()
+	res.BaselineRowsPerCommit = raw.PerCommit()
+	rows, commits := raw.Commits()
 	fmt.Fprintf(m.Stdout, "baseline: %d inserts, %.0f inserts/s, p50 %d µs, p99 %d µs; %d rows in %d commits, %.1f per commit\n",
-		raw.count(), res.BaselinePerS, res.BaselineP50us, res.BaselineP99us, raw.rows, raw.commits, res.BaselineRowsPerCommit)
+		raw.Count(), res.BaselinePerS, res.BaselineP50us, res.BaselineP99us, rows, commits, res.BaselineRowsPerCommit)
 	if res.BaselinePerS > 0 {
-		res.Ratio = round(res.CallsPerS/res.BaselinePerS, 3)
+		res.Ratio = bench.Round(res.CallsPerS/res.BaselinePerS, 3)
 	}
 	return res
-}
-
-// benchSide is one side of the comparison, measured over its turns.
-type benchSide struct {
-	name, unit string
-	// do makes call n; n counts on across turns.
-	do func(ctx context.Context, n int64) error
-	// settle, when set, finishes what the side's calls left running in
-	// the background; its time counts as the side's.
-	settle func(ctx context.Context) error
-	// committed, when set, reads how many rows the side's store has
-	// committed so far, in how many transactions.
-	committed func() (rows, commits int64)
-	// tool, when set, names the tool call n goes to: toolRead or toolWrite.
-	tool func(n int64) string
-
-	n        int64    // calls made in the turns before
-	samples  []sample // every turn's calls
-	elapsed  time.Duration
-	lastRate float64
-	// rows and commits are what the side's turns committed.
-	rows, commits int64
 }
 
 // The access of the two bench tools, as the summary names them.
@@ -329,7 +295,7 @@ const (
 // gatewaySide calls the bench tools through the stack's gateway, the
 // fraction writes of them the WRITE tool. A call leaves nothing running
 // once it is answered: the side needs no settling.
-func gatewaySide(s *stack, writes float64) *benchSide {
+func gatewaySide(s *stack, writes float64) *bench.Side {
 	reads := json.RawMessage(`{"zone":"UTC"}`)
 	notes := json.RawMessage(`{"title":"bench","text":"a note written by the benchmark"}`)
 	tool := func(n int64) string {
@@ -338,8 +304,8 @@ func gatewaySide(s *stack, writes float64) *benchSide {
 		}
 		return toolRead
 	}
-	return &benchSide{name: "gateway", unit: "calls", tool: tool,
-		do: func(ctx context.Context, n int64) error {
+	return &bench.Side{Name: "gateway", Unit: "calls", Tool: tool,
+		Do: func(ctx context.Context, n int64) error {
 			call := custody.Call{Tool: "bench_read", Args: reads, Actor: "bench", Via: "bench"}
 			if tool(n) == toolWrite {
 				call.Tool, call.Args = "bench_write", notes
@@ -347,68 +313,16 @@ func gatewaySide(s *stack, writes float64) *benchSide {
 			_, err := s.gw.Call(ctx, call)
 			return err
 		},
-		committed: func() (int64, int64) { return s.db.Size(), s.db.Commits() }}
+		Committed: func() (int64, int64) { return s.db.Size(), s.db.Commits() }}
 }
 
 // rawSide inserts bench.SampleEntry rows through the raw group commit.
-func rawSide(g *rawsqlite.Group, callers int) *benchSide {
-	return &benchSide{name: "baseline", unit: "inserts",
-		do: func(_ context.Context, n int64) error {
+func rawSide(g *rawsqlite.Group, callers int) *bench.Side {
+	return &bench.Side{Name: "baseline", Unit: "inserts",
+		Do: func(_ context.Context, n int64) error {
 			return g.Insert(bench.SampleEntry(int(n%int64(callers)), int(n)))
 		},
-		committed: g.Committed}
-}
-
-// turn runs load once against the side, then settles it.
-func (b *benchSide) turn(ctx context.Context, load benchLoad) error {
-	var rows0, commits0 int64
-	if b.committed != nil {
-		rows0, commits0 = b.committed()
-	}
-	base := b.n
-	samples, elapsed, err := load.run(ctx, func(ctx context.Context, n int64) error { return b.do(ctx, base+n) })
-	if err == nil && b.settle != nil {
-		start := time.Now()
-		err = b.settle(ctx)
-		elapsed += time.Since(start)
-	}
-	if err != nil {
-		return fmt.Errorf("bench: %s: %w", b.name, err)
-	}
-	if b.committed != nil {
-		rows, commits := b.committed()
-		b.rows, b.commits = b.rows+rows-rows0, b.commits+commits-commits0
-	}
-	for i := range samples {
-		samples[i].n += base
-	}
-	b.n += int64(len(samples))
-	b.samples = append(b.samples, samples...)
-	b.elapsed += elapsed
-	b.lastRate = float64(len(samples)) / elapsed.Seconds()
-	return nil
-}
-
-// count returns how many calls the side made over its turns.
-func (b *benchSide) count() int { return len(b.samples) }
-
-// summary returns the side's rate over all its turns and its latency
-// percentiles.
-func (b *benchSide) summary() (perSec float64, p50, p99 int64) {
-	lat := latencies(b.samples, fromSchedule, nil)
-	if b.elapsed > 0 {
-		perSec = round(float64(len(lat))/b.elapsed.Seconds(), 0)
-	}
-	return perSec, percentile(lat, 0.50), percentile(lat, 0.99)
-}
-
-// perCommit returns how many rows the side's commits carried on average,
-// 0 when it made none.
-func (b *benchSide) perCommit() float64 {
-	if b.commits == 0 {
-		return 0
-	}
-	return round(float64(b.rows)/float64(b.commits), 1)
+		Committed: g.Committed}
 }
 
 // startCPUProfile starts profiling the process into path, when set, and
@@ -432,218 +346,4 @@ func startCPUProfile(path string) (stop func() error, err error) {
 		}
 		return nil
 	}, nil
-}
-
-// benchLoad is the load both sides of a comparison get: callers goroutines
-// for d, or making calls calls when that is set, flat out or paced at
-// rate per second. run makes a load's calls in one run; benchRounds
-// splits them over a side's turns.
-type benchLoad struct {
-	callers int
-	d       time.Duration
-	calls   int64
-	rate    float64
-}
-
-func (l benchLoad) String() string {
-	what := fmt.Sprintf("%d callers for %s", l.callers, l.d)
-	if l.calls > 0 {
-		what = fmt.Sprintf("%d callers", l.callers)
-	}
-	if l.rate > 0 {
-		return fmt.Sprintf("%s, paced at %.0f/s", what, l.rate)
-	}
-	return what + ", flat out"
-}
-
-// rounds says what rounds turns of the load give each side.
-func (l benchLoad) rounds(rounds int) string {
-	if l.calls > 0 {
-		return fmt.Sprintf("%d rounds per side, %d calls per side in all", rounds, l.calls)
-	}
-	return fmt.Sprintf("%d rounds of %s per side", rounds, l.d)
-}
-
-// share returns the load of turn r of rounds: with calls, the turn's
-// share of them, the first calls%rounds turns taking one more, so that
-// the turns make calls calls in all; else the load itself.
-func (l benchLoad) share(r, rounds int) benchLoad {
-	if l.calls > 0 {
-		n := int64(rounds)
-		each, extra := l.calls/n, l.calls%n
-		l.calls = each
-		if int64(r) < extra {
-			l.calls++
-		}
-	}
-	return l
-}
-
-// sample is one call: its number and its latency in µs, from its
-// scheduled start and from the moment a caller began it (the same when
-// unpaced).
-type sample struct {
-	n, fromSchedule, fromStart int64
-}
-
-func fromSchedule(s sample) int64 { return s.fromSchedule }
-func fromStart(s sample) int64    { return s.fromStart }
-
-// latencies returns the latencies of the samples keep keeps (all when
-// nil), as of reads them, sorted.
-func latencies(samples []sample, of func(sample) int64, keep func(sample) bool) []int64 {
-	lat := make([]int64, 0, len(samples))
-	for _, s := range samples {
-		if keep == nil || keep(s) {
-			lat = append(lat, of(s))
-		}
-	}
-	slices.Sort(lat)
-	return lat
-}
-
-// run calls do, with the number of the call from 1 on, from the callers
-// until d has passed or, with calls set, until they have made that many,
-// and returns every call made and how long the run took. The first
-// failed call stops the run and is returned with the count of failures.
-func (l benchLoad) run(ctx context.Context, do func(ctx context.Context, n int64) error) ([]sample, time.Duration, error) {
-	if l.calls == 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.d)
-		defer cancel()
-	}
-	var seq atomic.Int64
-	failed := &benchFailure{}
-	done := make([][]sample, l.callers)
-	start := time.Now()
-	sched := newSchedule(start, l.d, l.calls, l.rate)
-	var wg sync.WaitGroup
-	for c := range l.callers {
-		wg.Go(func() {
-			wait, err := sched.waiter()
-			if err != nil {
-				failed.add(err)
-				return
-			}
-			defer wait.close()
-			for {
-				begin, ok, err := sched.next(ctx, wait)
-				if err != nil {
-					failed.add(err)
-					return
-				}
-				if !ok {
-					return
-				}
-				// The deadline ends the run, not the call under way.
-				n, began := seq.Add(1), time.Now()
-				if err := do(context.WithoutCancel(ctx), n); err != nil {
-					failed.add(err)
-					return
-				}
-				end := time.Now()
-				done[c] = append(done[c], sample{n: n, fromSchedule: end.Sub(begin).Microseconds(), fromStart: end.Sub(began).Microseconds()})
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if failed.err != nil {
-		return nil, 0, fmt.Errorf("%d calls failed, first: %w", failed.n, failed.err)
-	}
-	return slices.Concat(done...), elapsed, nil
-}
-
-// benchFailure counts failed calls and keeps the first error.
-type benchFailure struct {
-	mu  sync.Mutex
-	n   int
-	err error
-}
-
-func (f *benchFailure) add(err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.n++
-	if f.err == nil {
-		f.err = err
-	}
-}
-
-// schedule hands out the start times of a run's calls. Paced, call k
-// (from 0) is due k intervals after the run began, and the caller that
-// takes it waits for that time on its own alarm, parked: no goroutine
-// hands the time over, and no caller keeps a processor from the system
-// measured while it waits. A caller late to take a call still measures
-// from the call's time, so a system that falls behind is charged for the
-// calls that waited. Unpaced, a call is due when a caller is ready for it.
-// The schedule ends at the run's end or, with a count of calls, once it
-// has handed out that many.
-type schedule struct {
-	start, end time.Time
-	calls      int64         // the calls it hands out; 0 ends it at end instead
-	interval   time.Duration // 0 when unpaced
-	taken      atomic.Int64
-}
-
-// newSchedule returns the schedule of a run that began at start, making
-// calls calls or, when that is 0, running for d, at rate per second or,
-// when that is 0, flat out.
-func newSchedule(start time.Time, d time.Duration, calls int64, rate float64) *schedule {
-	s := &schedule{start: start, end: start.Add(d), calls: calls}
-	if rate > 0 {
-		s.interval = time.Duration(float64(time.Second) / rate)
-	}
-	return s
-}
-
-// waiter returns what a caller waits with; nil when unpaced.
-func (s *schedule) waiter() (*alarm, error) {
-	if s.interval == 0 {
-		return nil, nil
-	}
-	a, err := newAlarm()
-	if err != nil {
-		return nil, fmt.Errorf("bench: pacing: %w", err)
-	}
-	return a, nil
-}
-
-// next waits with a until the next call is due and returns its time;
-// false once ctx is done, once every call of a count has been handed out,
-// or when the call would be due after the run's end.
-func (s *schedule) next(ctx context.Context, a *alarm) (time.Time, bool, error) {
-	k := s.taken.Add(1) - 1 // the call's number, from 0
-	if s.calls > 0 && k >= s.calls {
-		return time.Time{}, false, nil
-	}
-	if s.interval == 0 {
-		return time.Now(), ctx.Err() == nil, nil
-	}
-	due := s.start.Add(time.Duration(k) * s.interval)
-	if s.calls == 0 && !due.Before(s.end) {
-		return time.Time{}, false, nil
-	}
-	if err := a.sleep(time.Until(due)); err != nil {
-		return time.Time{}, false, fmt.Errorf("bench: pacing: %w", err)
-	}
-	return due, ctx.Err() == nil, nil
-}
-
-// percentile returns the p-th percentile of sorted values.
-func percentile(sorted []int64, p float64) int64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p*float64(len(sorted))+0.5) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
-// round rounds v to digits decimals.
-func round(v float64, digits int) float64 {
-	scale := 1.0
-	for range digits {
-		scale *= 10
-	}
-	return float64(int64(v*scale+0.5)) / scale
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/config"
+	"github.com/custody-dev/custody/internal/bench"
 	"github.com/custody-dev/custody/internal/mcptest"
 )
 
@@ -33,7 +34,7 @@ type upstreamBench struct {
 	args      []string
 	tool      string
 	arguments json.RawMessage
-	load      benchLoad
+	load      bench.Load
 	rounds    int
 }
 
@@ -59,7 +60,7 @@ func (m *Main) runBenchUpstream(ctx context.Context, args []string) int {
 	fs.StringVar(&b.tool, "tool", "echo", "the READ tool to call")
 	arguments := fs.String("arguments", `{"message":"bench"}`, "the tool's arguments, as `JSON`")
 	seconds := fs.Float64("seconds", 6, "measure each side for `S` seconds in all, per load")
-	fs.Int64Var(&b.load.calls, "calls", 0, "make exactly `N` calls on each side in all, per load, split over its rounds, instead of running for --seconds")
+	fs.Int64Var(&b.load.Calls, "calls", 0, "make exactly `N` calls on each side in all, per load, split over its rounds, instead of running for --seconds")
 	fs.IntVar(&b.rounds, "rounds", 3, "split each side's time, or its calls, into `N` turns, alternating with the other side's")
 	if ok, code := m.parse(fs, args); !ok {
 		return code
@@ -67,7 +68,7 @@ func (m *Main) runBenchUpstream(ctx context.Context, args []string) int {
 	if *seconds <= 0 || b.rounds < 1 || !json.Valid([]byte(*arguments)) {
 		return m.flagUsage(fs, "--seconds and --rounds must be positive and --arguments JSON")
 	}
-	if b.load.calls < 0 || b.load.calls > 0 && b.load.calls < int64(b.rounds) {
+	if b.load.Calls < 0 || b.load.Calls > 0 && b.load.Calls < int64(b.rounds) {
 		return m.flagUsage(fs, "--calls, when set, must be at least --rounds: every round makes a call")
 	}
 	b.args, b.arguments = append([]string{}, cmdArgs...), json.RawMessage(*arguments)
@@ -78,7 +79,7 @@ func (m *Main) runBenchUpstream(ctx context.Context, args []string) int {
 		}
 		b.command, b.args = self, []string{"bench", "upstream-server"}
 	}
-	b.load.callers, b.load.d = 16, time.Duration(*seconds*float64(time.Second)/float64(b.rounds))
+	b.load.Callers, b.load.Duration = 16, time.Duration(*seconds*float64(time.Second)/float64(b.rounds))
 	res, err := m.benchUpstream(ctx, b)
 	if err != nil {
 		return m.fail(err)
@@ -108,19 +109,19 @@ func (m *Main) benchUpstream(ctx context.Context, b upstreamBench) (upstreamBenc
 	fmt.Fprintf(m.Stdout, "%s %s, tool %s\n", b.command, strings.Join(b.args, " "), b.tool)
 	for _, callers := range []int{16, 1} {
 		load := b.load
-		load.callers = callers
+		load.Callers = callers
 		ds, gs := directSide(direct, b), governedSide(st, b)
 		if err := m.benchRounds(ctx, load, b.rounds, ds, gs); err != nil {
 			return res, err
 		}
-		dRate, dP50, dP99 := ds.summary()
-		gRate, gP50, gP99 := gs.summary()
+		dRate, dP50, dP99 := ds.Summary()
+		gRate, gP50, gP99 := gs.Summary()
 		fmt.Fprintf(m.Stdout, "%d callers: direct %d calls, %.0f calls/s p50 %d µs p99 %d µs; governed %d calls, %.0f calls/s p50 %d µs p99 %d µs\n",
-			callers, ds.count(), dRate, dP50, dP99, gs.count(), gRate, gP50, gP99)
+			callers, ds.Count(), dRate, dP50, dP99, gs.Count(), gRate, gP50, gP99)
 		if callers == 16 {
 			res.DirectPerS, res.GovernedPerS = dRate, gRate
 			if dRate > 0 {
-				res.Ratio = round(gRate/dRate, 3)
+				res.Ratio = bench.Round(gRate/dRate, 3)
 			}
 		} else {
 			res.AddedP50us = gP50 - dP50
@@ -153,8 +154,8 @@ type discardLines struct{}
 func (discardLines) Write(p []byte) (int, error) { return len(p), nil }
 
 // directSide calls the tool on an MCP session of its own.
-func directSide(s *mcp.ClientSession, b upstreamBench) *benchSide {
-	return &benchSide{name: "direct", unit: "calls", do: func(ctx context.Context, _ int64) error {
+func directSide(s *mcp.ClientSession, b upstreamBench) *bench.Side {
+	return &bench.Side{Name: "direct", Unit: "calls", Do: func(ctx context.Context, _ int64) error {
 		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: b.tool, Arguments: b.arguments})
 		if err == nil && res.IsError {
 			err = fmt.Errorf("the tool reported an error: %v", res.Content)
@@ -164,8 +165,8 @@ func directSide(s *mcp.ClientSession, b upstreamBench) *benchSide {
 }
 
 // governedSide calls the same tool through the gateway.
-func governedSide(st *stack, b upstreamBench) *benchSide {
-	return &benchSide{name: "governed", unit: "calls", do: func(ctx context.Context, _ int64) error {
+func governedSide(st *stack, b upstreamBench) *bench.Side {
+	return &bench.Side{Name: "governed", Unit: "calls", Do: func(ctx context.Context, _ int64) error {
 		res, err := st.gw.Call(ctx, custody.Call{Tool: "b__" + b.tool, Args: b.arguments, Actor: "bench", Via: "bench"})
 		if err == nil && res.ToolError {
 			err = fmt.Errorf("the tool reported an error: %s", res.Output)

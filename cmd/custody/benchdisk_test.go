@@ -1,107 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"os"
-	"sync"
 	"testing"
+
+	"github.com/custody-dev/custody/internal/bench"
 )
-
-// The disk floor's appends land in its log, share fsyncs when they come
-// together, and the log is gone once it closes.
-func TestDiskFloor(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	d, err := openDiskFloor(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := d.f.Stat(); err != nil || st.Size() != floorBlocks*floorBlock {
-		t.Fatalf("the log is %d bytes (%v), want it written to %d first", st.Size(), err, floorBlocks*floorBlock)
-	}
-	var wg sync.WaitGroup
-	const n = 200
-	for range n {
-		wg.Go(func() {
-			if err := d.append(ctx); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	if rows, commits := d.committed(); rows != n || commits < 1 || commits > n {
-		t.Errorf("%d appends: %d durable in %d fsyncs", n, rows, commits)
-	}
-	name := d.f.Name()
-	if err := d.close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(name); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the log outlived close: %v", err)
-	}
-}
-
-// An append the disk refuses fails, and is not counted as durable.
-func TestDiskFloorWriteFails(t *testing.T) {
-	d, err := openDiskFloor(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := d.f.Name()
-	d.f.Close() // every write now fails
-	if err := d.append(context.Background()); !errors.Is(err, os.ErrClosed) {
-		t.Errorf("append to a closed log: %v, want os.ErrClosed", err)
-	}
-	if rows, commits := d.committed(); rows != 0 || commits != 0 {
-		t.Errorf("a failed append counted: %d rows in %d fsyncs", rows, commits)
-	}
-	close(d.reqs)
-	d.done.Wait()
-	os.Remove(name)
-}
-
-// An append whose caller gives up while the queue is full returns the
-// caller's error rather than waiting.
-func TestDiskFloorCanceled(t *testing.T) {
-	d := &diskFloor{reqs: make(chan chan error)} // no writer: nothing is taken
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := d.append(ctx); !errors.Is(err, context.Canceled) {
-		t.Errorf("append with a canceled context: %v", err)
-	}
-}
-
-// prewrite replaces what the file held with the log's length of zeros.
-func TestPrewrite(t *testing.T) {
-	f, err := os.CreateTemp(t.TempDir(), "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Write([]byte("junk")); err != nil {
-		t.Fatal(err)
-	}
-	if err := prewrite(f); err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(f.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != floorBlocks*floorBlock || !bytes.Equal(got, make([]byte, len(got))) {
-		t.Errorf("prewritten log: %d bytes, want %d zeros", len(got), floorBlocks*floorBlock)
-	}
-}
 
 // A floor call appends once for a READ call and twice for a WRITE call.
 func TestFloorSideShapesCalls(t *testing.T) {
-	d, err := openDiskFloor(t.TempDir())
+	d, err := bench.OpenDiskFloor(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.close()
+	defer d.Close()
 	side := floorSide(d, func(n int64) string {
 		if n%2 == 0 {
 			return toolWrite
@@ -109,11 +21,11 @@ func TestFloorSideShapesCalls(t *testing.T) {
 		return toolRead
 	})
 	for n := range int64(10) { // 5 WRITE calls, 5 READ calls
-		if err := side.do(context.Background(), n); err != nil {
+		if err := side.Do(context.Background(), n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if rows, _ := d.committed(); rows != 15 {
+	if rows, _ := d.Committed(); rows != 15 {
 		t.Errorf("5 WRITE and 5 READ calls appended %d blocks, want 15", rows)
 	}
 }

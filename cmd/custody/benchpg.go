@@ -28,7 +28,7 @@ func (m *Main) benchPostgres(ctx context.Context, dir, store string, instances i
 	}
 	defer drop()
 	env := m.withStore(scratch).withSetting("CUSTODY_SIGNING_KEY", filepath.Join(dir, "signing.key"))
-	var sides []*benchSide
+	var sides []*bench.Side
 	for i := range instances {
 		s, err := env.openStack(ctx, filepath.Join(dir, fmt.Sprint("data", i)), "", example.BenchTools("bench_read", "bench_write")...)
 		if err != nil {
@@ -39,18 +39,18 @@ func (m *Main) benchPostgres(ctx context.Context, dir, store string, instances i
 	}
 	gw := spread(sides)
 	fmt.Fprintf(m.Stdout, "postgres, %d %s on one store; %s, %.0f%% writes; %s ...\n",
-		instances, plural(instances, "instance"), p.load, p.writes*100, p.load.rounds(p.rounds))
+		instances, plural(instances, "instance"), p.load, p.writes*100, p.load.Rounds(p.rounds))
 	if !p.baseline {
 		if err := m.benchRounds(ctx, p.load, p.rounds, gw); err != nil {
 			return benchResult{}, err
 		}
 		return m.benchSummary(gw, nil), nil
 	}
-	var raw, floor *benchSide
+	var raw, floor *bench.Side
 	err = rawpg.GroupCommit(ctx, store, p.sync == rawsqlite.SyncPipelined, func(g *rawpg.Group) error {
-		raw = pgSide("baseline", g.Insert, g.Committed, p.load.callers)
+		raw = pgSide("baseline", g.Insert, g.Committed, p.load.Callers)
 		return rawpg.HeadLocked(ctx, store, instances, func(f *rawpg.Floor) error {
-			floor = pgSide("floor", f.Insert, f.Committed, p.load.callers)
+			floor = pgSide("floor", f.Insert, f.Committed, p.load.Callers)
 			return m.benchRounds(ctx, p.load, p.rounds, gw, raw, floor)
 		})
 	})
@@ -64,43 +64,44 @@ func (m *Main) benchPostgres(ctx context.Context, dir, store string, instances i
 }
 
 // pgSide inserts bench.SampleEntry rows with insert.
-func pgSide(name string, insert func(custody.Entry) error, committed func() (rows, commits int64), callers int) *benchSide {
-	return &benchSide{name: name, unit: "inserts", committed: committed,
-		do: func(_ context.Context, n int64) error {
+func pgSide(name string, insert func(custody.Entry) error, committed func() (rows, commits int64), callers int) *bench.Side {
+	return &bench.Side{Name: name, Unit: "inserts", Committed: committed,
+		Do: func(_ context.Context, n int64) error {
 			return insert(bench.SampleEntry(int(n%int64(callers)), int(n)))
 		}}
 }
 
 // lockFloorSummary prints the head-locked floor's figures and adds them,
 // with the gateway's ratio to them, to res.
-func (m *Main) lockFloorSummary(res *benchResult, floor *benchSide, writers int) {
-	perS, p50, p99 := floor.summary()
-	res.LockFloorPerS, res.LockFloorRowsPerCommit = perS, floor.perCommit()
+func (m *Main) lockFloorSummary(res *benchResult, floor *bench.Side, writers int) {
+	perS, p50, p99 := floor.Summary()
+	res.LockFloorPerS, res.LockFloorRowsPerCommit = perS, floor.PerCommit()
+	rows, commits := floor.Commits()
 	fmt.Fprintf(m.Stdout, "floor: %d inserts, %.0f inserts/s, p50 %d µs, p99 %d µs; %d rows in %d commits, %.1f per commit\n",
-		floor.count(), perS, p50, p99, floor.rows, floor.commits, res.LockFloorRowsPerCommit)
+		floor.Count(), perS, p50, p99, rows, commits, res.LockFloorRowsPerCommit)
 	var toBaseline float64
 	if res.BaselinePerS > 0 {
-		toBaseline = round(perS/res.BaselinePerS, 3)
+		toBaseline = bench.Round(perS/res.BaselinePerS, 3)
 	}
 	fmt.Fprintf(m.Stdout, "  (%d %s, each group under the chain head's lock with the store's statements and barrier, nothing else; %.3f of the baseline)\n",
 		writers, plural(writers, "writer"), toBaseline)
 	if perS > 0 {
-		res.RatioToFloor = round(res.CallsPerS/perS, 3)
+		res.RatioToFloor = bench.Round(res.CallsPerS/perS, 3)
 	}
 }
 
 // spread makes one side of several gateways' sides, call n going to the
 // gateway n modulo their number.
-func spread(sides []*benchSide) *benchSide {
+func spread(sides []*bench.Side) *bench.Side {
 	if len(sides) == 1 {
 		return sides[0]
 	}
 	k := int64(len(sides))
-	return &benchSide{name: "gateway", unit: "calls", tool: sides[0].tool,
-		do: func(ctx context.Context, n int64) error { return sides[n%k].do(ctx, n) },
-		committed: func() (rows, commits int64) {
+	return &bench.Side{Name: "gateway", Unit: "calls", Tool: sides[0].Tool,
+		Do: func(ctx context.Context, n int64) error { return sides[n%k].Do(ctx, n) },
+		Committed: func() (rows, commits int64) {
 			for _, s := range sides {
-				r, c := s.committed()
+				r, c := s.Committed()
 				rows, commits = max(rows, r), commits+c
 			}
 			return rows, commits

@@ -1,18 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 )
 
 // callOutput is what `custody call` prints.
@@ -264,56 +260,6 @@ func TestBenchGatewayPipelinedBaseline(t *testing.T) {
 	}
 }
 
-// A side's rate counts the time it takes to settle what its calls left
-// running: work deferred past a turn is not free. The turn's elapsed time
-// holds its calls, from the first one's start to the last one's end, and
-// the settling, each as measured where it ran: however slow the machine,
-// the sum is a floor, which a turn leaving out the settling misses by
-// the settling's 50 ms.
-func TestBenchSideCountsSettle(t *testing.T) {
-	var mu sync.Mutex
-	var first, last time.Time
-	var settled time.Duration
-	side := &benchSide{name: "gateway", unit: "calls",
-		do: func(context.Context, int64) error {
-			began := time.Now()
-			time.Sleep(time.Millisecond)
-			mu.Lock()
-			defer mu.Unlock()
-			if first.IsZero() {
-				first = began
-			}
-			last = time.Now()
-			return nil
-		},
-		settle: func(context.Context) error {
-			start := time.Now()
-			time.Sleep(50 * time.Millisecond)
-			settled = time.Since(start)
-			return nil
-		}}
-	const calls = 20
-	if err := side.turn(context.Background(), benchLoad{callers: 1, calls: calls}); err != nil {
-		t.Fatal(err)
-	}
-	load := last.Sub(first)
-	if side.count() != calls {
-		t.Fatalf("%d calls made, want %d", side.count(), calls)
-	}
-	if side.elapsed < load+settled {
-		t.Errorf("elapsed %s leaves out the settle: the calls took %s, the settle %s", side.elapsed, load, settled)
-	}
-	if rate, _, _ := side.summary(); rate > calls/(load+settled).Seconds()+0.5 {
-		t.Errorf("rate %.0f/s for %d calls in %s of calls and %s of settling", rate, calls, load, settled)
-	}
-
-	failing := &benchSide{name: "gateway", do: func(context.Context, int64) error { return nil },
-		settle: func(context.Context) error { return errors.New("index failed") }}
-	if err := failing.turn(context.Background(), benchLoad{callers: 1, calls: 1}); err == nil || !strings.Contains(err.Error(), "gateway: index failed") {
-		t.Errorf("failed settle: %v", err)
-	}
-}
-
 // TestBenchGatewayPaced runs the paced bench for a fixed count of calls.
 // Paced, no side makes more than rate calls a second, however fast the
 // machine; a loaded one may fall behind, which is not asserted against.
@@ -398,37 +344,6 @@ func TestBenchGatewayReadOnly(t *testing.T) {
 	}
 	if reads, _, entries := checkGatewayCalls(t, out, 20); reads != 20 || entries != 20 {
 		t.Errorf("%d READ calls appended %d entries, want 20 and 20", reads, entries)
-	}
-}
-
-// The calls of a side are numbered on across its turns, so that each
-// goes to the tool its number picks.
-func TestBenchSideNumbersCallsAcrossTurns(t *testing.T) {
-	var mu sync.Mutex
-	seen := map[int64]bool{}
-	side := &benchSide{name: "gateway", unit: "calls",
-		do: func(_ context.Context, n int64) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if seen[n] {
-				return fmt.Errorf("call %d made twice", n)
-			}
-			seen[n] = true
-			return nil
-		}}
-	load := benchLoad{callers: 3, calls: 30}
-	for range 2 {
-		if err := side.turn(context.Background(), load); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if len(side.samples) != 60 || len(seen) != 60 || side.n != 60 {
-		t.Fatalf("%d samples, %d calls, n = %d; want 60 of each", len(side.samples), len(seen), side.n)
-	}
-	for _, s := range side.samples {
-		if !seen[s.n] || s.n < 1 || s.n > side.n || s.fromStart > s.fromSchedule {
-			t.Fatalf("sample %+v of calls 1..%d", s, side.n)
-		}
 	}
 }
 

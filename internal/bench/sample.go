@@ -1,6 +1,13 @@
 // Package bench holds what custody's benchmarks share and the product does
-// not use: the entry every load generator appends. The raw baselines the
-// store is measured against live beside it, in rawsqlite and rawpg.
+// not use: the entry every load generator appends, and the harness that
+// drives a comparison. A Load is callers making calls for a time or for a
+// fixed count, flat out or paced on a schedule; a Side is one system
+// measured under it, taking turns with the others (TakeTurns) so that all
+// meet the same disk, and summed up in a rate and latency percentiles of
+// its Samples. FsyncLatency and DiskFloor measure what the disk alone
+// allows. The harness knows nothing of the gateway: what a side's call
+// does is its caller's. The raw baselines the store is measured against
+// live beside it, in rawsqlite and rawpg.
 package bench
 
 import (
