@@ -49,4 +49,14 @@ type Approval struct {
 	// Context carries domain detail shown to the operator (a brief, an
 	// aggregation), never used for the digest.
 	Context json.RawMessage `json:"context,omitempty"`
+	// Definition is the SHA-256 of the tool definition the approval was
+	// requested under (RefToolDefinition), "" for a tool custody defines
+	// itself. An approval authorises its action under that definition
+	// only: once the tool is re-pinned to another, it is void.
+	Definition string `json:"tool_definition_sha256,omitempty"`
 }
+
+// RefToolDefinition is the ref under which a call's entries name the
+// SHA-256 of the definition of the tool that ran (an upstream tool, as
+// pinned on the ledger).
+const RefToolDefinition = "tool_definition_sha256"

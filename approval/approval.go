@@ -149,6 +149,9 @@ type Request struct {
 	Context json.RawMessage
 	// ID is a preassigned request id (a UUID); a new UUID v4 when empty.
 	ID string
+	// Definition is the SHA-256 of the tool definition the action is
+	// asked under, when the tool has one (custody.Approval.Definition).
+	Definition string
 }
 
 // Request stores a pending approval for r with its approval.requested
@@ -203,7 +206,7 @@ func (s *Service) newApproval(r Request) (custody.Approval, error) {
 	return custody.Approval{
 		ID: id, Status: custody.ApprovalPending, Tool: r.Tool, Arguments: r.Args, Digest: digest,
 		Trace: r.Trace, Requester: r.Requester, Reason: r.Reason, Channel: channel,
-		CreatedAt: now, ExpiresAt: now.Add(ttl), Editable: r.Editable, Context: r.Context,
+		CreatedAt: now, ExpiresAt: now.Add(ttl), Editable: r.Editable, Context: r.Context, Definition: r.Definition,
 	}, nil
 }
 

@@ -64,8 +64,27 @@ func (g *Gateway) authorizeNamed(ctx context.Context, f *flight) error {
 	if err := approval.Usable(a, f.digest, g.now()); err != nil {
 		return err
 	}
+	if err := sameDefinition(a, f); err != nil {
+		return err
+	}
 	f.approval = a.ID
 	return nil
+}
+
+// definition is the SHA-256 of the definition of the called tool, as its
+// refs name it; "" for a tool custody defines itself.
+func (f *flight) definition() string { return f.refs[custody.RefToolDefinition] }
+
+// sameDefinition refuses an approval asked under another definition of
+// the tool than the one that would run: a re-pin voids what was approved
+// before it, so that an approval of one definition never runs another.
+func sameDefinition(a custody.Approval, f *flight) error {
+	if a.Definition == f.definition() {
+		return nil
+	}
+	return &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: a.ID, Message: fmt.Sprintf(
+		"approval %s was asked under another definition of tool %q (%.12s, now %.12s): a re-pin voids it; call again to ask for a new approval",
+		a.ID, f.Tool, a.Definition, f.definition())}
 }
 
 // candidates returns the approvals of the call's trace that were requested
@@ -81,7 +100,8 @@ func (g *Gateway) candidates(ctx context.Context, f *flight) ([]custody.Approval
 	var other *custody.Approval
 	for i, a := range as {
 		switch {
-		case a.Tool != f.Tool:
+		case a.Tool != f.Tool, a.Definition != f.definition():
+			// Another tool's, or asked under another definition: void.
 		case a.Requester != f.Actor:
 			if other == nil {
 				other = &as[i]
@@ -131,6 +151,7 @@ func (g *Gateway) ask(ctx context.Context, f *flight, action []byte, lapsed erro
 	r := approval.Request{
 		Tool: f.Tool, Args: action, Trace: f.Trace, Requester: f.Actor,
 		Reason: cmp.Or(f.tool.Spec.Description, "run "+f.Tool), Editable: f.tool.Editable,
+		Definition: f.definition(),
 	}
 	if len(cands) > 0 {
 		r.Channel = cands[0].Channel
