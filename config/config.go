@@ -6,7 +6,10 @@
 // The file is JSON. It is checked against a JSON Schema that ships in the
 // binary (Schema), so that an unknown or misspelt field is refused with
 // its path. "${env:NAME}" in any string is replaced from the environment
-// at load; a variable that is not set is an error naming it.
+// at load; a variable that is not set is an error naming it, and any
+// other "${...}" (an editor's variable, a VS Code input) is refused. The
+// server blocks of other MCP clients load unchanged (clients.go); what
+// custody ignores of them is reported by Warnings.
 package config
 
 import (
@@ -51,16 +54,24 @@ type File struct {
 	MCPServers map[string]MCPServer `json:"mcpServers"`
 	HTTPTools  map[string]HTTPTool  `json:"httpTools"`
 	Tools      map[string]Policy    `json:"tools"`
-	Agents     map[string]Agent     `json:"agents"`
-	Witnesses  []Witness            `json:"witnesses"`
-	HTTP       HTTP                 `json:"http"`
-	TLS        *TLS                 `json:"tls"`
+	// Resources govern the upstreams' resources by exposed URI
+	// (SERVER+URI) or URI glob; Prompts their prompts by exposed name
+	// (SERVER__PROMPT) or glob. What no key matches is not exposed.
+	Resources map[string]ResourcePolicy `json:"resources"`
+	Prompts   map[string]PromptPolicy   `json:"prompts"`
+	Agents    map[string]Agent          `json:"agents"`
+	Witnesses []Witness                 `json:"witnesses"`
+	HTTP      HTTP                      `json:"http"`
+	TLS       *TLS                      `json:"tls"`
 
 	// ConsoleSessionLifetime is how long a console sign-in lasts, as a
 	// duration ("8h"); the server's default when empty.
 	ConsoleSessionLifetime string `json:"console_session_lifetime"`
 	Mesh                   Mesh   `json:"mesh"`
 	MCP                    MCP    `json:"mcp"`
+
+	// warnings are what the file holds that custody ignores (Warnings).
+	warnings []string
 }
 
 // HTTP tunes the HTTP server against slow and greedy clients. Durations
@@ -158,16 +169,25 @@ type Webhook struct {
 }
 
 // MCPServer is one upstream MCP server: a command custody starts and
-// talks to over stdio, or the URL of a streamable HTTP endpoint.
+// talks to over stdio, or the URL of a streamable HTTP (or, with Type
+// "sse", a legacy HTTP+SSE) endpoint. MCPServers holds the servers of
+// both the "mcpServers" and the "servers" block, Windsurf's "serverUrl"
+// as URL, and the variables of EnvFile in Env.
 type MCPServer struct {
-	Type     string            `json:"type"`
-	Command  string            `json:"command"`
-	Args     []string          `json:"args"`
-	Env      map[string]string `json:"env"`
+	Type    string            `json:"type"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+	// EnvFile is a dotenv file whose variables Parse has added to Env
+	// (where Env does not set them).
+	EnvFile  string            `json:"envFile"`
 	Cwd      string            `json:"cwd"`
 	URL      string            `json:"url"`
 	Headers  map[string]string `json:"headers"`
 	Disabled bool              `json:"disabled"`
+	// Timeout is how many seconds a call of one of the server's tools may
+	// take, where the tool's policy sets no timeout.
+	Timeout json.Number `json:"timeout"`
 }
 
 // HTTPTool is a tool that is a plain HTTP endpoint.
@@ -195,6 +215,20 @@ type Policy struct {
 	Editable            []string        `json:"editable"`
 }
 
+// ResourcePolicy governs the resources a key matches: they are read
+// (access READ), at most MaxBytes at a time (4 MiB when zero), with or
+// without a human's confirmation of each read.
+type ResourcePolicy struct {
+	Access   custody.Access         `json:"access"`
+	MaxBytes int64                  `json:"maxBytes"`
+	Approval custody.ApprovalPolicy `json:"approval"`
+}
+
+// PromptPolicy governs the prompts a key matches.
+type PromptPolicy struct {
+	Approval custody.ApprovalPolicy `json:"approval"`
+}
+
 // Agent says which tools one agent may see and call.
 type Agent struct {
 	Tools []string `json:"tools"`
@@ -214,13 +248,23 @@ func Load(p string, getenv func(string) string) (*File, error) {
 }
 
 // Parse checks a configuration document and returns it. Errors name the
-// path of what is wrong.
+// path of what is wrong; what it accepts and ignores, the File's
+// Warnings name.
 func Parse(raw []byte, getenv func(string) string) (*File, error) {
 	tree, err := decodeStrict(raw)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDuplicateKeys(raw); err != nil {
+		return nil, err
+	}
+	if err := checkVariables(tree, ""); err != nil {
+		return nil, err
+	}
 	if tree, err = substitute(tree, "", getenv); err != nil {
+		return nil, err
+	}
+	if err := checkServerShapes(tree); err != nil {
 		return nil, err
 	}
 	doc, err := json.Marshal(tree)
@@ -230,7 +274,11 @@ func Parse(raw []byte, getenv func(string) string) (*File, error) {
 	if err := check(doc); err != nil {
 		return nil, err
 	}
-	var f File
+	doc, warnings, err := adopt(tree)
+	if err != nil {
+		return nil, err
+	}
+	f := File{warnings: warnings}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
@@ -372,6 +420,11 @@ func (f *File) checkPolicies() error {
 			}
 		}
 	}
+	for name := range f.Prompts {
+		if _, err := path.Match(name, ""); err != nil {
+			return fmt.Errorf("/prompts/%s: not a valid glob: %v", escape(name), err)
+		}
+	}
 	if t := f.MCP.SessionIdleTimeout; t != "" {
 		if d, err := time.ParseDuration(t); err != nil || d <= 0 {
 			return fmt.Errorf("/mcp/sessionIdleTimeout: %q is not a positive duration", t)
@@ -397,7 +450,7 @@ func (f *File) Upstream() upstream.Config {
 			continue
 		}
 		cfg.Servers = append(cfg.Servers, upstream.Server{Name: name, Command: s.Command, Args: s.Args,
-			Env: s.Env, Dir: s.Cwd, URL: s.URL, Headers: s.Headers})
+			Env: s.Env, Dir: s.Cwd, URL: s.URL, Headers: s.Headers, SSE: s.Type == "sse", Timeout: s.timeout()})
 	}
 	for _, name := range sortedKeys(f.HTTPTools) {
 		h := f.HTTPTools[name]
@@ -407,6 +460,14 @@ func (f *File) Upstream() upstream.Config {
 	cfg.Governance = upstream.Governance{}
 	for name, p := range f.Tools {
 		cfg.Governance[name] = p.policy()
+	}
+	cfg.Resources = upstream.ResourceGovernance{}
+	for uri, p := range f.Resources {
+		cfg.Resources[uri] = upstream.ResourcePolicy{MaxBytes: p.MaxBytes, Approval: p.Approval}
+	}
+	cfg.Prompts = upstream.PromptGovernance{}
+	for name, p := range f.Prompts {
+		cfg.Prompts[name] = upstream.PromptPolicy{Approval: p.Approval}
 	}
 	return cfg
 }
@@ -468,17 +529,25 @@ func (f *File) checkHTTP() error {
 			return fmt.Errorf("/http/writeTimeout: %s does not outlast /tools/%s/timeout %s: its answers would be cut off", write, escape(name), t)
 		}
 	}
+	for _, name := range sortedKeys(f.MCPServers) {
+		if t := f.MCPServers[name].timeout(); t >= write {
+			return fmt.Errorf("/http/writeTimeout: %s does not outlast the timeout %s of server %q: its tools' answers would be cut off", write, t, name)
+		}
+	}
 	return nil
 }
 
-// LongestToolTimeout returns the longest timeout a tool policy sets, 0
-// when none sets one.
+// LongestToolTimeout returns the longest timeout a tool policy or a
+// server sets, 0 when none sets one.
 func (f *File) LongestToolTimeout() time.Duration {
 	var longest time.Duration
 	for _, p := range f.Tools {
 		if t, _ := time.ParseDuration(p.Timeout); t > longest {
 			longest = t
 		}
+	}
+	for _, s := range f.MCPServers {
+		longest = max(longest, s.timeout())
 	}
 	return longest
 }

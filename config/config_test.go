@@ -73,6 +73,12 @@ func TestParseErrors(t *testing.T) {
 		{"ErrMCPIdleTimeout", `{"mcp":{"sessionIdleTimeout":"soon"}}`, "/mcp/sessionIdleTimeout"},
 		{"ErrMCPIdleTimeoutZero", `{"mcp":{"sessionIdleTimeout":"0m"}}`, "/mcp/sessionIdleTimeout"},
 		{"ErrMCPMaxSessions", `{"mcp":{"maxSessionsPerAgent":0}}`, "/mcp/maxSessionsPerAgent"},
+		{"ErrResourceUnknownKey", `{"resources":{"d+docs://*":{"access":"READ","maxbytes":5}}}`, `/resources/d+docs:~1~1*: additional property "maxbytes"`},
+		{"ErrResourceWrite", `{"resources":{"d+docs://*":{"access":"WRITE"}}}`, "/resources/d+docs:~1~1*/access"},
+		{"ErrResourceMaxBytes", `{"resources":{"d+docs://*":{"maxBytes":0}}}`, "/resources/d+docs:~1~1*/maxBytes"},
+		{"ErrResourceApproval", `{"resources":{"d+docs://*":{"approval":"MAYBE"}}}`, "/resources/d+docs:~1~1*/approval"},
+		{"ErrPromptUnknownKey", `{"prompts":{"d__greet":{"access":"READ"}}}`, `/prompts/d__greet: additional property "access"`},
+		{"ErrPromptGlob", `{"prompts":{"d__[":{}}}`, "/prompts/d__[: not a valid glob"},
 		{"ErrMCPOrigin", `{"mcp":{"allowedOrigins":["https://app.example.com/path"]}}`, "/mcp/allowedOrigins/0"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -217,5 +223,26 @@ func TestParseMCP(t *testing.T) {
 	f, err = Parse([]byte(`{}`), env(nil))
 	if err != nil || f.MCP.IdleTimeout() != 0 || f.MCP.MaxSessionsPerAgent != 0 {
 		t.Errorf("no mcp section: %+v, %v; want zero values (the defaults)", f.MCP, err)
+	}
+}
+
+func TestResourcesAndPrompts(t *testing.T) {
+	f, err := Parse([]byte(`{"resources":{"d+docs://*":{"access":"READ","maxBytes":1024,"approval":"HUMAN_CONFIRMATION"},"d+docs://a":{}},
+		"prompts":{"d__greet":{},"d__*":{"approval":"HUMAN_CONFIRMATION"}}}`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := f.Upstream()
+	if p := up.Resources["d+docs://*"]; p.MaxBytes != 1024 || p.Approval != custody.HumanConfirmation {
+		t.Errorf("resource policy %+v", p)
+	}
+	if _, key, ok := up.Resources.For("d+docs://a/b"); !ok || key != "d+docs://*" {
+		t.Errorf("d+docs://a/b governed by %q", key)
+	}
+	if p, key, _ := up.Prompts.For("d__other"); key != "d__*" || p.Approval != custody.HumanConfirmation {
+		t.Errorf("d__other governed by %q %+v", key, p)
+	}
+	if p := up.Prompts["d__greet"]; p.Approval != "" {
+		t.Errorf("prompt policy %+v", p)
 	}
 }

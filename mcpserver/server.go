@@ -14,6 +14,14 @@
 // the SDK: it checks Origin and the bearer token, refuses bodies that are
 // not strict JSON, caps and expires sessions, and answers a plain
 // tools/call on an established session itself, with the same handler.
+//
+// With Options.Relay both doors also serve the upstreams' governed
+// resources, resource templates and prompts (relay.go): resources/list,
+// resources/templates/list, resources/read, resources/subscribe,
+// prompts/list, prompts/get and completion/complete are answered by the
+// relay, each read, get, completion and subscription through its
+// gateway, and a refusal is JSON-RPC error ErrorCode carrying its
+// detail.
 package mcpserver
 
 import (
@@ -116,10 +124,11 @@ func New(gw *gate.Gateway, reg *contract.Registry, opts Options) (*Server, error
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	sub, unsub := s.subscribeHandlers()
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "custody", Title: "custody gateway", Version: opts.Version},
-		&mcp.ServerOptions{Logger: opts.Logger, Instructions: instructions,
-			HasResources: opts.Relay != nil && (len(opts.Relay.Resources()) > 0 || len(opts.Relay.ResourceTemplates()) > 0),
-			HasPrompts:   opts.Relay != nil && len(opts.Relay.Prompts()) > 0})
+		&mcp.ServerOptions{Logger: opts.Logger, Instructions: instructions, Capabilities: relayCapabilities(opts.Relay),
+			SubscribeHandler: sub, UnsubscribeHandler: unsub})
+	s.relayUpdates()
 	for _, spec := range gw.Tools() {
 		gt, _ := gw.Tool(spec.Name)
 		t, err := mcpTool(reg, spec, gt.Published)

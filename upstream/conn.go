@@ -17,7 +17,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/custody-dev/custody/gate"
 )
 
 // Restart backoff of a server whose session ended: the first restart
@@ -41,6 +44,12 @@ type Server struct {
 	Dir     string
 	URL     string
 	Headers map[string]string
+	// SSE says the URL serves the legacy HTTP+SSE transport (MCP
+	// 2024-11-05) rather than streamable HTTP.
+	SSE bool
+	// Timeout bounds each run of the server's tools whose policy sets no
+	// timeout; zero leaves the gateway's deadline.
+	Timeout time.Duration
 }
 
 // Stdio reports whether custody starts the server itself.
@@ -56,11 +65,15 @@ type Conn struct {
 	client *mcp.Client
 	// changed is told when the server says its tool list changed.
 	changed func()
+	// updated is told of the server's resources/updated notifications.
+	updated func(uri string)
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
 	tools   []*mcp.Tool
-	down    error // why there is no session, when session is nil
+	feats   features        // resources, templates and prompts (features.go)
+	subs    map[string]bool // the server's URIs custody subscribed to
+	down    error           // why there is no session, when session is nil
 	closed  bool
 	stop    context.CancelFunc
 	restart chan struct{}
@@ -75,6 +88,9 @@ type ConnOptions struct {
 	// was fetched again, because the server said it changed or because
 	// the server was restarted.
 	ToolsChanged func()
+	// ResourceUpdated is told the URI (the server's own) of every
+	// notifications/resources/updated the server sends.
+	ResourceUpdated func(uri string)
 	// Version is the client version custody reports.
 	Version string
 }
@@ -87,7 +103,7 @@ func Dial(ctx context.Context, srv Server, opts ConnOptions) (*Conn, error) {
 	if (srv.Command == "") == (srv.URL == "") {
 		return nil, fmt.Errorf("upstream %q: give either a command or a url", srv.Name)
 	}
-	c := &Conn{srv: srv, log: opts.Logger, changed: opts.ToolsChanged,
+	c := &Conn{srv: srv, log: opts.Logger, changed: opts.ToolsChanged, updated: opts.ResourceUpdated,
 		restart: make(chan struct{}, 1), done: make(chan struct{})}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -96,7 +112,11 @@ func Dial(ctx context.Context, srv Server, opts ConnOptions) (*Conn, error) {
 	c.client = mcp.NewClient(&mcp.Implementation{Name: "custody", Version: cmpOr(opts.Version, "dev")},
 		&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			go c.relist()
-		}})
+		}, ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			go c.relistFeatures()
+		}, PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			go c.relistFeatures()
+		}, ResourceUpdatedHandler: c.resourceUpdated})
 	if err := c.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -128,6 +148,11 @@ func (c *Conn) connect(ctx context.Context) error {
 		s.Close()
 		return fmt.Errorf("upstream %q: list tools: %w", c.srv.Name, err)
 	}
+	feats, err := listFeatures(ctx, s)
+	if err != nil {
+		s.Close()
+		return fmt.Errorf("upstream %q: %w", c.srv.Name, err)
+	}
 	c.mu.Lock()
 	if c.closed {
 		// Close ran while this session was being opened, and will not
@@ -136,7 +161,7 @@ func (c *Conn) connect(ctx context.Context) error {
 		s.Close()
 		return fmt.Errorf("upstream %q: closed", c.srv.Name)
 	}
-	c.session, c.tools, c.down = s, tools, nil
+	c.session, c.tools, c.feats, c.down = s, tools, feats, nil
 	c.mu.Unlock()
 	go func() {
 		s.Wait()
@@ -145,8 +170,12 @@ func (c *Conn) connect(ctx context.Context) error {
 	return nil
 }
 
-// listTools reads every page of tools/list.
+// listTools reads every page of tools/list; a server that declares no
+// tools capability (one that offers only resources or prompts) has none.
 func listTools(ctx context.Context, s *mcp.ClientSession) ([]*mcp.Tool, error) {
+	if r := s.InitializeResult(); r != nil && r.Capabilities != nil && r.Capabilities.Tools == nil {
+		return nil, nil
+	}
 	var out []*mcp.Tool
 	for t, err := range s.Tools(ctx, nil) {
 		if err != nil {
@@ -161,6 +190,9 @@ func listTools(ctx context.Context, s *mcp.ClientSession) ([]*mcp.Tool, error) {
 func (c *Conn) transport() (mcp.Transport, error) {
 	if c.srv.URL != "" {
 		hc := &http.Client{Transport: headerTransport{headers: c.srv.Headers, next: http.DefaultTransport}}
+		if c.srv.SSE {
+			return sseTransport{&mcp.SSEClientTransport{Endpoint: c.srv.URL, HTTPClient: hc}}, nil
+		}
 		return &mcp.StreamableClientTransport{Endpoint: c.srv.URL, HTTPClient: hc, MaxRetries: -1}, nil
 	}
 	cmd := exec.Command(c.srv.Command, c.srv.Args...)
@@ -320,20 +352,30 @@ func (c *Conn) Tools() []*mcp.Tool {
 // ErrDown is wrapped by Call's error when the server has no live session.
 var ErrDown = errors.New("upstream server is down")
 
-// Call runs tools/call with the exact argument bytes and returns the
+// Call runs tools/call with the exact argument bytes and the request's
+// _meta (meta, nil for none) and returns the
 // result as the JSON of an MCP CallToolResult. It fails when the server
 // is down, the session breaks or ctx ends: the caller decides what that
 // means, and nothing is retried here.
-func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
+func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
 	c.mu.Lock()
 	s, down := c.session, c.down
 	c.mu.Unlock()
 	if s == nil {
 		return nil, fmt.Errorf("upstream %q: %w: %v", c.srv.Name, ErrDown, down)
 	}
-	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: tool, Arguments: args})
+	var answered *jsonrpc.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &answered) || ctx.Err() != nil:
+		// The server answered with an error, or the caller gave up: the
+		// gateway knows what that means.
 		return nil, fmt.Errorf("upstream %q: tools/call %s: %w", c.srv.Name, tool, err)
+	default:
+		// The request went out and the session broke before an answer
+		// came (a crash, garbage on stdout): it may have run.
+		return nil, fmt.Errorf("upstream %q: tools/call %s: %w: %w", c.srv.Name, tool, gate.ErrOutcomeUnknown, err)
 	}
 	out, err := json.Marshal(res)
 	if err != nil {

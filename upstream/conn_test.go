@@ -33,7 +33,7 @@ func call(t *testing.T, c *Conn, tool, args string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := c.Call(ctx, tool, json.RawMessage(args))
+	out, err := c.Call(ctx, tool, json.RawMessage(args), nil)
 	if err != nil {
 		t.Fatalf("call %s: %v", tool, err)
 	}
@@ -139,7 +139,7 @@ func TestDialStdio(t *testing.T) {
 		}
 	})
 	t.Run("ErrUnknownTool", func(t *testing.T) {
-		_, err := c.Call(context.Background(), "nonesuch", json.RawMessage(`{}`))
+		_, err := c.Call(context.Background(), "nonesuch", json.RawMessage(`{}`), nil)
 		if err == nil || errors.Is(err, ErrDown) {
 			t.Errorf("a call of a tool the server lacks: %v", err)
 		}
@@ -160,7 +160,7 @@ func TestCallTimeoutKeepsTheSession(t *testing.T) {
 	before := whereIs(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := c.Call(ctx, "block", json.RawMessage(`{}`))
+	_, err := c.Call(ctx, "block", json.RawMessage(`{}`), nil)
 	if err == nil || errors.Is(err, ErrDown) {
 		t.Fatalf("a call past its deadline: %v", err)
 	}
@@ -178,7 +178,7 @@ func TestConnRestartsACrashedServer(t *testing.T) {
 	c := dial(t, stdioServer("s", nil), ConnOptions{Logger: rec.logger(), ToolsChanged: changed.fire})
 	first := whereIs(t, c)
 
-	if _, err := c.Call(context.Background(), "crash", json.RawMessage(`{}`)); err == nil {
+	if _, err := c.Call(context.Background(), "crash", json.RawMessage(`{}`), nil); err == nil {
 		t.Fatal("a call whose server exited mid-call succeeded")
 	}
 	changed.wait(t, "the tools to be listed again after the restart")
@@ -196,7 +196,7 @@ func TestConnRestartsACrashedServer(t *testing.T) {
 	}
 
 	// A second crash is recovered from as well.
-	c.Call(context.Background(), "crash", json.RawMessage(`{}`))
+	c.Call(context.Background(), "crash", json.RawMessage(`{}`), nil)
 	changed.wait(t, "the second restart")
 	if third := whereIs(t, c); third.PID == second.PID {
 		t.Errorf("the same process %d answers after the second crash", second.PID)
@@ -211,7 +211,7 @@ func TestConnBacksOffWhileTheServerCannotStart(t *testing.T) {
 	if err := os.WriteFile(gate, []byte("refuse"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.Call(context.Background(), "crash", json.RawMessage(`{}`))
+	c.Call(context.Background(), "crash", json.RawMessage(`{}`), nil)
 
 	failed := func() []logged { return rec.find("upstream restart failed") }
 	waitFor(t, "three failed restarts", func() bool { return len(failed()) >= 3 })
@@ -221,7 +221,7 @@ func TestConnBacksOffWhileTheServerCannotStart(t *testing.T) {
 		}
 	}
 	t.Run("ErrDownAtOnce", func(t *testing.T) {
-		_, err := c.Call(context.Background(), "echo", json.RawMessage(`{"message":"hi"}`))
+		_, err := c.Call(context.Background(), "echo", json.RawMessage(`{"message":"hi"}`), nil)
 		if !errors.Is(err, ErrDown) || !strings.Contains(err.Error(), "connect") {
 			t.Errorf("a call while the server is down: %v", err)
 		}
@@ -334,7 +334,7 @@ func TestCloseStopsTheServer(t *testing.T) {
 	if alive(pid) {
 		t.Errorf("the server %d runs on after Close", pid)
 	}
-	if _, err := c.Call(context.Background(), "echo", json.RawMessage(`{"message":"hi"}`)); !errors.Is(err, ErrDown) {
+	if _, err := c.Call(context.Background(), "echo", json.RawMessage(`{"message":"hi"}`), nil); !errors.Is(err, ErrDown) {
 		t.Errorf("a call after Close: %v", err)
 	}
 }
@@ -347,7 +347,7 @@ func TestCloseWhileRestarting(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(gate, []byte("refuse"), 0o600)
-	c.Call(context.Background(), "crash", json.RawMessage(`{}`))
+	c.Call(context.Background(), "crash", json.RawMessage(`{}`), nil)
 	waitFor(t, "a failed restart", func() bool { return len(rec.find("upstream restart failed")) > 0 })
 
 	closed := make(chan error, 1)
@@ -362,7 +362,7 @@ func TestCloseWhileRestarting(t *testing.T) {
 	}
 	n := len(rec.find("upstream restart failed"))
 	os.WriteFile(gate, nil, 0o600)
-	if _, err := c.Call(context.Background(), "echo", json.RawMessage(`{"message":"hi"}`)); !errors.Is(err, ErrDown) {
+	if _, err := c.Call(context.Background(), "echo", json.RawMessage(`{"message":"hi"}`), nil); !errors.Is(err, ErrDown) {
 		t.Errorf("a call after Close: %v", err)
 	}
 	if len(rec.find("upstream session restarted")) != 0 || len(rec.find("upstream restart failed")) != n {

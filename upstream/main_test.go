@@ -111,7 +111,8 @@ const defaultDescription = "Echo a message back."
 
 // childServer is the MCP server the child serves: echo, where (its
 // environment, directory and process id), crash (exits mid-call), block
-// (answers only when the call is cancelled) and fail (a tool error).
+// (answers only when the call is cancelled) and fail (a tool error), with
+// the note resource and the hello prompt (addNote).
 func childServer(description string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream-test", Version: "1"}, nil)
 	addEcho(s, cmpOr(description, defaultDescription))
@@ -126,6 +127,7 @@ func childServer(description string) *mcp.Server {
 			return nil, nil, nil
 		})
 	addBlock(s)
+	addNote(s)
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Fail on purpose."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return nil, nil, errors.New("the tool failed on purpose")

@@ -23,10 +23,18 @@ const (
 	KindToolRepinned    = "tool.repinned"
 )
 
+// Ledger entry kinds of prompt pinning: a prompt is text that enters the
+// model's context, pinned and quarantined exactly as a tool is.
+const (
+	KindPromptPinned      = "prompt.pinned"
+	KindPromptQuarantined = "prompt.quarantined"
+	KindPromptRepinned    = "prompt.repinned"
+)
+
 // Refs on the entries of upstream calls and pins.
 const (
 	RefUpstream   = "upstream"
-	RefDefinition = "tool_definition_sha256"
+	RefDefinition = custody.RefToolDefinition
 )
 
 // RepinTool is the action name of an approval that re-pins a changed tool
@@ -36,18 +44,43 @@ const RepinTool = "custody.repin"
 // repinTTL is how long a re-pin request waits for an operator.
 const repinTTL = 7 * 24 * time.Hour
 
-// nsPin is the state namespace of the pins, keyed by exposed name.
-const nsPin = "upstream.pin"
+// nsPin and nsPromptPin are the state namespaces of the pins of tools
+// and of prompts, each keyed by exposed name.
+const (
+	nsPin       = "upstream.pin"
+	nsPromptPin = "upstream.prompt_pin"
+)
 
-// Definition is what pinning covers of a tool: everything a server tells
-// an agent about it.
+// pinKind is what a Pins pins: tools or prompts, each in a namespace and
+// under entry kinds of its own, so that a prompt and a tool exposed under
+// one name never share a pin.
+type pinKind struct {
+	ns, noun                      string
+	pinned, quarantined, repinned string
+}
+
+var (
+	toolPins   = pinKind{ns: nsPin, noun: "tool", pinned: KindToolPinned, quarantined: KindToolQuarantined, repinned: KindToolRepinned}
+	promptPins = pinKind{ns: nsPromptPin, noun: "prompt", pinned: KindPromptPinned, quarantined: KindPromptQuarantined, repinned: KindPromptRepinned}
+)
+
+// Definition is what pinning covers of a tool or a prompt: everything a
+// server tells an agent about it (a prompt has Arguments where a tool has
+// schemas).
 type Definition struct {
 	Name         string               `json:"name"`
 	Title        string               `json:"title,omitempty"`
 	Description  string               `json:"description,omitempty"`
-	InputSchema  json.RawMessage      `json:"inputSchema"`
+	InputSchema  json.RawMessage      `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage      `json:"outputSchema,omitempty"`
 	Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`
+	// Arguments are a prompt's arguments.
+	Arguments []*mcp.PromptArgument `json:"arguments,omitempty"`
+}
+
+// PromptDefinitionOf returns the definition of an MCP prompt.
+func PromptDefinitionOf(p *mcp.Prompt) Definition {
+	return Definition{Name: p.Name, Title: p.Title, Description: p.Description, Arguments: p.Arguments}
 }
 
 // DefinitionOf returns the definition of an MCP tool.
@@ -100,6 +133,7 @@ type quarantine struct {
 // quarantines a tool whose server offers a different one until an
 // operator approves the change. It is safe for concurrent use.
 type Pins struct {
+	kind      pinKind
 	ledger    custody.Ledger
 	state     custody.StateStore
 	approvals *approval.Service
@@ -109,13 +143,31 @@ type Pins struct {
 	hashes map[string]string     // exposed name -> pinned hash
 	defs   map[string]Definition // exposed name -> pinned definition
 	quar   map[string]*quarantine
+	// prompts are the pins of prompts, made on first use.
+	prompts *Pins
 }
 
 // NewPins returns pins recorded on l and kept in st; approvals carries the
 // re-pin requests.
 func NewPins(l custody.Ledger, st custody.StateStore, approvals *approval.Service) *Pins {
-	return &Pins{ledger: l, state: st, approvals: approvals, now: time.Now,
+	return newPins(toolPins, l, st, approvals, time.Now)
+}
+
+func newPins(k pinKind, l custody.Ledger, st custody.StateStore, approvals *approval.Service, now func() time.Time) *Pins {
+	return &Pins{kind: k, ledger: l, state: st, approvals: approvals, now: now,
 		hashes: map[string]string{}, defs: map[string]Definition{}, quar: map[string]*quarantine{}}
+}
+
+// Prompts returns the pins of prompts kept beside these pins of tools: the
+// same ledger, state and approvals, a namespace and entry kinds of their
+// own (prompt.pinned, prompt.quarantined, prompt.repinned).
+func (p *Pins) Prompts() *Pins {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.prompts == nil {
+		p.prompts = newPins(promptPins, p.ledger, p.state, p.approvals, p.now)
+	}
+	return p.prompts
 }
 
 // Check compares the definition a server offers for the tool exposed as
@@ -137,7 +189,7 @@ func (p *Pins) Check(ctx context.Context, name, upstream string, d Definition) e
 	offered := pin{SHA256: h, Upstream: upstream, Definition: d}
 	switch {
 	case !found:
-		return p.pin(ctx, name, offered, KindToolPinned, "custody", nil)
+		return p.pin(ctx, name, offered, p.kind.pinned, "custody", nil)
 	case old.SHA256 == h:
 		p.hashes[name], p.defs[name] = h, old.Definition
 		if q := p.quar[name]; q != nil {
@@ -155,7 +207,7 @@ func (p *Pins) Check(ctx context.Context, name, upstream string, d Definition) e
 
 // load reads the pin of name.
 func (p *Pins) load(ctx context.Context, name string) (pin, bool, error) {
-	raw, err := p.state.State(ctx, nsPin, name)
+	raw, err := p.state.State(ctx, p.kind.ns, name)
 	if custody.ErrorKind(err) == custody.ENOTFOUND {
 		return pin{}, false, nil
 	}
@@ -173,7 +225,7 @@ func (p *Pins) load(ctx context.Context, name string) (pin, bool, error) {
 // changes (the use of a re-pin approval), so that no pin holds without
 // its entry.
 func (p *Pins) pin(ctx context.Context, name string, pn pin, kind, actor string, extra map[string]any, changes ...custody.Change) error {
-	body := map[string]any{"tool": name, "upstream": pn.Upstream, "sha256": pn.SHA256, "definition": pn.Definition}
+	body := map[string]any{p.kind.noun: name, "upstream": pn.Upstream, "sha256": pn.SHA256, "definition": pn.Definition}
 	for k, v := range extra {
 		body[k] = v
 	}
@@ -185,9 +237,9 @@ func (p *Pins) pin(ctx context.Context, name string, pn pin, kind, actor string,
 	if err != nil {
 		return err
 	}
-	refs := map[string]string{RefUpstream: pn.Upstream, RefDefinition: pn.SHA256, "tool": name}
-	e := custody.Entry{Kind: kind, Trace: pinTrace(name), Actor: actor, Refs: refs, Body: raw}
-	changes = append([]custody.Change{custody.PutState(nsPin, name, doc)}, changes...)
+	refs := map[string]string{RefUpstream: pn.Upstream, RefDefinition: pn.SHA256, p.kind.noun: name}
+	e := custody.Entry{Kind: kind, Trace: p.trace(name), Actor: actor, Refs: refs, Body: raw}
+	changes = append([]custody.Change{custody.PutState(p.kind.ns, name, doc)}, changes...)
 	if _, err := p.ledger.Commit(ctx, e, changes...); err != nil {
 		return fmt.Errorf("record %s of %s: %w", kind, name, err)
 	}
@@ -197,6 +249,15 @@ func (p *Pins) pin(ctx context.Context, name string, pn pin, kind, actor string,
 
 // pinTrace is the trace of a tool's pin entries and re-pin approvals.
 func pinTrace(name string) string { return "custody.pin/" + name }
+
+// trace is the trace of the pin entries and re-pin approvals of name: a
+// prompt's apart from a tool's of the same name.
+func (p *Pins) trace(name string) string {
+	if p.kind.noun == "tool" {
+		return pinTrace(name)
+	}
+	return "custody.pin/" + p.kind.noun + "/" + name
+}
 
 // quarantine puts the tool in quarantine, records the change and asks an
 // operator to approve it. The tool is quarantined before anything is
@@ -213,11 +274,11 @@ func (p *Pins) quarantine(ctx context.Context, name, upstream string, old, offer
 func (p *Pins) record(ctx context.Context, name string, q *quarantine) error {
 	change := Diff(q.old.Definition, q.new.Definition)
 	if !q.recorded {
-		body, _ := json.Marshal(map[string]any{"tool": name, "upstream": q.upstream,
+		body, _ := json.Marshal(map[string]any{p.kind.noun: name, "upstream": q.upstream,
 			"pinned_sha256": q.old.SHA256, "offered_sha256": q.new.SHA256,
 			"offered": q.new.Definition, "change": change})
-		refs := map[string]string{RefUpstream: q.upstream, RefDefinition: q.new.SHA256, "tool": name}
-		if _, err := p.ledger.Append(ctx, custody.Entry{Kind: KindToolQuarantined, Trace: pinTrace(name), Actor: "custody", Refs: refs, Body: body}); err != nil {
+		refs := map[string]string{RefUpstream: q.upstream, RefDefinition: q.new.SHA256, p.kind.noun: name}
+		if _, err := p.ledger.Append(ctx, custody.Entry{Kind: p.kind.quarantined, Trace: p.trace(name), Actor: "custody", Refs: refs, Body: body}); err != nil {
 			return fmt.Errorf("record the quarantine of %s: %w", name, err)
 		}
 		q.recorded = true
@@ -227,11 +288,11 @@ func (p *Pins) record(ctx context.Context, name string, q *quarantine) error {
 
 // request asks the operators to approve the offered definition.
 func (p *Pins) request(ctx context.Context, name string, q *quarantine, change string) error {
-	args, _ := json.Marshal(map[string]string{"tool": name, "upstream": q.upstream, "sha256": q.new.SHA256})
+	args, _ := json.Marshal(map[string]string{p.kind.noun: name, "upstream": q.upstream, "sha256": q.new.SHA256})
 	detail, _ := json.Marshal(map[string]any{"change": change, "pinned_sha256": q.old.SHA256, "offered_sha256": q.new.SHA256})
 	a, err := p.approvals.Request(ctx, approval.Request{
-		Tool: RepinTool, Args: args, Trace: pinTrace(name), Requester: "custody", TTL: repinTTL,
-		Reason:  fmt.Sprintf("upstream %s changed the definition of tool %s: approve to re-pin it, decline to keep it quarantined", q.upstream, name),
+		Tool: RepinTool, Args: args, Trace: p.trace(name), Requester: "custody", TTL: repinTTL,
+		Reason:  fmt.Sprintf("upstream %s changed the definition of %s %s: approve to re-pin it, decline to keep it quarantined", q.upstream, p.kind.noun, name),
 		Context: detail,
 	})
 	if err != nil {
@@ -262,12 +323,12 @@ func (p *Pins) settle(ctx context.Context, name string, q *quarantine) error {
 	if q.approval == "" {
 		if err := p.record(ctx, name, q); err != nil {
 			return &custody.Error{Kind: custody.EUNAVAILABLE, Err: err, Message: fmt.Sprintf(
-				"tool %q is quarantined: upstream %s changed its definition, and the change cannot be recorded now", name, q.upstream)}
+				"%s %q is quarantined: upstream %s changed its definition, and the change cannot be recorded now", p.kind.noun, name, q.upstream)}
 		}
 	}
 	denied := &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: q.approval, Message: fmt.Sprintf(
-		"tool %q is quarantined: upstream %s changed its definition (pinned sha256 %.12s…, offered %.12s…); an operator must approve the change (approval %s)",
-		name, q.upstream, q.old.SHA256, q.new.SHA256, q.approval)}
+		"%s %q is quarantined: upstream %s changed its definition (pinned sha256 %.12s…, offered %.12s…); an operator must approve the change (approval %s)",
+		p.kind.noun, name, q.upstream, q.old.SHA256, q.new.SHA256, q.approval)}
 	a, err := p.approvals.Get(ctx, q.approval)
 	if err != nil {
 		return err
@@ -284,9 +345,9 @@ func (p *Pins) settle(ctx context.Context, name string, q *quarantine) error {
 			return err
 		}
 		denied.ApprovalRequestID = q.approval
-		denied.Message = fmt.Sprintf("tool %q is quarantined: its re-pin request expired; approval %s now waits for an operator", name, q.approval)
+		denied.Message = fmt.Sprintf("%s %q is quarantined: its re-pin request expired; approval %s now waits for an operator", p.kind.noun, name, q.approval)
 	case a.Status == custody.ApprovalDeclined:
-		denied.Message = fmt.Sprintf("tool %q is quarantined: an operator declined the changed definition offered by upstream %s", name, q.upstream)
+		denied.Message = fmt.Sprintf("%s %q is quarantined: an operator declined the changed definition offered by upstream %s", p.kind.noun, name, q.upstream)
 	}
 	return denied
 }
@@ -298,7 +359,7 @@ func (p *Pins) repin(ctx context.Context, name string, q *quarantine, a custody.
 		return err
 	}
 	extra := map[string]any{"previous_sha256": q.old.SHA256, "approval_request_id": a.ID, "operator_id": a.Operator}
-	if err := p.pin(ctx, name, q.new, KindToolRepinned, a.Operator, extra, approval.ConsumeChange(a.ID)); err != nil {
+	if err := p.pin(ctx, name, q.new, p.kind.repinned, a.Operator, extra, approval.ConsumeChange(a.ID)); err != nil {
 		return err
 	}
 	delete(p.quar, name)

@@ -43,15 +43,25 @@ type Governance map[string]Policy
 // with the most literal characters; among equals, the first in byte
 // order). ok is false when no key matches: the tool is not governed.
 func (g Governance) For(name string) (p Policy, key string, ok bool) {
+	return governs(g, name, pathMatch)
+}
+
+// pathMatch is path.Match, false for a malformed pattern.
+func pathMatch(pattern, name string) bool {
+	m, err := path.Match(pattern, name)
+	return err == nil && m
+}
+
+// governs returns the entry of g that governs name: an exact key, else the
+// most specific glob that match says matches name (the one with the most
+// literal characters; among equals, the first in byte order).
+func governs[P any](g map[string]P, name string, match func(pattern, name string) bool) (p P, key string, ok bool) {
 	if p, ok := g[name]; ok {
 		return p, name, true
 	}
 	best := -1
 	for k, pol := range g {
-		if !isGlob(k) {
-			continue
-		}
-		if m, err := path.Match(k, name); err != nil || !m {
+		if !isGlob(k) || !match(k, name) {
 			continue
 		}
 		score := literalChars(k)

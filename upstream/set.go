@@ -10,6 +10,13 @@
 // Every exposed MCP tool's definition is pinned on the evidence ledger
 // (Pins): a server that later offers a different definition has the tool
 // quarantined until an operator approves the change.
+//
+// Resources, resource templates and prompts are relayed the same way
+// (Relay): only what Config.Resources and Config.Prompts govern is
+// listed, each resources/read, prompts/get, completion/complete and
+// resources/subscribe is a call of a route on a gateway of its own
+// (RelayEnvelope) and ends with a ledger entry, and prompts are pinned
+// and quarantined like tools, apart from them (Pins.Prompts).
 package upstream
 
 import (
@@ -37,7 +44,11 @@ type Config struct {
 	Servers    []Server
 	HTTPTools  []HTTPTool
 	Governance Governance
-	Logger     *slog.Logger
+	// Resources and Prompts govern the upstreams' resources and prompts
+	// (relay.go); nothing of either is exposed without them.
+	Resources ResourceGovernance
+	Prompts   PromptGovernance
+	Logger    *slog.Logger
 	// HTTPClient calls the HTTP tools; one without a client timeout (the
 	// gateway's deadline bounds each call) when nil.
 	HTTPClient *http.Client
@@ -65,7 +76,13 @@ type Set struct {
 
 	mu      sync.Mutex
 	offers  []Offer
-	changed chan struct{}
+	prompts []PromptOffer
+	// promptPins are the pins of prompts once a Relay was built.
+	promptPins *Pins
+	// listeners are told of every update of a governed resource
+	// (subscribe.go).
+	listeners []func(ctx context.Context, uri string)
+	changed   chan struct{}
 }
 
 // Open connects to every MCP server of cfg and lists its tools. It fails
@@ -78,7 +95,7 @@ func Open(ctx context.Context, cfg Config) (*Set, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	for _, srv := range cfg.Servers {
-		c, err := Dial(ctx, srv, ConnOptions{Logger: s.log, ToolsChanged: s.toolsChanged})
+		c, err := Dial(ctx, srv, ConnOptions{Logger: s.log, ToolsChanged: s.toolsChanged, ResourceUpdated: s.updatedOf(srv.Name)})
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -91,6 +108,10 @@ func Open(ctx context.Context, cfg Config) (*Set, error) {
 		return nil, err
 	}
 	s.offers = offers
+	if s.prompts, err = s.offerPrompts(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -104,6 +125,9 @@ func (s *Set) offer() ([]Offer, error) {
 		}
 		seen[o.Exposed] = o.Upstream
 		o.Policy, o.Key, _ = s.cfg.Governance.For(o.Exposed)
+		if o.Key != "" && o.Policy.Timeout == 0 {
+			o.Policy.Timeout = s.serverTimeout(o.Upstream)
+		}
 		out = append(out, o)
 		return nil
 	}
@@ -160,7 +184,7 @@ func (s *Set) Contracts() (map[string][]byte, error) {
 			return nil, fmt.Errorf("tool %s: %w", o.Exposed, err)
 		}
 	}
-	return out, nil
+	return out, s.relayContracts(out)
 }
 
 // contracts adds the contracts of one governed tool.
@@ -399,7 +423,7 @@ func (s *Set) mcpHandler(server, tool string) gate.Handler {
 		if conn == nil {
 			return nil, fmt.Errorf("upstream %q is not configured", server)
 		}
-		out, err := conn.Call(ctx, tool, c.Args)
+		out, err := conn.Call(ctx, tool, c.Args, c.Meta)
 		if err != nil {
 			return nil, err
 		}
@@ -429,11 +453,16 @@ func (s *Set) conn(name string) *Conn {
 func (s *Set) toolsChanged() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pins == nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	s.recheckPrompts(ctx)
+	s.resubscribe(ctx)
+	if s.pins == nil {
+		if s.promptPins != nil {
+			s.signalChanged()
+		}
+		return
+	}
 	exposed := map[string]bool{}
 	for _, o := range s.offers {
 		exposed[o.Exposed] = o.Key != ""
@@ -453,6 +482,11 @@ func (s *Set) toolsChanged() {
 			}
 		}
 	}
+	s.signalChanged()
+}
+
+// signalChanged tells Changed's receiver, without waiting.
+func (s *Set) signalChanged() {
 	select {
 	case s.changed <- struct{}{}:
 	default:
@@ -468,6 +502,6 @@ func (s *Set) Close() error {
 	return errors.Join(errs...)
 }
 
-// Changed receives after the pins were re-checked because a server's tool
-// list changed.
+// Changed receives after the pins were re-checked because a server's
+// tool, resource or prompt list changed.
 func (s *Set) Changed() <-chan struct{} { return s.changed }

@@ -77,6 +77,7 @@ func (m *Main) configCheck(ctx context.Context, path string) int {
 		return m.fail(&custody.Error{Kind: custody.EINVALID, Message: err.Error(), Err: err})
 	}
 	printOffers(m.Stdout, set.Offers())
+	printRelayOffers(m.Stdout, set)
 	return exitOK
 }
 

@@ -35,7 +35,7 @@ func (m *Main) runMCP(ctx context.Context, args []string) int {
 	}
 	defer st.Close()
 	logger := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Inclusion: st.inclusion, Logger: logger})
+	srv, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Inclusion: st.inclusion, Logger: logger, Relay: st.mcpRelay()})
 	if err != nil {
 		return m.fail(err)
 	}

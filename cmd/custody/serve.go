@@ -123,6 +123,7 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 		if err != nil {
 			return set, m.flagUsage(fset, err.Error()), false
 		}
+		m.configWarnings(*configPath, cfg)
 		set.cfg, set.hasFile = cfg, true
 	}
 	systems, err := parseSystems(*systemsList, set.cfg.Systems)
@@ -449,7 +450,7 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 	if err != nil {
 		return nil, nil, err
 	}
-	ms, err := mcpserver.New(st.gw, st.reg, mcpOptions(mcpCfg, mcpserver.Options{Observe: metrics.ObserveCall, Inclusion: st.inclusion, Logger: logger}))
+	ms, err := mcpserver.New(st.gw, st.reg, mcpOptions(mcpCfg, mcpserver.Options{Observe: metrics.ObserveCall, Inclusion: st.inclusion, Logger: logger, Relay: st.mcpRelay()}))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -34,6 +34,9 @@ type stack struct {
 	gw        *gate.Gateway
 	// up is the configured upstreams; nil without any.
 	up *upstream.Set
+	// relay serves up's governed resources and prompts; nil when the
+	// configuration governs none.
+	relay *upstream.Relay
 	// flushSpans exports the calls' spans still buffered; nil when
 	// tracing is off.
 	flushSpans func(context.Context) error
@@ -64,7 +67,16 @@ func (m *Main) loadConfig(path string) (*config.File, error) {
 	if err != nil {
 		return nil, &custody.Error{Kind: custody.EINVALID, Message: err.Error(), Err: err}
 	}
+	m.configWarnings(path, f)
 	return f, nil
+}
+
+// configWarnings prints, one line each on stderr, what the file at path
+// holds that custody ignores.
+func (m *Main) configWarnings(path string, f *config.File) {
+	for _, w := range f.Warnings() {
+		fmt.Fprintf(m.Stderr, "custody: warning: config %s: %s\n", path, w)
+	}
 }
 
 // contractsFlag adds --contracts to fs: a directory of user contracts,
@@ -127,11 +139,15 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 		return nil, err
 	}
 	if s.up != nil {
-		ups, err := s.up.Tools(ctx, upstream.NewPins(s.db, s.db, s.approvals))
+		pins := upstream.NewPins(s.db, s.db, s.approvals)
+		ups, err := s.up.Tools(ctx, pins)
 		if err != nil {
 			return nil, &custody.Error{Kind: custody.EUNAVAILABLE, Message: err.Error(), Err: err}
 		}
 		tools = append(tools, ups...)
+		if err := s.openRelay(ctx, gcfg, pins); err != nil {
+			return nil, err
+		}
 	}
 	if sc.file != nil {
 		gcfg.Allowed = sc.file.Allowed()
@@ -178,7 +194,7 @@ func (m *Main) configuredStack(ctx context.Context, data, contracts, configPath 
 // hasUpstreams reports whether f declares any upstream tool or governs
 // any (a policy that governs nothing is refused, so it must be looked at).
 func hasUpstreams(f *config.File) bool {
-	return len(f.MCPServers) > 0 || len(f.HTTPTools) > 0 || len(f.Tools) > 0
+	return len(f.MCPServers) > 0 || len(f.HTTPTools) > 0 || len(f.Tools) > 0 || len(f.Resources) > 0 || len(f.Prompts) > 0
 }
 
 // openUpstreams connects to f's upstreams and adds their contracts to extra.
