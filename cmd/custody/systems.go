@@ -15,6 +15,7 @@ import (
 	"github.com/custody-dev/custody/systems/brain"
 	"github.com/custody-dev/custody/systems/mesh"
 	"github.com/custody-dev/custody/systems/mesh/natsmesh"
+	"github.com/custody-dev/custody/systems/mesh/sim"
 	"github.com/custody-dev/custody/systems/peas"
 	"github.com/custody-dev/custody/web"
 )
@@ -25,7 +26,7 @@ import (
 func builtWith() systems.List {
 	return systems.List{
 		peas.Plugin{},
-		mesh.Plugin{NATS: natsmesh.Join},
+		mesh.Plugin{NATS: natsmesh.Join, Sim: sim.Simulator{}},
 		brain.Plugin{},
 		assure.Plugin{},
 	}

@@ -3,7 +3,6 @@ package mesh
 import (
 	"context"
 	"encoding/base64"
-	"slices"
 	"testing"
 	"time"
 
@@ -283,41 +282,6 @@ func TestDeskWaitsForAdvisory(t *testing.T) {
 	}
 	if c, err := f.desk.Case(agg.ApprovalRequestID); err != nil || c.Status != CasePending {
 		t.Fatalf("case %+v %v", c, err)
-	}
-}
-
-// TestEveryAggregationNamesAnApproval checks that in a simulated loss of
-// nodes (quiet, then a hot node) every aggregation's approval_request_id
-// names a real approval with its request on the ledger, info and held
-// ones included.
-func TestEveryAggregationNamesAnApproval(t *testing.T) {
-	env := newEnv(t)
-	sim, err := NewSim(SimConfig{Scenario: ScenarioNodeLoss, Nodes: 12, Duration: 15 * time.Minute,
-		Transport: env.loop, Validator: env.reg, Ledger: env.db, Approvals: env.approvals, DeskNow: env.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sim.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	statuses := map[custody.ApprovalStatus]int{}
-	for _, a := range sim.Timeline.Aggregations {
-		id := a.Aggregation.ApprovalRequestID
-		ap, err := env.approvals.Get(context.Background(), id)
-		if err != nil {
-			t.Fatalf("%s aggregation %s names no approval: %v", a.Aggregation.SeverityTier, id, err)
-		}
-		statuses[ap.Status]++
-		if es, _ := env.db.Entries(context.Background(), custody.Query{Kind: custody.KindApprovalRequest, Trace: trace(id)}); len(es) != 1 {
-			t.Fatalf("aggregation %s: %d approval requests on the ledger", id, len(es))
-		}
-	}
-	t.Logf("approval statuses %v", statuses)
-	if statuses[custody.ApprovalDeclined] == 0 || statuses[custody.ApprovalPending]+statuses[custody.ApprovalExpired] == 0 {
-		t.Fatalf("approval statuses %v: want some put to the operator and some declined by the desk", statuses)
-	}
-	if !slices.ContainsFunc(sim.Timeline.Aggregations, func(a SimAggregation) bool { return a.Aggregation.SeverityTier == Info }) {
-		t.Fatal("no info aggregation in the run")
 	}
 }
 

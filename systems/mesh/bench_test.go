@@ -2,6 +2,8 @@ package mesh
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -61,10 +63,46 @@ func (c *chainRecorder) Append(_ context.Context, e custody.Entry) (custody.Entr
 
 const benchNodes = 10000
 
+// benchRidge is the quiet ridge of the simulator (package mesh/sim, which
+// imports this one): the same node ids, positions and readings, so that
+// the advisories measured here are those a quiet simulated ridge sends.
+type benchRidge struct {
+	Start time.Time
+}
+
+// NodeID returns the id of node i.
+func (benchRidge) NodeID(i int) string { return fmt.Sprintf("forward-ridge-%d", i+1) }
+
+// Position returns the fixture position of node i: nodes go 24 to a
+// 100 km MGRS square, in a line of squares.
+func (benchRidge) Position(i int) Position {
+	sq := i / 24
+	col, row := "ABCDEFGHJKLMNPQRSTUVWXYZ"[sq%24], "ABCDEFGHJKLMNPQRSTUV"[(sq/24)%20]
+	e, n := 10000+(i%24)*1500, 50000+(i%3)*700
+	lat := 34.20 + float64(i%24)*0.0135 + float64(sq/24)*0.9
+	lon := -118.40 + float64(i%24)*0.003 + float64(sq%24)*1.1
+	return Position{MGRS: fmt.Sprintf("11S%c%c%05d%05d", col, row, e, n), Lat: Float(round(lat, 4)), Lon: Float(round(lon, 4))}
+}
+
+// Read returns node i's quiet reading, the same at every time.
+func (benchRidge) Read(i int, _ time.Time) (SensorReading, Conditions) {
+	jit := float64((i*7)%5) / 10
+	return SensorReading{
+		ThermalMaxC: Float(round(26+jit*10, 1)), ThermalAreaM2: Float(0), ThermalAnomalyPixels: new(int),
+		AmbientC: Float(round(24+jit, 1)), HumidityPct: Float(round(38-jit*4, 1)),
+		WindSpeedMS: Float(round(3.5+jit, 1)), WindGustMS: Float(round(5.5+jit, 1)), WindDirDeg: Float(250),
+	}, Conditions{}
+}
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
+
 // benchMesh returns an aggregator on a loopback, the signed advisories
 // of 10,000 nodes on their subjects, and how to sign another advisory of
 // node i.
-func benchMesh(b *testing.B, onAgg func(Aggregation, []byte, string)) (*Aggregator, *Loopback, []Msg, World, func(int, []byte) Msg) {
+func benchMesh(b *testing.B, onAgg func(Aggregation, []byte, string)) (*Aggregator, *Loopback, []Msg, benchRidge, func(int, []byte) Msg) {
 	b.Helper()
 	reg, err := contract.Load(contract.Options{Contracts: []contract.Source{peas.Contract()}})
 	if err != nil {
@@ -81,7 +119,7 @@ func benchMesh(b *testing.B, onAgg func(Aggregation, []byte, string)) (*Aggregat
 	if _, err := agg.Listen(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	w := World{Scenario: ScenarioQuiet, Start: start, Nodes: benchNodes}
+	w := benchRidge{Start: start}
 	ids := make([]*Identity, benchNodes)
 	sign := func(i int, raw []byte) Msg {
 		m, err := ids[i].sign(Subjects{}.Advisory(w.NodeID(i)), raw)
@@ -268,7 +306,7 @@ func BenchmarkAdvisoryContract(b *testing.B) {
 		b.Fatal(err)
 	}
 	w := &Wire{Validator: reg}
-	world := World{Scenario: ScenarioQuiet, Nodes: 1}
+	world := benchRidge{}
 	n, _ := NewNode(NodeConfig{ID: world.NodeID(0), Position: world.Position(0), Sensor: fixedSensor(world.Read(0, time.Time{}))})
 	r, c := world.Read(0, time.Time{})
 	_, raw, _, err := n.Advise(context.Background(), time.Unix(1_800_000_000, 0), r, c)

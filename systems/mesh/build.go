@@ -52,7 +52,7 @@ func (a *Aggregator) buildOne(ctx context.Context, group []NodeStatus) (built, e
 	for _, n := range group {
 		agg.InputNodeIDs = append(agg.InputNodeIDs, n.Advisory.NodeID)
 		reported[n.Advisory.NodeID] = string(n.Advisory.DetectorState.Tier)
-		agg.SeverityTier = maxTier(agg.SeverityTier, n.Tier)
+		agg.SeverityTier = MaxTier(agg.SeverityTier, n.Tier)
 		if n.Stale {
 			agg.StaleNodeIDs = append(agg.StaleNodeIDs, n.Advisory.NodeID)
 		}

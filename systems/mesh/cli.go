@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/approval"
 	"github.com/custody-dev/custody/systems"
 )
 
@@ -21,8 +19,20 @@ import (
 func (p Plugin) Commands() []systems.Command {
 	return []systems.Command{
 		{Name: "mesh", Summary: "wildfire mesh pods: forward node, aggregator, simulation", Run: p.runMesh},
-		{Name: "demo mesh", Summary: "wildfire mesh: ridge-fire on 12 nodes → aggregation → approved broadcast", Run: runDemo},
+		{Name: "demo mesh", Summary: "wildfire mesh: ridge-fire on 12 nodes → aggregation → approved broadcast", Run: p.runDemo},
 	}
+}
+
+// errNoSimulator is the failure of a simulation asked of a program built
+// without the simulator.
+var errNoSimulator = errors.New("this program cannot simulate the mesh")
+
+// runDemo runs custody demo mesh on the simulator.
+func (p Plugin) runDemo(ctx context.Context, env systems.Env, args []string) int {
+	if p.Sim == nil {
+		return env.Host.Fail(errNoSimulator)
+	}
+	return p.Sim.Demo(ctx, env, args)
 }
 
 // runMesh runs the wildfire mesh pods: a forward node, an aggregator, or
@@ -40,7 +50,10 @@ func (p Plugin) runMesh(ctx context.Context, env systems.Env, args []string) int
 	case "aggregator":
 		return p.runAggregator(ctx, env, args[1:])
 	case "simulate":
-		return runSimulate(ctx, env, args[1:])
+		if p.Sim == nil {
+			return env.Host.Fail(errNoSimulator)
+		}
+		return p.Sim.Simulate(ctx, env, args[1:])
 	}
 	fmt.Fprintf(env.Stderr, "custody mesh: unknown subcommand %q (want keygen, node, aggregator or simulate)\n", args[0])
 	return systems.ExitUsage
@@ -57,12 +70,16 @@ func (p Plugin) dial(ctx context.Context, url, prefix string) (Transport, error)
 // runNode runs one forward node on NATS, reading the synthetic sensors
 // of a scenario at the node's place on the ridge.
 func (p Plugin) runNode(ctx context.Context, env systems.Env, args []string) int {
+	if p.Sim == nil {
+		return env.Host.Fail(errNoSimulator)
+	}
+	scenarios, byDefault := p.Sim.Scenarios()
 	fs := env.Flags("mesh node", "--id forward-NAME --nats URL [flags]")
 	id := fs.String("id", "", "node `ID` (forward-...)")
 	keyFile := fs.String("key", "", "the node's nkey seed `FILE` (custody mesh keygen)")
 	url := fs.String("nats", env.Setting("CUSTODY_NATS", ""), "NATS server `URL` (env CUSTODY_NATS)")
 	prefix := fs.String("subjects", "mesh", "subject `PREFIX` of the mesh")
-	scenario := fs.String("scenario", ScenarioRidgeFire, "synthetic sensor scenario: "+strings.Join(Scenarios(), ", "))
+	scenario := fs.String("scenario", byDefault, "synthetic sensor scenario: "+strings.Join(scenarios, ", "))
 	period := fs.Duration("period", 30*time.Second, "polling `PERIOD`")
 	cycles := fs.Int("cycles", 0, "stop after `N` cycles (0: run until interrupted)")
 	data := env.DataFlag(fs)
@@ -87,17 +104,12 @@ func (p Plugin) runNode(ctx context.Context, env systems.Env, args []string) int
 		return env.Host.Fail(err)
 	}
 	defer tr.Close()
-	world, err := NewWorld(*scenario, nodeIndex(*id)+1, time.Now())
+	pos, sensor, err := p.Sim.Sensor(*scenario, nodeIndex(*id), time.Now())
 	if err != nil {
 		return env.Host.Fail(err)
 	}
-	i := nodeIndex(*id)
-	n, err := NewNode(NodeConfig{ID: *id, Position: world.Position(i), Subjects: Subjects{Prefix: *prefix},
-		Wire: &Wire{Transport: tr, Validator: st.Registry, Ledger: st.Store, Actor: *id, Identity: key},
-		Sensor: SensorFunc(func(_ context.Context, now time.Time) (SensorReading, Conditions, error) {
-			r, c := world.Read(i, now)
-			return r, c, nil
-		})})
+	n, err := NewNode(NodeConfig{ID: *id, Position: pos, Subjects: Subjects{Prefix: *prefix},
+		Wire: &Wire{Transport: tr, Validator: st.Registry, Ledger: st.Store, Actor: *id, Identity: key}, Sensor: sensor})
 	if err != nil {
 		return env.Host.Fail(err)
 	}
@@ -186,114 +198,6 @@ func (p Plugin) runAggregator(ctx context.Context, env systems.Env, args []strin
 	}
 	_ = agg.Run(ctx, time.Second)
 	return systems.ExitOK
-}
-
-// runSimulate runs a scenario on a loopback and prints the tier
-// timeline of every node and every aggregation.
-func runSimulate(ctx context.Context, env systems.Env, args []string) int {
-	fs := env.Flags("mesh simulate", "[--nodes N] [--minutes M] [--speedup X] [--scenario NAME]")
-	nodes := fs.Int("nodes", 12, "number of forward `N`odes")
-	minutes := fs.Int("minutes", 20, "simulated `M`inutes")
-	speedup := fs.Float64("speedup", 0, "simulated seconds per real second (0: as fast as possible)")
-	scenario := fs.String("scenario", ScenarioRidgeFire, "scenario: "+strings.Join(Scenarios(), ", "))
-	data := fs.String("data", "", "data `DIR` for the ledger (default: a temporary directory, removed afterwards)")
-	contracts := env.ContractsFlag(fs)
-	if ok, code := env.Parse(fs, args); !ok {
-		return code
-	}
-	if *nodes < 1 || *minutes < 1 || *speedup < 0 {
-		return env.FlagUsage(fs, "--nodes and --minutes must be positive, --speedup not negative")
-	}
-	dir, cleanup, err := dataDir(*data)
-	if err != nil {
-		return env.Host.Fail(err)
-	}
-	defer cleanup()
-	st, err := env.Host.Open(ctx, systems.Open{Data: dir, Contracts: *contracts, Scratch: true}) // a scratch run, never a shared store
-	if err != nil {
-		return env.Host.Fail(err)
-	}
-	defer st.Close()
-	sim, err := newSim(env.Stderr, st, *scenario, *nodes, time.Duration(*minutes)*time.Minute, *speedup, nil)
-	if err != nil {
-		return env.Host.Fail(err)
-	}
-	if err := sim.Run(ctx); err != nil {
-		return env.Host.Fail(err)
-	}
-	progressDone(env.Stderr)
-	if err := sim.Timeline.WriteTimeline(env.Stdout); err != nil {
-		return env.Host.Fail(err)
-	}
-	if _, err := sim.Timeline.Check(); err != nil {
-		fmt.Fprintf(env.Stdout, "FAILED: %v\n", err)
-		return systems.ExitFailed
-	}
-	return systems.ExitOK
-}
-
-// newSim builds a simulation on the stack, with an approval service on
-// the simulated clock, paced by speedup, showing progress when stderr is
-// a terminal, and calling operator after every cycle when set.
-func newSim(stderr io.Writer, st *systems.Stack, scenario string, nodes int, d time.Duration, speedup float64, operator func(context.Context, *Sim) error) (*Sim, error) {
-	var sim *Sim
-	clock := func() time.Time { return sim.Now() }
-	svc, err := approval.New(approval.Config{Store: st.Store, Ledger: st.Store, Now: clock})
-	if err != nil {
-		return nil, err
-	}
-	period := 30 * time.Second
-	total := int(d / period)
-	sim, err = NewSim(SimConfig{
-		Scenario: scenario, Nodes: nodes, Duration: d, Period: period, Start: time.Now().UTC().Truncate(time.Minute),
-		Transport: NewLoopback(Faults{}), Validator: st.Registry, Ledger: st.Store, Approvals: svc,
-		Step: func(ctx context.Context, s *Sim) error {
-			progress(stderr, len(s.Timeline.Times), total)
-			if operator != nil {
-				if err := operator(ctx, s); err != nil {
-					return err
-				}
-			}
-			if speedup > 0 {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(time.Duration(float64(period) / speedup)):
-				}
-			}
-			return nil
-		},
-	})
-	return sim, err
-}
-
-// progress shows how far a simulation is, when stderr is a terminal.
-func progress(stderr io.Writer, done, total int) {
-	if !systems.IsTerminal(stderr) || total == 0 {
-		return
-	}
-	const width = 30
-	k := min(width, done*width/total)
-	fmt.Fprintf(stderr, "\r  simulating [%s%s] %d/%d cycles", strings.Repeat("#", k), strings.Repeat(" ", width-k), done, total)
-}
-
-// progressDone ends the progress line.
-func progressDone(stderr io.Writer) {
-	if systems.IsTerminal(stderr) {
-		fmt.Fprintln(stderr)
-	}
-}
-
-// dataDir returns the data directory and how to clean it up.
-func dataDir(data string) (string, func(), error) {
-	if data != "" {
-		return data, func() {}, nil
-	}
-	dir, err := os.MkdirTemp("", "custody-mesh-")
-	if err != nil {
-		return "", nil, fmt.Errorf("create mesh data directory: %w", err)
-	}
-	return dir, func() { os.RemoveAll(dir) }, nil
 }
 
 // runKeygen makes the key of one mesh participant: the seed goes to a

@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/systems"
 )
 
 func TestHandlerStateAndBroadcast(t *testing.T) {
@@ -80,37 +81,15 @@ func get(t *testing.T, url string) string {
 	return string(b)
 }
 
-func TestSystemRunsSimulation(t *testing.T) {
-	env := newEnv(t)
-	sys := New(Deps{Validator: env.reg, Ledger: env.db, Approvals: env.approvals, Speedup: 3000})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sys.Run(ctx) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		view, desk, _ := sys.current()
-		if view != nil && len(view.Nodes()) == 12 && desk != nil && len(desk.Cases()) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the simulated mesh did not come up")
-		}
-		time.Sleep(20 * time.Millisecond)
+// TestSystemNeedsASimulator: a mesh neither joined over NATS nor given a
+// simulator refuses to run, and a plugin built without the simulator
+// refuses --simulate.
+func TestSystemNeedsASimulator(t *testing.T) {
+	if err := New(Deps{}).Run(context.Background()); custody.ErrorKind(err) != custody.EINVALID {
+		t.Errorf("run without a simulator: %v, want invalid", err)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	// The simulated clock runs far ahead at this speedup; the live ledger
-	// is stamped with the wall clock all the same.
-	es, err := env.db.Entries(context.Background(), custody.Query{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	latest := custody.FormatTime(time.Now().Add(time.Second))
-	for _, e := range es {
-		if e.At > latest {
-			t.Fatalf("entry %d (%s) is stamped %s, ahead of the wall clock", e.Seq, e.Kind, e.At)
-		}
+	set := systems.Settings{Systems: []string{"mesh"}, Simulate: true}
+	if _, err := (Plugin{}).Deps(systems.Core{}, set); !errors.Is(err, errNoSimulator) {
+		t.Errorf("deps without a simulator: %v, want %v", err, errNoSimulator)
 	}
 }

@@ -21,6 +21,9 @@ type Plugin struct {
 	// NATS dials the mesh's NATS transport (natsmesh.Join); without it
 	// the mesh cannot be joined over NATS.
 	NATS func(ctx context.Context, url, prefix, durable string) (Transport, error)
+	// Sim is the simulated ridge (sim.Simulator); without it the mesh
+	// cannot be simulated, in serve or on the command line.
+	Sim Simulator
 }
 
 var _ systems.System = Plugin{}
@@ -65,6 +68,10 @@ func (p Plugin) Serve(_ context.Context, set systems.Settings) (systems.Served, 
 func (p Plugin) Deps(core systems.Core, set systems.Settings) (Deps, error) {
 	d := Deps{Validator: core.Registry, Ledger: core.Store, Approvals: core.Approvals, Logger: set.Logger, OperatorOf: core.OperatorOf}
 	if set.NATS == "" {
+		if set.Simulate && p.Sim == nil {
+			return d, errNoSimulator
+		}
+		d.Sim = p.Sim
 		return d, nil
 	}
 	if p.NATS == nil {

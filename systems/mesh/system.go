@@ -10,7 +10,32 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/systems"
 )
+
+// Simulator is the mesh's simulated ridge, which this package does not
+// hold (package mesh/sim implements it): the plugin is given one, and runs
+// it for serve --simulate, custody mesh simulate, custody demo mesh and
+// the synthetic sensors of custody mesh node.
+type Simulator interface {
+	// Serve runs one simulation of deps' scenario, nodes and period on a
+	// loopback, paced by deps.Speedup, with deps' validator, ledger,
+	// approvals, subjects and clock. It calls show with the simulation's
+	// aggregator, desk and a line naming it once they are built, and
+	// returns when the simulation ends or ctx does.
+	Serve(ctx context.Context, deps Deps, show func(view *Aggregator, desk *Desk, source string)) error
+	// Simulate runs custody mesh simulate args and returns its exit code.
+	Simulate(ctx context.Context, env systems.Env, args []string) int
+	// Demo runs custody demo mesh args and returns its exit code.
+	Demo(ctx context.Context, env systems.Env, args []string) int
+	// Scenarios returns the names of the scenarios and the one a
+	// simulation runs when none is named.
+	Scenarios() (names []string, byDefault string)
+	// Sensor returns the position and the synthetic sensor of node i on
+	// the ridge of scenario, whose clock starts at start; an error of kind
+	// EINVALID for an unknown scenario.
+	Sensor(scenario string, i int, start time.Time) (Position, Sensor, error)
+}
 
 // Deps are what a System needs from the core.
 type Deps struct {
@@ -26,7 +51,10 @@ type Deps struct {
 	// A simulation makes its own keys.
 	Roster *Roster
 	Key    *Identity
-	// Simulation settings (loopback only): scenario, nodes, speedup.
+	// Sim runs the simulated mesh on a loopback when Dial is nil.
+	Sim Simulator
+	// Simulation settings (loopback only): scenario (the simulator's
+	// default when empty), nodes, speedup.
 	Scenario string
 	Nodes    int
 	Speedup  float64
@@ -56,9 +84,6 @@ func New(deps Deps) *System {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	if deps.Scenario == "" {
-		deps.Scenario = ScenarioRidgeFire
-	}
 	if deps.Nodes <= 0 {
 		deps.Nodes = 12
 	}
@@ -75,10 +100,14 @@ func New(deps Deps) *System {
 }
 
 // Run runs the mesh until ctx ends: over NATS when Deps.Dial is set,
-// else a simulation on a loopback that starts again when it ends.
+// else a simulation of Deps.Sim on a loopback that starts again when it
+// ends. Without either it returns an error of kind EINVALID.
 func (s *System) Run(ctx context.Context) error {
 	if s.deps.Dial != nil {
 		return s.runNATS(ctx)
+	}
+	if s.deps.Sim == nil {
+		return custody.Errorf(custody.EINVALID, "a mesh not joined over NATS needs a simulator to run")
 	}
 	for ctx.Err() == nil {
 		if err := s.runSim(ctx); err != nil && ctx.Err() == nil {
@@ -111,25 +140,9 @@ func (s *System) runNATS(ctx context.Context) error {
 	return desk.Run(ctx, 2*time.Second)
 }
 
-// runSim runs one simulation, paced by the speedup.
+// runSim runs one simulation, which the map and the desk then show.
 func (s *System) runSim(ctx context.Context) error {
-	pace := time.Duration(float64(s.deps.Period) / s.deps.Speedup)
-	sim, err := NewSim(SimConfig{
-		Scenario: s.deps.Scenario, Nodes: s.deps.Nodes, Duration: 30 * time.Minute, Period: s.deps.Period,
-		Start: s.deps.Now().UTC().Truncate(time.Second), Transport: NewLoopback(Faults{}), Validator: s.deps.Validator,
-		Ledger: s.deps.Ledger, Approvals: s.deps.Approvals, Subjects: s.deps.Subjects, DeskNow: s.deps.Now, LedgerNow: s.deps.Now,
-		Step: func(ctx context.Context, _ *Sim) error {
-			if !sleepCtx(ctx, pace) {
-				return ctx.Err()
-			}
-			return nil
-		},
-	})
-	if err != nil {
-		return err
-	}
-	s.set(sim.Aggregator, sim.Desk, "simulation: "+s.deps.Scenario)
-	return sim.Run(ctx)
+	return s.deps.Sim.Serve(ctx, s.deps, s.set)
 }
 
 // CheckApproval checks a broadcast order an operator is about to approve

@@ -53,8 +53,8 @@ func (t Tier) Cap(limit Tier) Tier {
 	return t
 }
 
-// maxTier returns the higher of a and b.
-func maxTier(a, b Tier) Tier {
+// MaxTier returns the higher of a and b.
+func MaxTier(a, b Tier) Tier {
 	if b.Rank() > a.Rank() {
 		return b
 	}

@@ -1,4 +1,4 @@
-package mesh
+package sim
 
 import (
 	"context"
@@ -10,16 +10,17 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/systems"
+	"github.com/custody-dev/custody/systems/mesh"
 )
 
 // demoOperator is the scripted operator of the demo.
 const demoOperator = "demo-operator"
 
-// runDemo runs ridge-fire with 12 nodes on a loopback and a scripted
-// operator. It exits 0 only when no aggregation escalates past its inputs,
-// a stale node is capped, the broadcast threads its approval id through
-// the ledger, and the ledger verifies.
-func runDemo(ctx context.Context, env systems.Env, args []string) int {
+// Demo runs custody demo mesh: ridge-fire with 12 nodes on a loopback and
+// a scripted operator. It exits 0 only when no aggregation escalates past
+// its inputs, a stale node is capped, the broadcast threads its approval
+// id through the ledger, and the ledger verifies.
+func (Simulator) Demo(ctx context.Context, env systems.Env, args []string) int {
 	fs := env.Flags("demo mesh", "[--data DIR] [--minutes M]")
 	data := fs.String("data", "", "data `DIR` (default: a temporary directory, removed afterwards)")
 	minutes := fs.Int("minutes", 15, "simulated `M`inutes")
@@ -65,11 +66,11 @@ func demoAudiences() []string {
 }
 
 // demoReceivers listens as every audience the operator picks.
-func demoReceivers(ctx context.Context, sim *Sim, st *systems.Stack) ([]*Receiver, error) {
-	var out []*Receiver
+func demoReceivers(ctx context.Context, sim *Sim, st *systems.Stack) ([]*mesh.Receiver, error) {
+	var out []*mesh.Receiver
 	for _, a := range demoAudiences() {
-		r := &Receiver{Audience: a, Approvals: st.Approvals,
-			Wire: &Wire{Transport: sim.Aggregator.Transport(), Validator: st.Registry, Ledger: st.Store, Actor: a, Now: sim.Now, Roster: sim.Roster}}
+		r := &mesh.Receiver{Audience: a, Approvals: st.Approvals,
+			Wire: &mesh.Wire{Transport: sim.Aggregator.Transport(), Validator: st.Registry, Ledger: st.Store, Actor: a, Now: sim.Now, Roster: sim.Roster}}
 		if _, err := r.Listen(ctx); err != nil {
 			return nil, err
 		}
@@ -87,12 +88,12 @@ func scriptedOperator(ctx context.Context, s *Sim) error {
 	}
 	for _, c := range s.Desk.Cases() {
 		agg := c.Aggregation
-		if c.Status != CasePending || agg.SeverityTier != Emergency {
+		if c.Status != mesh.CasePending || agg.SeverityTier != mesh.Emergency {
 			continue
 		}
-		_, err := s.Desk.Approve(ctx, Form{
+		_, err := s.Desk.Approve(ctx, mesh.Form{
 			ApprovalRequestID: agg.ApprovalRequestID, OperatorID: demoOperator, Audiences: demoAudiences(),
-			Tier: Critical, Text: shorten(Citations(agg.AggregationText), 300), Note: "scripted demo operator",
+			Tier: mesh.Critical, Text: shorten(mesh.Citations(agg.AggregationText), 300), Note: "scripted demo operator",
 		})
 		return err
 	}
@@ -113,7 +114,7 @@ func shorten(text string, n int) string {
 }
 
 // demoCheck checks the demo's four promises and prints each.
-func demoCheck(ctx context.Context, out io.Writer, st *systems.Stack, sim *Sim, receivers []*Receiver) error {
+func demoCheck(ctx context.Context, out io.Writer, st *systems.Stack, sim *Sim, receivers []*mesh.Receiver) error {
 	capped, err := sim.Timeline.Check()
 	if err != nil {
 		return err
@@ -172,7 +173,7 @@ func demoApprovals(ctx context.Context, st *systems.Stack, sim *Sim) (int, error
 // demoThread checks that one approval id threads the aggregation, the
 // request, the decision and the broadcast on the ledger.
 func demoThread(ctx context.Context, st *systems.Stack, id string) error {
-	es, err := st.Store.Entries(ctx, custody.Query{Refs: map[string]string{RefApproval: id}, Limit: 1000})
+	es, err := st.Store.Entries(ctx, custody.Query{Refs: map[string]string{mesh.RefApproval: id}, Limit: 1000})
 	if err != nil {
 		return err
 	}
@@ -180,8 +181,8 @@ func demoThread(ctx context.Context, st *systems.Stack, id string) error {
 	for _, e := range es {
 		have[e.Kind+"/"+e.Refs["mesh_kind"]] = true
 	}
-	for _, want := range []string{EntrySent + "/aggregation", custody.KindApprovalRequest + "/", custody.KindApprovalDecided + "/",
-		EntryBroadcastStarted + "/", EntrySent + "/broadcast", EntryReceived + "/broadcast"} {
+	for _, want := range []string{mesh.EntrySent + "/aggregation", custody.KindApprovalRequest + "/", custody.KindApprovalDecided + "/",
+		mesh.EntryBroadcastStarted + "/", mesh.EntrySent + "/broadcast", mesh.EntryReceived + "/broadcast"} {
 		if !have[want] {
 			return fmt.Errorf("approval %s does not thread %s on the ledger", id, want)
 		}

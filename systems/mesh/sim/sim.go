@@ -1,4 +1,10 @@
-package mesh
+// Package sim is the wildfire mesh's simulator: a synthetic ridge of
+// forward nodes (World) in one of a few scenarios, and a simulation (Sim)
+// that runs the mesh's own nodes, aggregator and desk on a simulated
+// clock over a loopback. Simulator lends it to the mesh's plugin, which
+// runs it for serve --simulate, custody mesh simulate, custody demo mesh
+// and the synthetic sensors of custody mesh node.
+package sim
 
 import (
 	"context"
@@ -9,6 +15,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/systems/mesh"
 )
 
 // Scenarios the simulator knows.
@@ -52,13 +59,13 @@ func (w *World) NodeID(i int) string { return fmt.Sprintf("forward-ridge-%d", i+
 
 // Position returns the fixture position of node i: nodes go 24 to a
 // 100 km MGRS square, in a line of squares.
-func (w *World) Position(i int) Position {
+func (w *World) Position(i int) mesh.Position {
 	sq := i / 24
 	col, row := "ABCDEFGHJKLMNPQRSTUVWXYZ"[sq%24], "ABCDEFGHJKLMNPQRSTUV"[(sq/24)%20]
 	e, n := 10000+(i%24)*1500, 50000+(i%3)*700
 	lat := 34.20 + float64(i%24)*0.0135 + float64(sq/24)*0.9
 	lon := -118.40 + float64(i%24)*0.003 + float64(sq%24)*1.1
-	return Position{MGRS: fmt.Sprintf("11S%c%c%05d%05d", col, row, e, n), Lat: Float(round(lat, 4)), Lon: Float(round(lon, 4))}
+	return mesh.Position{MGRS: fmt.Sprintf("11S%c%c%05d%05d", col, row, e, n), Lat: mesh.Float(round(lat, 4)), Lon: mesh.Float(round(lon, 4))}
 }
 
 func round(v float64, digits int) float64 {
@@ -91,15 +98,15 @@ func (w *World) fireArrival(i int) float64 {
 }
 
 // Read returns node i's reading and conditions at t.
-func (w *World) Read(i int, t time.Time) (SensorReading, Conditions) {
+func (w *World) Read(i int, t time.Time) (mesh.SensorReading, mesh.Conditions) {
 	m := t.Sub(w.Start).Minutes()
 	jit := float64((i*7)%5) / 10
-	r := SensorReading{
-		ThermalMaxC: Float(round(26+jit*10, 1)), ThermalAreaM2: Float(0), ThermalAnomalyPixels: new(int),
-		AmbientC: Float(round(24+jit, 1)), HumidityPct: Float(round(38-jit*4, 1)),
-		WindSpeedMS: Float(round(3.5+jit, 1)), WindGustMS: Float(round(5.5+jit, 1)), WindDirDeg: Float(250),
+	r := mesh.SensorReading{
+		ThermalMaxC: mesh.Float(round(26+jit*10, 1)), ThermalAreaM2: mesh.Float(0), ThermalAnomalyPixels: new(int),
+		AmbientC: mesh.Float(round(24+jit, 1)), HumidityPct: mesh.Float(round(38-jit*4, 1)),
+		WindSpeedMS: mesh.Float(round(3.5+jit, 1)), WindGustMS: mesh.Float(round(5.5+jit, 1)), WindDirDeg: mesh.Float(250),
 	}
-	var c Conditions
+	var c mesh.Conditions
 	switch w.Scenario {
 	case ScenarioRedFlagDay:
 		w.redFlag(&r, &c, m, i)
@@ -107,26 +114,26 @@ func (w *World) Read(i int, t time.Time) (SensorReading, Conditions) {
 		w.ridgeFire(&r, &c, m, i)
 	case ScenarioNodeLoss:
 		if i == 2 && m >= 2 {
-			r.ThermalMaxC, r.ThermalAreaM2 = Float(310), Float(12)
+			r.ThermalMaxC, r.ThermalAreaM2 = mesh.Float(310), mesh.Float(12)
 		}
 	}
 	return r, c
 }
 
-func (w *World) redFlag(r *SensorReading, c *Conditions, m float64, i int) {
+func (w *World) redFlag(r *mesh.SensorReading, c *mesh.Conditions, m float64, i int) {
 	if m >= 4 {
-		r.HumidityPct, r.WindSpeedMS, r.WindGustMS = Float(12), Float(11.8), Float(16.4)
+		r.HumidityPct, r.WindSpeedMS, r.WindGustMS = mesh.Float(12), mesh.Float(11.8), mesh.Float(16.4)
 	}
 	if m >= 8 {
-		c.RFWActive = Bool(true)
+		c.RFWActive = mesh.Bool(true)
 	}
 	if i%5 == 4 {
 		r.WindSpeedMS, r.WindGustMS = nil, nil // a broken anemometer
 	}
 }
 
-func (w *World) ridgeFire(r *SensorReading, c *Conditions, m float64, i int) {
-	r.HumidityPct, r.WindSpeedMS, r.WindGustMS = Float(13), Float(11.6), Float(15.9)
+func (w *World) ridgeFire(r *mesh.SensorReading, c *mesh.Conditions, m float64, i int) {
+	r.HumidityPct, r.WindSpeedMS, r.WindGustMS = mesh.Float(13), mesh.Float(11.6), mesh.Float(15.9)
 	if i == 7 {
 		r.HumidityPct = nil // a failed hygrometer
 	}
@@ -138,18 +145,18 @@ func (w *World) ridgeFire(r *SensorReading, c *Conditions, m float64, i int) {
 	}
 	switch {
 	case m >= w.fireArrival(i):
-		r.ThermalMaxC, r.ThermalAreaM2 = Float(380+float64(i)*10), Float(25)
+		r.ThermalMaxC, r.ThermalAreaM2 = mesh.Float(380+float64(i)*10), mesh.Float(25)
 	case front >= 0 && i == front+1:
-		r.ThermalMaxC, r.ThermalAreaM2 = Float(190), Float(3)
+		r.ThermalMaxC, r.ThermalAreaM2 = mesh.Float(190), mesh.Float(3)
 	}
 	if front >= 0 && m >= 5 {
 		d := math.Max(0, float64(i-front)) * nodeSpacingKM
-		c.WFIGSProximityKM = Float(round(d, 1))
+		c.WFIGSProximityKM = mesh.Float(round(d, 1))
 	}
 }
 
-// SimConfig configures a simulation.
-type SimConfig struct {
+// Config configures a simulation.
+type Config struct {
 	Scenario string
 	Nodes    int
 	Duration time.Duration
@@ -159,11 +166,11 @@ type SimConfig struct {
 	Start time.Time
 	// Wire carries the messages; its Now is replaced by the simulation's
 	// clock. Nodes, aggregator and desk share it.
-	Transport Transport
-	Validator Validator
-	Ledger    Recorder
-	Approvals Approvals
-	Subjects  Subjects
+	Transport mesh.Transport
+	Validator mesh.Validator
+	Ledger    mesh.Recorder
+	Approvals mesh.Approvals
+	Subjects  mesh.Subjects
 	// DeskNow is the desk's clock, which judges approval expiry; it is
 	// the approval service's clock, and the simulation's when nil.
 	DeskNow func() time.Time
@@ -179,18 +186,18 @@ type SimConfig struct {
 
 // Sim runs forward nodes, an aggregator and a desk on one simulated clock.
 type Sim struct {
-	cfg        SimConfig
+	cfg        Config
 	World      *World
-	Nodes      []*Node
-	Aggregator *Aggregator
-	Desk       *Desk
+	Nodes      []*mesh.Node
+	Aggregator *mesh.Aggregator
+	Desk       *mesh.Desk
 	// now is the simulated clock in Unix nanoseconds: the desk reads it
 	// from its own goroutines while Run advances it.
 	now      atomic.Int64
 	Timeline Timeline
 	// Roster admits the simulation's participants; an audience listening
 	// to the simulation verifies with it.
-	Roster *Roster
+	Roster *mesh.Roster
 }
 
 // Timeline is what a simulation saw: each node's tier at each cycle, and
@@ -198,21 +205,21 @@ type Sim struct {
 type Timeline struct {
 	Times        []time.Time
 	Tiers        map[string][]string // node → tier per cycle ("" silent)
-	Aggregations []SimAggregation
-	Broadcasts   []Broadcast
+	Aggregations []Aggregation
+	Broadcasts   []mesh.Broadcast
 }
 
-// SimAggregation is one aggregation with what triggered it.
-type SimAggregation struct {
+// Aggregation is one aggregation with what triggered it.
+type Aggregation struct {
 	At          time.Time
 	Trigger     string
-	Aggregation Aggregation
+	Aggregation mesh.Aggregation
 	// Inputs maps each input node to the tier it last reported.
-	Inputs map[string]Tier
+	Inputs map[string]mesh.Tier
 }
 
-// NewSim builds a simulation.
-func NewSim(cfg SimConfig) (*Sim, error) {
+// New builds a simulation.
+func New(cfg Config) (*Sim, error) {
 	if cfg.Period <= 0 {
 		cfg.Period = 30 * time.Second
 	}
@@ -234,27 +241,27 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 		return nil, err
 	}
 	s.Roster = keys.roster
-	wire := func(actor string) *Wire {
-		return &Wire{Transport: cfg.Transport, Validator: cfg.Validator, Ledger: cfg.Ledger, Actor: actor, Now: stamp,
+	wire := func(actor string) *mesh.Wire {
+		return &mesh.Wire{Transport: cfg.Transport, Validator: cfg.Validator, Ledger: cfg.Ledger, Actor: actor, Now: stamp,
 			Identity: keys.ids[actor], Roster: keys.roster}
 	}
 	for i := range cfg.Nodes {
-		n, err := NewNode(NodeConfig{ID: w.NodeID(i), Position: w.Position(i), Now: s.Now, Subjects: cfg.Subjects,
+		n, err := mesh.NewNode(mesh.NodeConfig{ID: w.NodeID(i), Position: w.Position(i), Now: s.Now, Subjects: cfg.Subjects,
 			Wire: wire(w.NodeID(i)), Sensor: s.sensor(i)})
 		if err != nil {
 			return nil, err
 		}
 		s.Nodes = append(s.Nodes, n)
 	}
-	s.Aggregator = NewAggregator(AggregatorConfig{Wire: wire("aggregator"), Subjects: cfg.Subjects, Now: s.Now,
+	s.Aggregator = mesh.NewAggregator(mesh.AggregatorConfig{Wire: wire("aggregator"), Subjects: cfg.Subjects, Now: s.Now,
 		NodePeriod: cfg.Period, OnAggregation: s.observe})
 	if cfg.Approvals != nil {
 		deskNow := cfg.DeskNow
 		if deskNow == nil {
 			deskNow = s.Now
 		}
-		s.Desk = NewDesk(DeskConfig{Wire: wire("desk"), Subjects: cfg.Subjects, Approvals: cfg.Approvals, Now: deskNow,
-			OnBroadcast: func(b Broadcast) { s.Timeline.Broadcasts = append(s.Timeline.Broadcasts, b) }})
+		s.Desk = mesh.NewDesk(mesh.DeskConfig{Wire: wire("desk"), Subjects: cfg.Subjects, Approvals: cfg.Approvals, Now: deskNow,
+			OnBroadcast: func(b mesh.Broadcast) { s.Timeline.Broadcasts = append(s.Timeline.Broadcasts, b) }})
 	}
 	return s, nil
 }
@@ -262,14 +269,14 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 // simKeys are the keys of a simulation's participants, made afresh for
 // each run, and the roster that admits them.
 type simKeys struct {
-	ids    map[string]*Identity
-	roster *Roster
+	ids    map[string]*mesh.Identity
+	roster *mesh.Roster
 }
 
 func newSimKeys(w *World) (simKeys, error) {
-	k := simKeys{ids: map[string]*Identity{}}
-	add := func(name string, role Role) error {
-		id, err := NewIdentity(name, role)
+	k := simKeys{ids: map[string]*mesh.Identity{}}
+	add := func(name string, role mesh.Role) error {
+		id, err := mesh.NewIdentity(name, role)
 		if err != nil {
 			return err
 		}
@@ -277,21 +284,21 @@ func newSimKeys(w *World) (simKeys, error) {
 		return nil
 	}
 	for i := range w.Nodes {
-		if err := add(w.NodeID(i), RoleNode); err != nil {
+		if err := add(w.NodeID(i), mesh.RoleNode); err != nil {
 			return k, err
 		}
 	}
-	if err := add("aggregator", RoleAggregator); err != nil {
+	if err := add("aggregator", mesh.RoleAggregator); err != nil {
 		return k, err
 	}
-	if err := add("desk", RoleDesk); err != nil {
+	if err := add("desk", mesh.RoleDesk); err != nil {
 		return k, err
 	}
-	var members []Member
+	var members []mesh.Member
 	for _, id := range k.ids {
 		members = append(members, id.Member)
 	}
-	r, err := NewRoster(members...)
+	r, err := mesh.NewRoster(members...)
 	k.roster = r
 	return k, err
 }
@@ -299,21 +306,21 @@ func newSimKeys(w *World) (simKeys, error) {
 // Now is the simulation's clock.
 func (s *Sim) Now() time.Time { return time.Unix(0, s.now.Load()).UTC() }
 
-func (s *Sim) sensor(i int) Sensor {
-	return SensorFunc(func(_ context.Context, t time.Time) (SensorReading, Conditions, error) {
+func (s *Sim) sensor(i int) mesh.Sensor {
+	return mesh.SensorFunc(func(_ context.Context, t time.Time) (mesh.SensorReading, mesh.Conditions, error) {
 		r, c := s.World.Read(i, t)
 		return r, c, nil
 	})
 }
 
-func (s *Sim) observe(agg Aggregation, _ []byte, trigger string) {
-	inputs := make(map[string]Tier, len(agg.InputNodeIDs))
+func (s *Sim) observe(agg mesh.Aggregation, _ []byte, trigger string) {
+	inputs := make(map[string]mesh.Tier, len(agg.InputNodeIDs))
 	for _, st := range s.Aggregator.Nodes() {
 		if slices.Contains(agg.InputNodeIDs, st.Advisory.NodeID) {
 			inputs[st.Advisory.NodeID] = st.Advisory.DetectorState.Tier
 		}
 	}
-	s.Timeline.Aggregations = append(s.Timeline.Aggregations, SimAggregation{At: s.Now(), Trigger: trigger, Aggregation: agg, Inputs: inputs})
+	s.Timeline.Aggregations = append(s.Timeline.Aggregations, Aggregation{At: s.Now(), Trigger: trigger, Aggregation: agg, Inputs: inputs})
 }
 
 // Listen subscribes the desk and the aggregator to the transport. The

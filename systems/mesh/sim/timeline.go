@@ -1,22 +1,24 @@
-package mesh
+package sim
 
 import (
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/custody-dev/custody/systems/mesh"
 )
 
 // tierMark is the one-character mark of a tier in a printed timeline.
 func tierMark(t string) byte {
-	switch Tier(t) {
-	case Info:
+	switch mesh.Tier(t) {
+	case mesh.Info:
 		return '.'
-	case Warning:
+	case mesh.Warning:
 		return 'w'
-	case Critical:
+	case mesh.Critical:
 		return 'C'
-	case Emergency:
+	case mesh.Emergency:
 		return 'E'
 	}
 	return ' '
@@ -85,14 +87,14 @@ func splitNumber(id string) (string, int) {
 func (tl *Timeline) Check() (staleCapped int, err error) {
 	for _, a := range tl.Aggregations {
 		agg := a.Aggregation
-		top, want, capped := Info, Info, false
+		top, want, capped := mesh.Info, mesh.Info, false
 		for id, t := range a.Inputs {
-			top = maxTier(top, t)
+			top = mesh.MaxTier(top, t)
 			if slices.Contains(agg.StaleNodeIDs, id) {
-				capped = capped || t.Rank() > Warning.Rank()
-				t = t.Cap(Warning)
+				capped = capped || t.Rank() > mesh.Warning.Rank()
+				t = t.Cap(mesh.Warning)
 			}
-			want = maxTier(want, t)
+			want = mesh.MaxTier(want, t)
 		}
 		if agg.SeverityTier.Rank() > top.Rank() {
 			return staleCapped, fmt.Errorf("aggregation %s is %s, above every input (highest %s)", agg.ApprovalRequestID, agg.SeverityTier, top)
