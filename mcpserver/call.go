@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -245,7 +246,7 @@ func (s *Server) toolError(tool, trace string, err error) *mcp.CallToolResult {
 	d.TraceID = trace
 	res := &mcp.CallToolResult{
 		IsError: true,
-		Content: []mcp.Content{&mcp.TextContent{Text: detailText(d, tool)}},
+		Content: []mcp.Content{&mcp.TextContent{Text: detailText(d, tool, s.decideAt(d.ApprovalRequestID))}},
 		Meta:    mcp.Meta{ErrorMeta: d, TraceMeta: trace},
 	}
 	if noSchema, known := s.structured[tool]; noSchema || !known {
@@ -254,8 +255,28 @@ func (s *Server) toolError(tool, trace string, err error) *mcp.CallToolResult {
 	return res
 }
 
-// detailText renders d for a language model: short lines, the next step last.
-func detailText(d custody.ErrorDetail, tool string) string {
+// decideAt tells where a human decides approval id: the console's page
+// of it, and the CLI command; "" for no approval.
+func (s *Server) decideAt(id string) string {
+	if id == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("Tell the user an operator must decide it")
+	if s.opts.ConsoleURL != "" {
+		fmt.Fprintf(&b, " in the custody console: %s/#/approvals/%s, or", strings.TrimRight(s.opts.ConsoleURL, "/"), url.PathEscape(id))
+	}
+	fmt.Fprintf(&b, " with: custody approvals approve %s", id)
+	if s.opts.DataDir != "" {
+		fmt.Fprintf(&b, " --data %s", s.opts.DataDir)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// detailText renders d for a language model: short lines, where a human
+// decides a held call, the next step last.
+func detailText(d custody.ErrorDetail, tool, decideAt string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s\n", d.Kind, d.Message)
 	for _, v := range d.Violations {
@@ -273,6 +294,9 @@ func detailText(d custody.ErrorDetail, tool string) string {
 	}
 	if d.TraceID != "" {
 		fmt.Fprintf(&b, "trace_id: %s\n", d.TraceID)
+	}
+	if d.Kind == custody.EPENDING {
+		b.WriteString(decideAt)
 	}
 	if d.Outcome == custody.OutcomeUnknown {
 		b.WriteString("outcome: unknown\nThe call may have taken effect. Do not repeat it blindly: check whether it did, then decide.")

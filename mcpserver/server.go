@@ -76,6 +76,12 @@ type Options struct {
 	// Relay serves the upstreams' governed resources and prompts (see
 	// relay.go); none are offered when nil.
 	Relay Relay
+	// ConsoleURL is the operator console's base URL; a held call's text
+	// then links the page where an operator decides it.
+	ConsoleURL string
+	// DataDir is the data directory to name in the CLI command that
+	// decides a held call; none when empty (the default directory).
+	DataDir string
 }
 
 // Server is an MCP server whose tools are a gateway's envelope.

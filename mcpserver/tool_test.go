@@ -72,11 +72,11 @@ func TestPublishedToolWithoutDeclaration(t *testing.T) {
 // unknown is told to check, not to try again.
 func TestOutcomeUnknownIsNotRetried(t *testing.T) {
 	d := custody.ErrorDetail{Kind: custody.EUNAVAILABLE, Message: "the outcome is unknown", Outcome: custody.OutcomeUnknown}
-	got := detailText(d, "pay")
+	got := detailText(d, "pay", "")
 	if !strings.Contains(got, "outcome: unknown") || !strings.Contains(got, "check whether it did") || strings.Contains(got, "Try again") {
 		t.Errorf("text %q", got)
 	}
-	if got := detailText(custody.ErrorDetail{Kind: custody.EUNAVAILABLE, Message: "down"}, "pay"); !strings.Contains(got, "Try again later") {
+	if got := detailText(custody.ErrorDetail{Kind: custody.EUNAVAILABLE, Message: "down"}, "pay", ""); !strings.Contains(got, "Try again later") {
 		t.Errorf("text %q", got)
 	}
 }
@@ -90,5 +90,26 @@ func TestRelayedMeta(t *testing.T) {
 	}
 	if got := relayedMeta(mcp.Meta{TraceMeta: "t"}); got != nil {
 		t.Errorf("nothing left to relay, yet %v", got)
+	}
+}
+
+// TestHeldCallSaysWhereToDecide: a held call's text names the console's
+// page of its approval and the CLI command, so that the person the model
+// shows it to knows where to say yes.
+func TestHeldCallSaysWhereToDecide(t *testing.T) {
+	s := &Server{opts: Options{ConsoleURL: "https://custody.example.com/", DataDir: "/var/lib/custody"}}
+	d := custody.ErrorDetail{Kind: custody.EPENDING, Message: "held", ApprovalRequestID: "a-1"}
+	got := detailText(d, "pay", s.decideAt(d.ApprovalRequestID))
+	for _, want := range []string{"https://custody.example.com/#/approvals/a-1", "custody approvals approve a-1 --data /var/lib/custody"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("text %q lacks %q", got, want)
+		}
+	}
+	bare := (&Server{}).decideAt("a-1")
+	if strings.Contains(bare, "console") || !strings.Contains(bare, "custody approvals approve a-1\n") {
+		t.Errorf("without a console: %q", bare)
+	}
+	if (&Server{}).decideAt("") != "" {
+		t.Error("no approval, yet a place to decide it")
 	}
 }

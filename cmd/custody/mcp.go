@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/config"
@@ -35,7 +36,10 @@ func (m *Main) runMCP(ctx context.Context, args []string) int {
 	}
 	defer st.Close()
 	logger := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Inclusion: st.inclusion, Logger: logger, Relay: st.mcpRelay()})
+	// A held call says where to decide it: here, on the command line, on
+	// this data directory.
+	srv, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Inclusion: st.inclusion, Logger: logger, Relay: st.mcpRelay(),
+		DataDir: dataDirFlagValue(*data)})
 	if err != nil {
 		return m.fail(err)
 	}
@@ -73,3 +77,16 @@ type nopWriteCloser struct{ io.Writer }
 
 // Close does nothing.
 func (nopWriteCloser) Close() error { return nil }
+
+// dataDirFlagValue is data as a --data flag must name it from any
+// directory (the user's terminal is not where their client launched
+// custody): absolute.
+func dataDirFlagValue(data string) string {
+	if data == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(data); err == nil {
+		return abs
+	}
+	return data
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -234,6 +235,7 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 		return err
 	}
 	defer st.Close()
+	st.console = cmp.Or(set.cfg.ConsoleURL, base)
 	tokens, notes, err := m.serveTokens(set)
 	if err != nil {
 		return err
@@ -450,7 +452,8 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 	if err != nil {
 		return nil, nil, err
 	}
-	ms, err := mcpserver.New(st.gw, st.reg, mcpOptions(mcpCfg, mcpserver.Options{Observe: metrics.ObserveCall, Inclusion: st.inclusion, Logger: logger, Relay: st.mcpRelay()}))
+	ms, err := mcpserver.New(st.gw, st.reg, mcpOptions(mcpCfg, mcpserver.Options{Observe: metrics.ObserveCall, Inclusion: st.inclusion, Logger: logger, Relay: st.mcpRelay(),
+		ConsoleURL: st.console}))
 	if err != nil {
 		return nil, nil, err
 	}

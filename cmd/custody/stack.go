@@ -28,6 +28,9 @@ import (
 // service and the gateway offering the example envelope, the upstream
 // tools a configuration governs, and any tools a command adds.
 type stack struct {
+	// console is the operator console's base URL, where a held call is
+	// decided; "" where none is served.
+	console   string
 	db        dataStore
 	reg       *contract.Registry
 	approvals *approval.Service
