@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"path"
 	"regexp"
 	"slices"
@@ -243,6 +244,11 @@ func Load(p string, getenv func(string) string) (*File, error) {
 	f, err := Parse(raw, getenv)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", p, err)
+	}
+	// A relative data directory is the file's, wherever custody was
+	// launched from: an MCP client starts it in a directory of its own.
+	if f.Data != "" && !filepath.IsAbs(f.Data) {
+		f.Data = filepath.Join(filepath.Dir(p), f.Data)
 	}
 	return f, nil
 }

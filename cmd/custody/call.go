@@ -35,7 +35,7 @@ func (m *Main) runCall(ctx context.Context, args []string) int {
 	if err != nil {
 		return m.flagUsage(fs, fmt.Sprintf("read arguments: %v", err))
 	}
-	s, err := m.configuredStack(ctx, *data, *contracts, *configPath)
+	s, err := m.configuredStack(ctx, givenData(fs, *data), *contracts, *configPath)
 	if err != nil {
 		return m.fail(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,11 +48,42 @@ func TestHeldCallSaysWhereToDecide(t *testing.T) {
 func TestHeldCallOverStdioNamesTheDataDirectory(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
+	abs := filepath.Join(dir, "rel-data")
+	if got := heldOverStdio(t, "--data", "rel-data"); !strings.Contains(got, "custody approvals approve ") || !strings.Contains(got, "--data "+abs) {
+		t.Errorf("the held call does not name the CLI command with --data %s:\n%s", abs, got)
+	}
+}
+
+// TestStdioTakesTheFilesDataDirectory: custody mcp --stdio --config FILE
+// keeps its evidence where the file says, a relative "data" being the
+// file's, not the directory the client launched custody in.
+func TestStdioTakesTheFilesDataDirectory(t *testing.T) {
+	confDir, launchDir := t.TempDir(), t.TempDir()
+	cfg := writeTemp(t, confDir, "custody.json", `{"data": "evidence"}`)
+	t.Chdir(launchDir)
+	got := heldOverStdio(t, "--config", cfg)
+	want := filepath.Join(confDir, "evidence")
+	if !strings.Contains(got, "--data "+want) {
+		t.Errorf("the held call does not name --data %s:\n%s", want, got)
+	}
+	if _, err := os.Stat(filepath.Join(want, "ledger.id")); err != nil {
+		t.Errorf("no ledger in the file's data directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(launchDir, "custody-data")); err == nil {
+		t.Error("a data directory was made where custody was launched")
+	}
+}
+
+// heldOverStdio runs custody mcp --stdio with args, makes a call the
+// example envelope holds for approval, and returns what custody wrote
+// once it has answered it and the client has gone.
+func heldOverStdio(t *testing.T, args ...string) string {
+	t.Helper()
 	inR, inW := io.Pipe()
 	var out lockedbuf.Buffer
 	m := &Main{Stdin: inR, Stdout: &out, Stderr: io.Discard, Getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
-	go func() { done <- m.Run(context.Background(), []string{"mcp", "--stdio", "--data", "rel-data"}) }()
+	go func() { done <- m.Run(context.Background(), append([]string{"mcp", "--stdio"}, args...)) }()
 	for _, line := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
@@ -61,7 +93,6 @@ func TestHeldCallOverStdioNamesTheDataDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The held call's answer comes; then the client goes away.
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), `"id":2`); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no answer to the call:\n%s", out.String())
@@ -71,8 +102,5 @@ func TestHeldCallOverStdioNamesTheDataDirectory(t *testing.T) {
 	if code := <-done; code != exitOK {
 		t.Errorf("exit %d", code)
 	}
-	abs := filepath.Join(dir, "rel-data")
-	if got := out.String(); !strings.Contains(got, "custody approvals approve ") || !strings.Contains(got, "--data "+abs) {
-		t.Errorf("the held call does not name the CLI command with --data %s:\n%s", abs, got)
-	}
+	return out.String()
 }

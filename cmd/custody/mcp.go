@@ -30,7 +30,7 @@ func (m *Main) runMCP(ctx context.Context, args []string) int {
 	if !*stdio || fs.NArg() > 0 {
 		return m.flagUsage(fs, "--stdio is required")
 	}
-	st, err := m.configuredStack(ctx, *data, *contracts, *configPath)
+	st, err := m.configuredStack(ctx, givenData(fs, *data), *contracts, *configPath)
 	if err != nil {
 		return m.fail(err)
 	}
@@ -39,7 +39,7 @@ func (m *Main) runMCP(ctx context.Context, args []string) int {
 	// A held call says where to decide it: here, on the command line, on
 	// this data directory.
 	srv, err := mcpserver.New(st.gw, st.reg, mcpserver.Options{Inclusion: st.inclusion, Logger: logger, Relay: st.mcpRelay(),
-		DataDir: dataDirFlagValue(*data)})
+		DataDir: dataDirFlagValue(st.data)})
 	if err != nil {
 		return m.fail(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -30,7 +31,9 @@ import (
 type stack struct {
 	// console is the operator console's base URL, where a held call is
 	// decided; "" where none is served.
-	console   string
+	console string
+	// data is the data directory the stack was opened on.
+	data      string
 	db        dataStore
 	reg       *contract.Registry
 	approvals *approval.Service
@@ -108,7 +111,7 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 	if err != nil {
 		return nil, err
 	}
-	s := &stack{}
+	s := &stack{data: sc.data}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -161,7 +164,9 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 	return s, nil
 }
 
-// configuredStack opens the stack a front door other than serve offers:
+// configuredStack opens the stack a front door other than serve offers,
+// on data, or when data is "" (no --data) as serve would: $CUSTODY_DATA,
+// else the file's data directory, else ./custody-data. It offers
 // the configuration at configPath (none when empty) with the seed systems
 // it lists, so that `custody call` and `custody mcp --stdio` serve the
 // same tools as serve does with the same file. No simulation runs.
@@ -176,6 +181,13 @@ func (m *Main) configuredStack(ctx context.Context, data, contracts, configPath 
 		if contracts == "" {
 			contracts = f.Contracts
 		}
+	}
+	if data == "" {
+		var fileData string
+		if f != nil {
+			fileData = f.Data
+		}
+		data = cmp.Or(m.env("CUSTODY_DATA", ""), fileData, "./custody-data")
 	}
 	sys, err := m.serveSystems(ctx, set)
 	if err != nil {
@@ -344,3 +356,14 @@ type errorJSON struct {
 // flagUsage prints a flag problem and the usage of fs, and returns the
 // usage exit code.
 func (m *Main) flagUsage(fs *flag.FlagSet, msg string) int { return m.systemEnv().FlagUsage(fs, msg) }
+
+// givenData is the --data of fs when the command line gives one, "" when
+// it does not (configuredStack then picks, as serve does).
+func givenData(fs *flag.FlagSet, data string) string {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "data" })
+	if given {
+		return data
+	}
+	return ""
+}
