@@ -113,3 +113,29 @@ func TestWriteWithoutAnswerIsOutcomeUnknown(t *testing.T) {
 	}
 	h.verify(t)
 }
+
+// TestCancelledBeforeItRuns: a caller that has gone before the tool runs
+// gets no run, and the call still ends on the ledger, as cancelled: a
+// WRITE's intent is recorded, and its end says the tool never ran.
+func TestCancelledBeforeItRuns(t *testing.T) {
+	h := newHarness(t)
+	for _, tool := range []string{"echo", "put"} {
+		t.Run(tool, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			before := h.ran(tool)
+			_, err := h.gw.Call(ctx, custody.Call{Trace: "t-gone-" + tool, Tool: tool, Args: json.RawMessage(`{"n":1}`), Actor: "agent-1", Via: "test"})
+			ce := wantKind(t, err, custody.EUNAVAILABLE)
+			if h.ran(tool) != before {
+				t.Errorf("the tool ran for a caller that had gone")
+			}
+			if ce.Receipt == nil || ce.Outcome != "" {
+				t.Fatalf("%v: receipt %v, outcome %q; want an entry and no doubt", err, ce.Receipt, ce.Outcome)
+			}
+			if e := h.entry(t, ce.Receipt.Seq); e.Kind != custody.KindCallCancelled {
+				t.Errorf("entry %s, want %s", e.Kind, custody.KindCallCancelled)
+			}
+		})
+	}
+	h.verify(t)
+}

@@ -23,7 +23,10 @@ func (g *Gateway) intend(ctx context.Context, f *flight) error {
 		return nil
 	}
 	body := f.bodyStart(make([]byte, 0, 64+len(f.Args)))
-	_, err := g.append(ctx, f, custody.KindCallStarted, append(body, '}'))
+	// Once admitted, the intent is recorded whether or not the caller is
+	// still there: the run step then sees a cancelled caller and the call
+	// ends as cancelled, on the ledger, instead of not at all.
+	_, err := g.append(context.WithoutCancel(ctx), f, custody.KindCallStarted, append(body, '}'))
 	return err
 }
 
@@ -65,6 +68,10 @@ type outcome struct {
 // goes to the log and the ledger, never to the agent. A handler that
 // ignores its context is abandoned at the deadline.
 func (g *Gateway) run(ctx context.Context, f *flight) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		// The caller went away before the tool ran: it never runs.
+		return nil, &custody.Error{Kind: custody.EUNAVAILABLE, Message: "the call was cancelled before its tool ran", Err: err}
+	}
 	ctx, cancel := context.WithTimeout(ctx, g.deadlineOf(f.tool))
 	defer cancel()
 	done := make(chan outcome, 1) // room for an abandoned handler's answer
