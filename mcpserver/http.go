@@ -97,6 +97,11 @@ func (d *door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok || d.fastCall(w, r, actor, body) {
 			return
 		}
+		if r.Header.Get("Mcp-Session-Id") == "" && needsSession(body) {
+			writeRPCError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+				"Bad Request: a request other than initialize needs the Mcp-Session-Id header of an initialized session (or, on protocol 2026-07-28 and later, its _meta)")
+			return
+		}
 		// A cancellation of a call the door runs itself: the SDK, which
 		// knows only its own, answers the notification all the same.
 		if _, known, _ := d.s.sessions.lookup(r.Header.Get("Mcp-Session-Id")); known == actor {
@@ -278,4 +283,27 @@ func writeRPCError(w http.ResponseWriter, status, code int, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
+}
+
+// statelessVersion is the first protocol version whose requests carry
+// their session's state in _meta instead of an Mcp-Session-Id.
+const statelessVersion = "2026-07-28"
+
+// needsSession reports whether body is a request that a stateful protocol
+// version serves only within a session: a call other than initialize,
+// whose _meta does not name a stateless protocol version. The streamable
+// HTTP transport answers such a request without a session 400.
+func needsSession(body []byte) bool {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.ID == nil || msg.Method == "" || msg.Method == "initialize" {
+		return false // a batch, a notification, a response or initialize: the SDK's
+	}
+	v, _ := msg.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
+	return v < statelessVersion
 }
