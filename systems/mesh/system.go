@@ -112,7 +112,7 @@ func (s *System) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		if err := s.runSim(ctx); err != nil && ctx.Err() == nil {
 			s.deps.Logger.Warn("mesh simulation stopped", "err", err)
-			if !sleepCtx(ctx, 5*time.Second) {
+			if !Sleep(ctx, 5*time.Second) {
 				break
 			}
 		}
@@ -167,8 +167,8 @@ func (s *System) current() (*Aggregator, *Desk, string) {
 	return s.view, s.desk, s.source
 }
 
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+// Sleep waits d or until ctx ends; it reports whether d passed.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}

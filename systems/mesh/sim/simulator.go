@@ -29,7 +29,7 @@ func (Simulator) Serve(ctx context.Context, deps mesh.Deps, show func(view *mesh
 		Start: deps.Now().UTC().Truncate(time.Second), Transport: mesh.NewLoopback(mesh.Faults{}), Validator: deps.Validator,
 		Ledger: deps.Ledger, Approvals: deps.Approvals, Subjects: deps.Subjects, DeskNow: deps.Now, LedgerNow: deps.Now,
 		Step: func(ctx context.Context, _ *Sim) error {
-			if !sleepCtx(ctx, pace) {
+			if !mesh.Sleep(ctx, pace) {
 				return ctx.Err()
 			}
 			return nil
@@ -56,19 +56,4 @@ func (Simulator) Sensor(scenario string, i int, start time.Time) (mesh.Position,
 		r, c := world.Read(i, now)
 		return r, c, nil
 	}), nil
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
