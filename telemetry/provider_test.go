@@ -305,3 +305,14 @@ func TestServiceName(t *testing.T) {
 		})
 	}
 }
+
+// TestEndpointTrailingSlash: an endpoint given with its traces path and a
+// trailing slash does not get the path twice.
+func TestEndpointTrailingSlash(t *testing.T) {
+	for _, in := range []string{"http://collector:4318/v1/traces/", "http://collector:4318/v1/traces", "http://collector:4318/", "http://collector:4318"} {
+		got, err := telemetry.Endpoint(in, func(string) string { return "" })
+		if err != nil || got != "http://collector:4318/v1/traces" {
+			t.Errorf("Endpoint(%q) = %q, %v", in, got, err)
+		}
+	}
+}

@@ -72,8 +72,10 @@ func tracesURL(base, what string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !strings.HasSuffix(u.Path, tracesPath) {
-		u.Path = strings.TrimSuffix(u.Path, "/") + tracesPath
+	if p := strings.TrimSuffix(u.Path, "/"); !strings.HasSuffix(p, tracesPath) {
+		u.Path = p + tracesPath
+	} else {
+		u.Path = p
 	}
 	return u.String(), nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/custody-dev/custody"
 )
 
 // Ollama is a backend on an Ollama server's /api/chat endpoint. Tool calls
@@ -81,8 +83,14 @@ func (o *Ollama) Chat(ctx context.Context, r Request) (Response, error) {
 		req.Options = map[string]any{"num_predict": r.MaxTokens}
 	}
 	var resp ollamaResponse
-	if err := postJSON(ctx, o.Client, strings.TrimRight(o.BaseURL, "/")+"/api/chat", "", req, &resp); err != nil {
+	url := strings.TrimRight(o.BaseURL, "/") + "/api/chat"
+	if err := postJSON(ctx, o.Client, url, "", req, &resp); err != nil {
 		return Response{}, err
+	}
+	if resp.Error != "" {
+		// Ollama may say what went wrong in a 200 answer: an empty reply
+		// would pass for the model's.
+		return Response{}, custody.Errorf(custody.EUNAVAILABLE, "model server: POST %s: %s", url, resp.Error)
 	}
 	return Response{Message: fromOllama(resp.Message)}, nil
 }

@@ -322,3 +322,17 @@ func TestTemplateChat(t *testing.T) {
 		t.Errorf("OpenAI.Name = %q", got)
 	}
 }
+
+// TestOllamaErrorInAnOKAnswer: an Ollama answer that says what went
+// wrong under "error", with status 200, is a failure, not an empty reply.
+func TestOllamaErrorInAnOKAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"error":"model \"gemma\" not found, try pulling it first"}`)
+	}))
+	defer srv.Close()
+	_, err := (&llm.Ollama{BaseURL: srv.URL, Model: "gemma", Client: srv.Client()}).Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	if custody.ErrorKind(err) != custody.EUNAVAILABLE || !strings.Contains(err.Error(), "not found, try pulling it first") {
+		t.Errorf("err = %v, want unavailable naming the server's error", err)
+	}
+}
