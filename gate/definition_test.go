@@ -25,7 +25,10 @@ func TestRepinVoidsApprovals(t *testing.T) {
 	sign.Effect, sign.Approval = custody.EffectConsequential, custody.HumanConfirmation
 	sign.Links = []custody.Link{{Arg: "/approval_request_id", Approval: true}}
 	tool := gate.Tool{Spec: sign,
-		Handler: func(context.Context, custody.Call) (json.RawMessage, error) { runs.Add(1); return json.RawMessage(`{"ok":true}`), nil },
+		Handler: func(context.Context, custody.Call) (json.RawMessage, error) {
+			runs.Add(1)
+			return json.RawMessage(`{"ok":true}`), nil
+		},
 		Refs: func() map[string]string {
 			return map[string]string{custody.RefToolDefinition: definition.Load().(string)}
 		}}

@@ -63,7 +63,9 @@
 // with a calls budget), with their call.refused entry (namespace
 // "refusals"): a trace that has used it is denied every further call of
 // the tool, saying so, so that probing stops while one malformed call does
-// not lock a trace out of the calls it may make. A refusal that only
+// not lock a trace out of the calls it may make; but an operator's
+// approval of exactly the call still lets it run: the budget stops
+// probing, never a human's decision. A refusal that only
 // reports an approval already waiting, and a failure of custody itself
 // (unavailable, internal), do not count. The count is read before the
 // call goes on, so concurrent calls of one trace may pass the refusal

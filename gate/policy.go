@@ -10,6 +10,7 @@ import (
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/approval"
+	"github.com/custody-dev/custody/ledger"
 )
 
 // policy is step 3: the calls-per-trace budget, the resource scope and the
@@ -66,7 +67,12 @@ func (g *Gateway) budget(ctx context.Context, f *flight) error {
 
 // refusals denies a call once its trace has had the tool's refusal budget
 // of refused calls, before the call is looked at any further, so that a
-// trace probing the tool's contract or policy is stopped.
+// trace probing the tool's contract or policy is stopped. The budget stops
+// the agent's probing, not an operator's decision: a call that an
+// operator's approval authorises exactly (see operatorApproved) goes on
+// to the steps that check it, budget spent or not. The denial carries a
+// violation with keyword maximum_refusals_per_trace, so that a system can
+// tell its operator.
 func (g *Gateway) refusals(ctx context.Context, f *flight) error {
 	max := f.tool.maxRefusals
 	if max <= 0 {
@@ -77,10 +83,64 @@ func (g *Gateway) refusals(ctx context.Context, f *flight) error {
 	if err != nil {
 		return err
 	}
-	if n >= int64(max) {
-		return custody.Errorf(custody.EDENIED, "tool %q may be refused at most %d times per trace (maximum_refusals_per_trace); trace %s has had them, so no more calls of it are taken in this trace", f.Tool, max, f.Trace)
+	if n < int64(max) || g.operatorApproved(ctx, f) {
+		return nil
 	}
-	return nil
+	msg := fmt.Sprintf("tool %q may be refused at most %d times per trace (maximum_refusals_per_trace); trace %s has had them, so no more calls of it are taken in this trace, except one an operator's approval authorises", f.Tool, max, f.Trace)
+	return &custody.Error{Kind: custody.EDENIED, Message: msg,
+		Violations: []custody.Violation{{Keyword: "maximum_refusals_per_trace", Message: "refusal budget spent"}}}
+}
+
+// operatorApproved reports whether an operator's approval authorises
+// exactly this HUMAN_CONFIRMATION call: the approval it cites or, citing
+// none, one of its trace's approvals of the same action, approved,
+// unexpired, unused, asked by the caller in this trace under the
+// definition that would run. It only decides whether the refusal budget
+// applies; the approval step checks the approval again.
+func (g *Gateway) operatorApproved(ctx context.Context, f *flight) bool {
+	if f.tool.Spec.Approval != custody.HumanConfirmation {
+		return false
+	}
+	action, err := withoutMembers(f.Args, f.tool.approvalArgs)
+	if err != nil {
+		return false
+	}
+	digest, err := ledger.ActionDigest(f.Tool, action)
+	if err != nil {
+		return false
+	}
+	cands, cited := g.citedApprovals(ctx, f)
+	if !cited {
+		cands, _ = g.approvals.For(ctx, f.Trace, digest)
+	}
+	now := g.now()
+	for _, a := range cands {
+		if a.Tool == f.Tool && a.Trace == f.Trace && a.Requester == f.Actor && a.Definition == f.definition() &&
+			approval.Usable(a, digest, now) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// citedApprovals returns the approvals the call's approval links name, and
+// whether it names any; one that cannot be read is left out.
+func (g *Gateway) citedApprovals(ctx context.Context, f *flight) ([]custody.Approval, bool) {
+	var out []custody.Approval
+	cited := false
+	for _, l := range f.tool.Spec.Links {
+		raw, ok := lookup(f.Args, l.Arg)
+		if !l.Approval || !ok {
+			continue
+		}
+		cited = true
+		if id, ok := refValue(raw); ok {
+			if a, err := g.approvals.Get(ctx, id); err == nil {
+				out = append(out, a)
+			}
+		}
+	}
+	return out, cited
 }
 
 // counter reads a count in the state store; 0 when there is none.

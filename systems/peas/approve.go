@@ -81,7 +81,7 @@ func (s *System) requestApproval(ctx context.Context, call custody.Call) (json.R
 	}
 	a, err := s.page(ctx, call, in, b)
 	if err != nil {
-		return nil, err
+		return nil, channelError(err, in.PreferredChannel)
 	}
 	req := Request{ApprovalRequestID: a.ID, BriefID: b.BriefID, Trace: call.Trace, LocationID: b.Signature.LocationID,
 		Severity: b.Signature.Severity, Operator: in.TargetOperatorID,
@@ -95,6 +95,19 @@ func (s *System) requestApproval(ctx context.Context, call custody.Call) (json.R
 		Reasoning: fmt.Sprintf("Paged target_operator_id=%s on preferred_channel=%s to approve the recommended_action of brief_id=%s (urgency %s); nothing is posted until the operator approves; expires_in_s=%d.",
 			in.TargetOperatorID, a.Channel, b.BriefID, b.Urgency, in.ExpiresInS),
 	})
+}
+
+// channelError is the error of a request the approval service refused.
+// The contract lets the agent ask for any of its channels, and the
+// service refuses one it has no notifier for as invalid; for the agent
+// that channel is unavailable here, not a malformed call: the console
+// channel always is.
+func channelError(err error, channel string) error {
+	if custody.ErrorKind(err) != custody.EINVALID || channel == approval.ConsoleChannel {
+		return err
+	}
+	return &custody.Error{Kind: custody.EUNAVAILABLE, Err: err,
+		Message: fmt.Sprintf("approval channel %q is not configured here: no operator can be paged on it; ask on %q", channel, approval.ConsoleChannel)}
 }
 
 // page creates the approval of the brief's sign update.

@@ -51,23 +51,3 @@ func (b briefGuard) check() guard.Check {
 		facts.OnlyTerms(sensorTerms()...),
 	)
 }
-
-// reassuranceTerms are words that tell a driver the danger is over or
-// that they may go faster: a warning may only say them when its sign does.
-func reassuranceTerms() []string {
-	return []string{"clear", "cleared", "safe", "normal", "normally", "resume", "resumed", "accelerate", "faster", "over", "lifted", "ended"}
-}
-
-// warningCheck returns the guard of an in-car warning on a sign update: the
-// brief's discipline with the sign's message and place as the facts. A
-// warning may restate the sign; it may not state a number, place, field,
-// measurement or all-clear the sign does not.
-func warningCheck(u update) guard.Check {
-	facts := guard.NewFacts(u.MessageShown, u.LocationID, u.BillboardID)
-	return guard.All(
-		facts.OnlyNumbers(),
-		facts.OnlyNames(),
-		facts.OnlyFields(),
-		facts.OnlyTerms(append(sensorTerms(), reassuranceTerms()...)...),
-	)
-}

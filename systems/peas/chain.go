@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/custody-dev/custody"
@@ -25,18 +26,37 @@ const (
 // Chain is one run of the pile-up chain on one sensor window, with the ids
 // that thread its chain of custody.
 type Chain struct {
-	LocationID      string           `json:"location_id"`
-	Stage           string           `json:"stage"`
-	Trace           string           `json:"trace"`
-	SignatureID     string           `json:"signature_id,omitempty"`
-	Severity        string           `json:"severity,omitempty"`
-	BriefID         string           `json:"brief_id,omitempty"`
-	ApprovalID      string           `json:"approval_request_id,omitempty"`
-	VMSUpdateID     string           `json:"vms_update_id,omitempty"`
-	NotificationIDs []string         `json:"notification_ids,omitempty"`
-	Final           string           `json:"final,omitempty"`
-	Transcript      agent.Transcript `json:"-"`
+	LocationID      string   `json:"location_id"`
+	Stage           string   `json:"stage"`
+	Trace           string   `json:"trace"`
+	SignatureID     string   `json:"signature_id,omitempty"`
+	Severity        string   `json:"severity,omitempty"`
+	BriefID         string   `json:"brief_id,omitempty"`
+	ApprovalID      string   `json:"approval_request_id,omitempty"`
+	VMSUpdateID     string   `json:"vms_update_id,omitempty"`
+	NotificationIDs []string `json:"notification_ids,omitempty"`
+	Final           string   `json:"final,omitempty"`
+	// Refusal is the refused call the chain stopped at, as the agent was
+	// told of it; nil when its last call ran.
+	Refusal *Refusal `json:"refusal,omitempty"`
+	// RefusalBudgets are the tools whose refusal budget this chain's trace
+	// spent: the gateway denies the agent every further call of them,
+	// except one an operator's approval authorises.
+	RefusalBudgets []string         `json:"refusal_budgets_spent,omitempty"`
+	Transcript     agent.Transcript `json:"-"`
 }
+
+// Refusal is a refused call of a chain: the tool and why, in the words
+// the agent got (a warning's refusal names the claim not on the sign).
+type Refusal struct {
+	Tool    string `json:"tool"`
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// refusalBudgetKeyword is the violation keyword of the gateway's denial of
+// a call past its trace's refusal budget.
+const refusalBudgetKeyword = "maximum_refusals_per_trace"
 
 // loop returns the agent loop of the chain: the tool-calling backend, or
 // the scripted planner when no model is configured, stopped at a watch
@@ -169,13 +189,18 @@ func (s *System) advance(ctx context.Context, gw agent.Gateway, ch *Chain) error
 
 // read sets the ids and the stage from the transcript.
 func (ch *Chain) read() {
-	ch.NotificationIDs = nil
+	ch.NotificationIDs, ch.Refusal, ch.RefusalBudgets = nil, nil, nil
 	for _, o := range ch.Transcript.Outcomes {
 		if o.Err == nil {
 			ch.readOutput(o.Call.Name, o.Output)
+			continue
 		}
+		ch.readRefusal(o)
 	}
 	t := &ch.Transcript
+	if !lastRefused(t) {
+		ch.Refusal = nil
+	}
 	ch.Final = t.Final
 	switch {
 	case t.Stop == agent.StopPending && ch.ApprovalID != "":
@@ -188,6 +213,17 @@ func (ch *Chain) read() {
 		ch.Stage = StagePosted
 	default:
 		ch.Stage = StageStopped
+	}
+}
+
+// readRefusal notes a refused call: the latest refusal, and the tool when
+// the gateway denied it for a spent refusal budget.
+func (ch *Chain) readRefusal(o agent.Outcome) {
+	ch.Refusal = &Refusal{Tool: o.Call.Name, Kind: o.Err.Kind, Message: o.Err.Message}
+	for _, v := range o.Err.Violations {
+		if v.Keyword == refusalBudgetKeyword && !slices.Contains(ch.RefusalBudgets, o.Call.Name) {
+			ch.RefusalBudgets = append(ch.RefusalBudgets, o.Call.Name)
+		}
 	}
 }
 

@@ -86,21 +86,16 @@ func (s *System) notifyDriver(ctx context.Context, call custody.Call) (json.RawM
 }
 
 // checkWarning refuses a warning that says what the approved sign does
-// not: a driver must never hear "all clear, speed up" under a sign that
-// says slow down.
+// not (see restates): a driver must never hear "all clear, speed up" under
+// a sign that says slow down. The refusal names each claim not on the sign.
 func checkWarning(text string, u update) error {
-	err := warningCheck(u)(text)
+	err := restates(text, u.MessageShown)
 	if err == nil {
 		return nil
 	}
 	e := custody.AsError(err)
-	vs := make([]custody.Violation, 0, len(e.Violations))
-	for _, v := range e.Violations {
-		v.Instance = "/warning_text"
-		vs = append(vs, v)
-	}
-	return &custody.Error{Kind: custody.EINVALID, Violations: vs,
-		Message: fmt.Sprintf("warning_text does not match sign %s showing %q: %s", u.BillboardID, u.MessageShown, e.Message)}
+	return &custody.Error{Kind: custody.EINVALID, Violations: e.Violations,
+		Message: fmt.Sprintf("warning_text may only restate sign %s showing %q: %s", u.BillboardID, u.MessageShown, e.Message)}
 }
 
 // checkVoice refuses the urgent voice unless the signature was critical and

@@ -137,7 +137,7 @@ func (p *plan) notify() llm.Message {
 	if done >= len(p.task.VehicleIDs) {
 		return final(fmt.Sprintf("Sign update %s posted and %d vehicle(s) warned.", u.VMSUpdateID, done))
 	}
-	text := "Warning from the sign ahead: " + strings.ToLower(u.MessageShown)
+	text := spoken(u.MessageShown)
 	return p.call(ToolNotify, map[string]any{"vehicle_id": p.task.VehicleIDs[done], "vms_update_id": u.VMSUpdateID,
 		"warning_text": text, "tts_voice_style": p.voice})
 }
@@ -157,4 +157,18 @@ func mustJSON(v any) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	return raw
+}
+
+// spoken is a sign's message as a short spoken warning that restates it:
+// sentence case, each sentence ended ("WHITEOUT. SLOW DOWN" becomes
+// "Whiteout. Slow down.").
+func spoken(message string) string {
+	var out []string
+	for _, sentence := range strings.FieldsFunc(message, func(r rune) bool { return r == '.' || r == '!' }) {
+		sentence = strings.ToLower(strings.TrimSpace(sentence))
+		if sentence != "" {
+			out = append(out, strings.ToUpper(sentence[:1])+sentence[1:]+".")
+		}
+	}
+	return strings.Join(out, " ")
 }
