@@ -176,6 +176,7 @@ func runPacket(ctx context.Context, env systems.Env, args []string) int {
 	if err != nil {
 		return env.Host.Fail(err)
 	}
+	notePrivacy(env, *pf.privacy, p.PrivacyMode)
 	if code := printJSON(env, p); code != systems.ExitOK {
 		return code
 	}
@@ -244,6 +245,7 @@ func ask(ctx context.Context, env systems.Env, r *Room, w *Wire, o BuildOptions)
 	if err != nil {
 		return env.Host.Fail(err)
 	}
+	notePrivacy(env, o.Privacy, p.PrivacyMode)
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return env.Host.Fail(fmt.Errorf("encode packet: %w", err))
@@ -263,6 +265,21 @@ func ask(ctx context.Context, env systems.Env, r *Room, w *Wire, o BuildOptions)
 		return env.Host.Fail(err)
 	}
 	return printJSON(env, map[string]any{"answer": a, "ingested": rep})
+}
+
+// notePrivacy says on stderr when a packet was built in another privacy
+// mode than the one requested: Build falls back to a safer mode rather
+// than fail, and the fallback should not pass unnoticed.
+func notePrivacy(env systems.Env, requested, built string) {
+	switch {
+	case requested == "" || requested == built:
+	case requested == allowExcerpts:
+		fmt.Fprintf(env.Stderr, "custody: the packet is %s, not %s: no decision confirmed by a user grants %s in this room\n",
+			built, requested, requested)
+	default:
+		fmt.Fprintf(env.Stderr, "custody: the packet is %s, not %q: that is not a privacy mode (%s, %s or %s)\n",
+			built, requested, localSummaryOnly, allowFilenames, allowExcerpts)
+	}
 }
 
 func printViolations(stderr io.Writer, err error) {
@@ -434,7 +451,7 @@ func runCheckSchema(_ context.Context, env systems.Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "custody: the packet contract has %d problem(s)\n", len(problems))
 		return systems.ExitFailed
 	}
-	fmt.Fprintf(env.Stdout, "ok: %d jobs, each with in and out, privacy_mode pinned to local_summary_only; shared definitions only; every object closed; summaries and explanations capped at 120; no cap loosened\n", len(Jobs()))
+	fmt.Fprintf(env.Stdout, "ok: %d jobs, each with in and out, privacy_mode pinned to local_summary_only; shared definitions only; every object closed; summaries and explanations capped at 120; no cap loosened; no text field added\n", len(Jobs()))
 	return systems.ExitOK
 }
 

@@ -233,10 +233,10 @@ func TestCheckSchema(t *testing.T) {
 		{"ErrStrayDef", edit(func(m map[string]any) { defs(m)["RawTranscript"] = map[string]any{"type": "string"} }),
 			[]string{"$defs/RawTranscript: neither"}},
 		{"ErrOpenObject", edit(func(m map[string]any) { delete(obj(defs(m)["FocusNode"]), "additionalProperties") }),
-			[]string{"/$defs/FocusNode: object with properties lacks additionalProperties"}},
+			[]string{"/$defs/FocusNode: additionalProperties must be false, as shipped"}},
 		{"ErrOpenNestedObject", edit(func(m map[string]any) {
 			obj(defs(m)["BankedOpportunities"], "properties", "items", "items")["additionalProperties"] = true
-		}), []string{"/$defs/BankedOpportunities/properties/items/items: object"}},
+		}), []string{"/$defs/BankedOpportunities/properties/items/items: additionalProperties must be false, as shipped"}},
 		{"ErrSummaryCapRemoved", edit(func(m map[string]any) { delete(obj(defs(m)["FocusNode"], "properties", "summary"), "maxLength") }),
 			[]string{"/$defs/FocusNode/properties/summary: maxLength must be at most 120", "/$defs/FocusNode/properties/summary: maxLength must be at most 120, as shipped"}},
 		{"ErrSummaryCapRaised", edit(func(m map[string]any) { obj(defs(m)["ClaimProjection"], "properties", "summary")["maxLength"] = 5000 }),
@@ -246,7 +246,8 @@ func TestCheckSchema(t *testing.T) {
 		}), []string{"/$defs/ContradictionProjection/properties/explanation: maxLength", "/$defs/ContradictionProjection/properties/explanation: maxLength"}},
 		{"ErrNewUncappedSummary", edit(func(m map[string]any) {
 			obj(defs(m)["RecentChangeProjection"], "properties")["summary"] = map[string]any{"type": "string"}
-		}), []string{"/$defs/RecentChangeProjection/properties/summary: maxLength must be at most 120"}},
+		}), []string{"/$defs/RecentChangeProjection/properties/summary: maxLength must be at most 120",
+			"/$defs/RecentChangeProjection/properties/summary: new property admits free text"}},
 		{"ErrTagCapRaised", edit(func(m map[string]any) {
 			obj(defs(m)["BankedOpportunities"], "properties", "items", "items", "properties", "tags", "items")["maxLength"] = 400
 		}), []string{"/$defs/BankedOpportunities/properties/items/items/properties/tags/items: maxLength must be at most 40"}},
@@ -275,7 +276,8 @@ func TestCheckSchema(t *testing.T) {
 		}), []string{"$defs/rank_assumptions/in/required: must list \"privacy_mode\""}},
 		{"ErrPacketVersionLoose", edit(func(m map[string]any) {
 			obj(defs(m)["opportunity_rank"], "in", "properties")["packet_version"] = map[string]any{"type": "string"}
-		}), []string{"$defs/opportunity_rank/in/properties/packet_version: const"}},
+		}), []string{"$defs/opportunity_rank/in/properties/packet_version: const",
+			"/$defs/opportunity_rank/in/properties/packet_version: now admits free text"}},
 		{"TightenedCapsPass", edit(func(m map[string]any) {
 			obj(defs(m)["FocusNode"], "properties", "summary")["maxLength"] = 80
 			obj(defs(m)["BankedOpportunities"], "properties", "items")["maxItems"] = 2

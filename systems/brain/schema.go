@@ -27,11 +27,15 @@ const packetTextCap = 120
 // names: all twelve jobs have in and out; each in pins job to the job's
 // name, packet_version to 1.0 and privacy_mode to local_summary_only
 // (const, not the enum), all three required; every other $def is a
-// shared definition; every object schema with properties has
-// additionalProperties false; every summary or explanation a packet
-// carries has maxLength at most 120; and no maxLength or maxItems of the
-// shipped contract is removed or raised. A document that is not JSON is
-// an EINVALID error.
+// shared definition; every object schema with properties, and every one
+// the shipped contract closes, has additionalProperties false; every
+// summary or explanation a packet carries has maxLength at most 120; no
+// maxLength or maxItems of the shipped contract is removed or raised; and
+// no text field is added: a property the shipped contract lacks must be
+// bounded (a number, integer, boolean, enum or string with maxLength at
+// most 120), and a schema the shipped contract bounds must stay bounded,
+// whatever $ref, allOf, anyOf or oneOf it goes through (see newText). A
+// document that is not JSON is an EINVALID error.
 func CheckSchema(doc []byte) ([]string, error) {
 	var root map[string]any
 	if err := json.Unmarshal(doc, &root); err != nil {
@@ -50,15 +54,17 @@ func CheckSchema(doc []byte) ([]string, error) {
 			problems = append(problems, fmt.Sprintf("$defs/%s: neither a job nor a shared definition", name))
 		}
 	}
-	problems = append(problems, openObjects(root, "")...)
-	problems = append(problems, packetTextCaps(defs)...)
 	var shipped any
 	if err := json.Unmarshal(contractJSON, &shipped); err != nil {
 		return nil, &custody.Error{Kind: custody.EINTERNAL, Message: "internal error",
 			Err: fmt.Errorf("decode the shipped packet contract %s: %w", contractFile, err)}
 	}
+	problems = append(problems, openObjects(shipped, root, "")...)
+	problems = append(problems, packetTextCaps(defs)...)
 	// The shipped contract's caps may be tightened, never loosened.
-	return append(problems, loosenedCaps(shipped, root, "")...), nil
+	problems = append(problems, loosenedCaps(shipped, root, "")...)
+	// Nor may a field that can carry text be added.
+	return append(problems, newText(shipped, root)...), nil
 }
 
 // checkJob checks one job's in and out.
@@ -144,14 +150,8 @@ func loosenedCaps(shipped, checked any, at string) []string {
 	switch s := shipped.(type) {
 	case map[string]any:
 		c, _ := checked.(map[string]any)
-		for _, kw := range []string{"maxLength", "maxItems"} {
-			limit, ok := s[kw].(float64)
-			if !ok {
-				continue
-			}
-			if !capped(c[kw], limit) {
-				problems = append(problems, fmt.Sprintf("%s: %s must be at most %g, as shipped", cmpPointer(at), kw, limit))
-			}
+		for _, kw := range loosened(s, c) {
+			problems = append(problems, fmt.Sprintf("%s: %s must be at most %g, as shipped", cmpPointer(at), kw, s[kw]))
 		}
 		for _, k := range sortedKeys(s) {
 			problems = append(problems, loosenedCaps(s[k], c[k], at+"/"+escapePointer(k))...)
@@ -169,21 +169,49 @@ func loosenedCaps(shipped, checked any, at string) []string {
 	return problems
 }
 
+// loosened returns the keywords among maxLength and maxItems that the
+// shipped schema s caps and the checked schema c drops or raises.
+func loosened(s, c map[string]any) []string {
+	var kws []string
+	for _, kw := range []string{"maxLength", "maxItems"} {
+		if limit, ok := s[kw].(float64); ok && !capped(c[kw], limit) {
+			kws = append(kws, kw)
+		}
+	}
+	return kws
+}
+
 // openObjects returns a problem for every schema under v (at JSON pointer
-// at) that has properties but not additionalProperties false.
-func openObjects(v any, at string) []string {
+// at) that lacks additionalProperties false while it has properties or
+// while the shipped schema at the same place (under shipped) has it.
+func openObjects(shipped, v any, at string) []string {
 	var problems []string
 	switch x := v.(type) {
 	case map[string]any:
-		if _, has := x["properties"].(map[string]any); has && x["additionalProperties"] != false {
+		s, _ := shipped.(map[string]any)
+		_, has := x["properties"].(map[string]any)
+		switch {
+		case x["additionalProperties"] == false:
+		case s["additionalProperties"] == false:
+			problems = append(problems, fmt.Sprintf("%s: additionalProperties must be false, as shipped", cmpPointer(at)))
+		case has:
 			problems = append(problems, fmt.Sprintf("%s: object with properties lacks additionalProperties: false", cmpPointer(at)))
 		}
 		for _, k := range sortedKeys(x) {
-			problems = append(problems, openObjects(x[k], at+"/"+escapePointer(k))...)
+			problems = append(problems, openObjects(s[k], x[k], at+"/"+escapePointer(k))...)
 		}
 	case []any:
+		s, _ := shipped.([]any)
 		for i, e := range x {
-			problems = append(problems, openObjects(e, fmt.Sprintf("%s/%d", at, i))...)
+			var se any
+			if i < len(s) {
+				se = s[i]
+			}
+			problems = append(problems, openObjects(se, e, fmt.Sprintf("%s/%d", at, i))...)
+		}
+	case bool:
+		if s, _ := shipped.(map[string]any); x && s["additionalProperties"] == false {
+			problems = append(problems, fmt.Sprintf("%s: additionalProperties must be false, as shipped", cmpPointer(at)))
 		}
 	}
 	return problems
