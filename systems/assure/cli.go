@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/custody-dev/custody/store/sqlite"
@@ -20,52 +19,20 @@ func (Plugin) Commands() []systems.Command {
 	return []systems.Command{{Name: "assure", Summary: "clinical action envelopes: lint, run a target, verify and retest evidence packs", Run: cliAssure}}
 }
 
-// cliCommand is one subcommand of custody assure.
-type cliCommand struct {
-	summary string
-	run     func(ctx context.Context, env systems.Env, args []string) int
-}
-
 // cliCommands are the subcommands of custody assure.
-func cliCommands() map[string]cliCommand {
-	return map[string]cliCommand{
-		"lint":   {"check an envelope against its contract and for consistency", cliLint},
-		"run":    {"run a target under an envelope and write an evidence pack", cliRun},
-		"verify": {"verify an evidence pack offline", cliVerify},
-		"retest": {"rerun a pack's traces against a target into a new pack", cliRetest},
-		"key":    {"print the fingerprint of the key that signs this data directory's packs", cliKey},
+func cliCommands() map[string]systems.Subcommand {
+	return map[string]systems.Subcommand{
+		"lint":   {Summary: "check an envelope against its contract and for consistency", Run: cliLint},
+		"run":    {Summary: "run a target under an envelope and write an evidence pack", Run: cliRun},
+		"verify": {Summary: "verify an evidence pack offline", Run: cliVerify},
+		"retest": {Summary: "rerun a pack's traces against a target into a new pack", Run: cliRetest},
+		"key":    {Summary: "print the fingerprint of the key that signs this data directory's packs", Run: cliKey},
 	}
 }
 
 // cliAssure dispatches custody assure SUBCOMMAND.
 func cliAssure(ctx context.Context, env systems.Env, args []string) int {
-	cmds := cliCommands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		cliUsage(env, cmds)
-		if len(args) == 0 {
-			return systems.ExitUsage
-		}
-		return systems.ExitOK
-	}
-	c, ok := cmds[args[0]]
-	if !ok {
-		fmt.Fprintf(env.Stderr, "custody assure: unknown subcommand %q\n\n", args[0])
-		cliUsage(env, cmds)
-		return systems.ExitUsage
-	}
-	return c.run(ctx, env, args[1:])
-}
-
-func cliUsage(env systems.Env, cmds map[string]cliCommand) {
-	fmt.Fprintln(env.Stderr, "usage: custody assure SUBCOMMAND [flags]\n\nsubcommands:")
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(env.Stderr, "  %-8s %s\n", n, cmds[n].summary)
-	}
+	return env.Dispatch(ctx, "assure", cliCommands(), args)
 }
 
 // cliLint validates an envelope and lints it: exit 0 when clean, 1 with

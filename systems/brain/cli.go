@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"sort"
 	"strings"
 	"time"
 
@@ -29,53 +28,21 @@ func (Plugin) Commands() []systems.Command {
 	return []systems.Command{{Name: "brain", Summary: "local knowledge room, context packets and the Brain over MCP", Run: runBrain}}
 }
 
-// subcommand is one subcommand of custody brain.
-type subcommand struct {
-	summary string
-	run     func(ctx context.Context, env systems.Env, args []string) int
-}
-
 // subcommands are the subcommands of custody brain.
-func subcommands() map[string]subcommand {
-	return map[string]subcommand{
-		"import":       {"load a room from its JSON form", runImport},
-		"packet":       {"print the context packet of a job about a node", runPacket},
-		"ask":          {"build, send to the Brain and ingest as proposals", runAsk},
-		"serve":        {"run the Brain as an MCP server (stdio or streamable HTTP)", runServe},
-		"review":       {"list the Brain's proposals; confirm or reject one as a user", runReview},
-		"check-schema": {"verify the packet contract itself", runCheckSchema},
+func subcommands() map[string]systems.Subcommand {
+	return map[string]systems.Subcommand{
+		"import":       {Summary: "load a room from its JSON form", Run: runImport},
+		"packet":       {Summary: "print the context packet of a job about a node", Run: runPacket},
+		"ask":          {Summary: "build, send to the Brain and ingest as proposals", Run: runAsk},
+		"serve":        {Summary: "run the Brain as an MCP server (stdio or streamable HTTP)", Run: runServe},
+		"review":       {Summary: "list the Brain's proposals; confirm or reject one as a user", Run: runReview},
+		"check-schema": {Summary: "verify the packet contract itself", Run: runCheckSchema},
 	}
 }
 
 // runBrain dispatches custody brain SUBCOMMAND.
 func runBrain(ctx context.Context, env systems.Env, args []string) int {
-	cmds := subcommands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(env, cmds)
-		if len(args) == 0 {
-			return systems.ExitUsage
-		}
-		return systems.ExitOK
-	}
-	c, ok := cmds[args[0]]
-	if !ok {
-		fmt.Fprintf(env.Stderr, "custody brain: unknown subcommand %q\n\n", args[0])
-		usage(env, cmds)
-		return systems.ExitUsage
-	}
-	return c.run(ctx, env, args[1:])
-}
-
-func usage(env systems.Env, cmds map[string]subcommand) {
-	fmt.Fprintln(env.Stderr, "usage: custody brain SUBCOMMAND [flags]\n\nsubcommands:")
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(env.Stderr, "  %-13s %s\n", n, cmds[n].summary)
-	}
+	return env.Dispatch(ctx, "brain", subcommands(), args)
 }
 
 // roomFlag adds --room: the room file, $CUSTODY_ROOM or ./room.db.
