@@ -323,3 +323,26 @@ func TestAll(t *testing.T) {
 		})
 	}
 }
+
+// TestNumbersSignAndLength: a number's minus sign counts, a hyphen in a
+// name or a range does not, and long numbers compare digit for digit.
+func TestNumbersSignAndLength(t *testing.T) {
+	for text, want := range map[string][]string{
+		"drop to -5 now":       {"-5"},
+		"-5 degrees":           {"-5"},
+		"(−3)":                 {"-3"},
+		"I-94 at MM88-EB":      {"94", "88"},
+		"5-10 minutes":         {"5", "10"},
+		"-0":                   {"0"},
+		"12345678901234567891": {"12345678901234567891"},
+		"1,234,567 vehicles":   {"1234567"},
+		"0.50 and 030 and 1.0": {"0.5", "30", "1"},
+	} {
+		if got := guard.Numbers(text); !reflect.DeepEqual(got, want) {
+			t.Errorf("Numbers(%q) = %q, want %q", text, got, want)
+		}
+	}
+	if reflect.DeepEqual(guard.Numbers("12345678901234567891"), guard.Numbers("12345678901234567890")) {
+		t.Error("two long numbers compare equal")
+	}
+}

@@ -8,7 +8,6 @@ package guard
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/custody-dev/custody"
@@ -62,21 +61,47 @@ func All(checks ...Check) Check {
 }
 
 // Numbers returns the numbers written in digits in text, normalized so that
-// "0.50", "0.5" and "1,200" compare by value ("0.5", "1200").
+// "0.50", "0.5" and "1,200" compare by value ("0.5", "1200"), digit for
+// digit however long. A minus sign that stands before a number (at the
+// start, after a space or an opening bracket) is its sign: "-5" is not
+// "5"; the hyphen of "I-94" or of a range "5-10" is not.
 func Numbers(text string) []string {
 	var out []string
-	for _, m := range numberRE.FindAllString(text, -1) {
-		out = append(out, normalizeNumber(m))
+	for _, at := range numberRE.FindAllStringIndex(text, -1) {
+		n := normalizeNumber(text[at[0]:at[1]])
+		if negative(text[:at[0]]) && n != "0" {
+			n = "-" + n
+		}
+		out = append(out, n)
 	}
 	return out
 }
 
-func normalizeNumber(s string) string {
-	f, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64)
-	if err != nil {
-		return s
+// negative reports whether before, the text before a number, ends in a
+// minus sign that is the number's own.
+func negative(before string) bool {
+	for _, minus := range []string{"-", "−"} {
+		if rest, ok := strings.CutSuffix(before, minus); ok {
+			return rest == "" || strings.ContainsAny(rest[len(rest)-1:], " \t\n([")
+		}
 	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return false
+}
+
+// normalizeNumber writes a number of digits, thousands commas and a
+// fraction in its one form: no commas, no leading zeros, no trailing
+// zeros in the fraction.
+func normalizeNumber(s string) string {
+	s = strings.ReplaceAll(s, ",", "")
+	whole, frac, _ := strings.Cut(s, ".")
+	whole = strings.TrimLeft(whole, "0")
+	if whole == "" {
+		whole = "0"
+	}
+	if frac = strings.TrimRight(frac, "0"); frac != "" {
+		return whole + "." + frac
+	}
+	return whole
 }
 
 // Words returns the words of text, lowercased.
