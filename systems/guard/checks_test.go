@@ -346,3 +346,26 @@ func TestNumbersSignAndLength(t *testing.T) {
 		t.Error("two long numbers compare equal")
 	}
 }
+
+// TestNamesBeyondASCII: a name that opens with a capital outside ASCII is
+// a name, and a name the facts state only joined to another ("Galesburg's",
+// "Kalamazoo-Portage") is stated.
+func TestNamesBeyondASCII(t *testing.T) {
+	f := guard.NewFacts("Compare with Galesburg's pile-up near Kalamazoo-Portage.")
+	check := f.OnlyNames()
+	for text, ok := range map[string]bool{
+		"Galesburg saw worse.":          true,
+		"Slow down near Kalamazoo.":     true,
+		"Slow down near Zürich.":        false,
+		"Traffic from São Paulo":        false,
+		"Ürümqi is closed.":             false,
+		"Portage and Galesburg, again.": true,
+	} {
+		if err := check(text); (err == nil) != ok {
+			t.Errorf("OnlyNames(%q) = %v, want ok %v", text, err, ok)
+		}
+	}
+	if got := guard.Names("Traffic from São Paulo"); !reflect.DeepEqual(got, []string{"São", "Paulo"}) {
+		t.Errorf("Names = %q", got)
+	}
+}

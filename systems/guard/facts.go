@@ -31,6 +31,10 @@ func (f Facts) Add(source string) {
 	}
 	for _, w := range Words(source) {
 		f.words[w] = true
+		// "Galesburg's" and "Kalamazoo-Portage" state the names they join.
+		for _, part := range strings.FieldsFunc(w, func(r rune) bool { return r == '\'' || r == '’' || r == '-' }) {
+			f.words[part] = true
+		}
 	}
 	for _, fd := range Fields(source) {
 		f.fields[fd] = true

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/custody-dev/custody"
 )
@@ -19,9 +21,9 @@ type Check func(text string) error
 
 var (
 	numberRE = regexp.MustCompile(`\d+(?:,\d{3})*(?:\.\d+)?`)
-	wordRE   = regexp.MustCompile(`[A-Za-z][A-Za-z'’-]*`)
+	wordRE   = regexp.MustCompile(`\p{L}[\p{L}'’-]*`)
 	fieldRE  = regexp.MustCompile(`\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b`)
-	nameRE   = regexp.MustCompile(`[A-Z][A-Za-z]+`)
+	nameRE   = regexp.MustCompile(`\p{Lu}\p{L}+`)
 )
 
 // violation is one failed rule, reported under keyword "guard/RULE".
@@ -126,7 +128,7 @@ func Fields(text string) []string { return fieldRE.FindAllString(text, -1) }
 func Names(text string) []string {
 	var out []string
 	for _, loc := range nameRE.FindAllStringIndex(text, -1) {
-		if loc[0] > 0 && isWordByte(text[loc[0]-1]) {
+		if r, _ := utf8.DecodeLastRuneInString(text[:loc[0]]); loc[0] > 0 && isWordRune(r) {
 			continue // inside a token such as "MM88" or "iPhone"
 		}
 		word := text[loc[0]:loc[1]]
@@ -138,8 +140,8 @@ func Names(text string) []string {
 	return out
 }
 
-func isWordByte(b byte) bool {
-	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+func isWordRune(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // opensSentence reports whether a word after prefix starts a sentence,
