@@ -59,10 +59,16 @@ const (
 	// reached its tool and whose answer never came (cancelled, timed out,
 	// the tool's connection broken): it may have taken effect.
 	KindCallOutcomeUnknown = "call.outcome_unknown"
-	KindApprovalRequest    = "approval.requested"
-	KindApprovalDecided    = "approval.decided"
-	KindApprovalExpired    = "approval.expired"
-	KindApprovalEscalate   = "approval.escalated"
-	KindNotifyFailed       = "notify.failed"
-	KindContractBreach     = "contract.breach"
+	// KindCallInterrupted ends, at the next start of the gateway, a call
+	// whose call.started has no outcome on the ledger: the process that
+	// ran it stopped (a crash, a SIGKILL, a power loss) before recording
+	// one. Its refs name the intent it closes (intent_seq, intent_hash);
+	// its outcome is unknown: the side effect may have taken place.
+	KindCallInterrupted  = "call.interrupted"
+	KindApprovalRequest  = "approval.requested"
+	KindApprovalDecided  = "approval.decided"
+	KindApprovalExpired  = "approval.expired"
+	KindApprovalEscalate = "approval.escalated"
+	KindNotifyFailed     = "notify.failed"
+	KindContractBreach   = "contract.breach"
 )

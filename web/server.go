@@ -24,6 +24,7 @@ import (
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/httpjson"
 	"github.com/custody-dev/custody/ledger"
+	"github.com/custody-dev/custody/store/chaincheck"
 	"github.com/custody-dev/custody/tlog"
 )
 
@@ -39,6 +40,10 @@ type Config struct {
 	// Health reports whether the store can write; nil leaves /healthz to
 	// the ledger's Head alone.
 	Health func(ctx context.Context) error
+	// Verification reports the full verification of the chain run at
+	// start; when set, /healthz and /metrics show it, and /healthz
+	// answers 503 once it has failed, naming the first bad seq.
+	Verification func() chaincheck.Status
 	// Checkpoint returns the latest signed checkpoint; nil answers 503 on
 	// /v1/ledger/checkpoint.
 	Checkpoint func(ctx context.Context) (custody.Checkpoint, error)
@@ -193,7 +198,7 @@ func (s *Server) api() []route {
 		{"GET", "/v1/console", s.require(s.handleConsole, allRoles()...)},
 		{"GET", "/v1/events", s.require(s.handleEvents, readers()...)},
 		{"GET", "/healthz", s.handleHealth},
-		{"GET", "/metrics", s.handleMetrics},
+		{"GET", "/metrics", s.handleMetricsAll},
 	}
 }
 
@@ -235,15 +240,19 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, custody.Errorf(custody.ENOTFOUND, "no such endpoint: %s %s", r.Method, r.URL.Path))
 }
 
-// handleHealth answers 200 while the ledger answers and the store can
-// write, 503 otherwise, with the store's reason: a supervisor restarts on
-// it, and an operator reads why.
+// handleHealth answers 200 while the ledger answers, the store can write
+// and its chain has not failed its verification at start, 503 otherwise,
+// with the reason: a supervisor restarts on it, and an operator reads
+// why.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	_, err := s.cfg.Ledger.Head(ctx)
 	if err == nil && s.cfg.Health != nil {
 		err = s.cfg.Health(ctx)
+	}
+	if err == nil {
+		err = s.verificationErr()
 	}
 	if err != nil {
 		msg := "ledger unavailable"
@@ -254,5 +263,5 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &custody.Error{Kind: custody.EUNAVAILABLE, Message: msg, Err: err})
 		return
 	}
-	writeJSON(w, http.StatusOK, s.health())
+	writeJSON(w, http.StatusOK, s.healthz())
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/custody-dev/custody/config"
 	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/mcpserver"
+	"github.com/custody-dev/custody/store/chaincheck"
 	"github.com/custody-dev/custody/store/sqlite"
 	"github.com/custody-dev/custody/telemetry"
 	"github.com/custody-dev/custody/tlog"
@@ -235,6 +236,8 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 		return err
 	}
 	defer st.Close()
+	defer m.checkChain(ctx, st)()
+	defer m.markInterrupted(ctx, st)()
 	st.console = cmp.Or(set.cfg.ConsoleURL, base)
 	tokens, notes, err := m.serveTokens(set)
 	if err != nil {
@@ -266,6 +269,46 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	err = m.run(ctx, ln, srv, st, sys)
 	wit.final()
 	return err
+}
+
+// checkChain verifies the whole chain of st's store in the background
+// (see package chaincheck), beside the first calls, and returns the func
+// that stops the check and waits for it, to run before the store closes.
+func (m *Main) checkChain(ctx context.Context, st *stack) (stop func()) {
+	cs, ok := st.db.(chaincheck.Store)
+	if !ok {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	st.check = chaincheck.Start(ctx, cs, time.Now, slog.New(slog.NewTextHandler(m.Stderr, nil)))
+	return func() {
+		cancel()
+		<-st.check.Done()
+	}
+}
+
+// markInterrupted closes, in the background, the calls a previous run
+// left without an outcome (see closeInterrupted), and returns the func
+// that waits for it, to run before the store closes. The SQLite store
+// only: instances sharing a PostgreSQL store run calls at the same time,
+// and one starting cannot tell theirs from a dead one's.
+func (m *Main) markInterrupted(ctx context.Context, st *stack) (wait func()) {
+	if _, ok := st.db.(*sqlite.DB); !ok {
+		return func() {}
+	}
+	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		now := func() string { return custody.FormatTime(time.Now()) }
+		closed, err := closeInterrupted(ctx, st.db, now)
+		if err != nil && ctx.Err() == nil {
+			log.Error("cannot close the interrupted calls", "closed", len(closed), "err", err)
+			return
+		}
+		log.Info("interrupted calls closed", "count", len(closed))
+	}()
+	return func() { <-done }
 }
 
 // serveWitnesses starts the witnessing of the store's checkpoints, when
@@ -443,6 +486,9 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 		Checkpoint: st.db.LatestCheckpoint, Witnesses: witnesses, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
 		ApprovalChanges: approvalChanges(ctx, st.db), Sessions: st.db, SessionLifetime: sessionLifetime, Schemas: st.reg,
 		MaxBody: limits.maxBody, BodyTimeout: limits.read, EventWriteTimeout: limits.write,
+	}
+	if st.check != nil {
+		wcfg.Verification = st.check.Status
 	}
 	if sq, ok := st.db.(*sqlite.DB); ok {
 		// Write health and Merkle proofs are the SQLite store's.

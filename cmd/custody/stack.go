@@ -21,6 +21,7 @@ import (
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/store/chaincheck"
 	"github.com/custody-dev/custody/telemetry"
 	"github.com/custody-dev/custody/upstream"
 )
@@ -46,6 +47,9 @@ type stack struct {
 	// flushSpans exports the calls' spans still buffered; nil when
 	// tracing is off.
 	flushSpans func(context.Context) error
+	// check is the full verification of the chain serve runs at start;
+	// nil elsewhere.
+	check *chaincheck.Check
 	// checks are approval validators of actions the gateway does not run
 	// (a domain system's), asked after the gateway, in order.
 	checks []func(ctx context.Context, a custody.Approval) error

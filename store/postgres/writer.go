@@ -68,6 +68,24 @@ type writer struct {
 	batches atomic.Int64
 	// syncq takes committed groups to their barrier.
 	syncq chan<- synced
+	// fence, once set, refuses every write: see DB.Fence.
+	fence atomic.Pointer[error]
+}
+
+// Fence refuses every write of this instance from now on (appends,
+// commits, checkpoints) with EUNAVAILABLE, as a database that went away
+// does, until the store is opened again: how a failed verification of
+// the whole chain closes the store. The first reason given stays.
+func (db *DB) Fence(reason error) {
+	db.w.fence.CompareAndSwap(nil, &reason)
+}
+
+// fenced returns the reason the store was fenced, nil when it was not.
+func (w *writer) fenced() error {
+	if p := w.fence.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // batch is what one transaction makes true if it commits.
@@ -145,7 +163,10 @@ func (w *writer) commit(reqs []*request) []*request {
 		r.resp = response{}
 	}
 	b := &batch{}
-	reqs, err := w.inTx(ctx, b, reqs)
+	err := w.fenced()
+	if err == nil {
+		reqs, err = w.inTx(ctx, b, reqs)
+	}
 	if err != nil {
 		w.db.opts.Logger.Warn("group commit failed", "appends", len(reqs), "err", err)
 		for _, r := range reqs {

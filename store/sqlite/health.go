@@ -43,7 +43,8 @@ func isContextErr(err error) bool {
 }
 
 // Health returns nil while the store can write, and otherwise an
-// EUNAVAILABLE error saying why not: the database file was removed or
+// EUNAVAILABLE error saying why not: the store was fenced (see Fence),
+// the database file was removed or
 // replaced, an fsync failed (both until the store is opened again), or
 // the last write was refused (a full disk, a read-only filesystem, an I/O
 // error; until a write succeeds again).
@@ -52,6 +53,9 @@ func isContextErr(err error) bool {
 // health check may show it; the error it wraps has the detail.
 func (db *DB) Health(ctx context.Context) error {
 	w := db.w
+	if err := w.fenced(); err != nil {
+		return cannotWrite(err.Error(), err)
+	}
 	if err := w.files.check(); err != nil {
 		return cannotWrite("the database file was removed or replaced while the store was open; restart it", err)
 	}
@@ -87,4 +91,23 @@ func sqliteReason(err error) string {
 		return "out of memory"
 	}
 	return "storage failure"
+}
+
+// Fence refuses every write from now on (appends, commits, checkpoints,
+// approval and state changes) with EUNAVAILABLE, as a database file
+// removed under the running store does, and makes Health report reason
+// until the store is opened again. It is how a failed verification of
+// the whole chain closes the store: nothing more is chained, nor signed,
+// onto a ledger found changed. reason names the cause without paths.
+// The first reason given stays.
+func (db *DB) Fence(reason error) {
+	db.w.fence.CompareAndSwap(nil, &reason)
+}
+
+// fenced returns the reason the store was fenced, nil when it was not.
+func (w *writer) fenced() error {
+	if p := w.fence.Load(); p != nil {
+		return *p
+	}
+	return nil
 }

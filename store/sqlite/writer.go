@@ -72,6 +72,8 @@ type writer struct {
 	health writeHealth
 	tail   *tailSeal
 	record *recorder
+	// fence, once set, refuses every write: see DB.Fence.
+	fence atomic.Pointer[error]
 
 	head custody.Receipt    // the committed head
 	last custody.Checkpoint // the latest checkpoint; Size 0 when none
@@ -177,7 +179,7 @@ const maxRebases = 8
 // answered at once.
 func (w *writer) commit(reqs []*request) {
 	ctx := context.Background()
-	err := errors.Join(w.sync.err(), w.files.check())
+	err := errors.Join(w.sync.err(), w.files.check(), w.fenced())
 	var b *batch
 	if err == nil {
 		b, err = w.try(ctx, reqs)
