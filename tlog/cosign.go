@@ -91,3 +91,36 @@ func CosignatureFor(text []byte, sigs []SigLine, w note.Verifier) (SigLine, bool
 	}
 	return SigLine{}, false
 }
+
+// CosignatureError says that a witness's cosignature on a checkpoint is
+// missing, or is there and does not verify.
+type CosignatureError struct {
+	Witness string
+	// Forged is set when a signature line carries the witness's name and
+	// key hash but does not verify on the checkpoint.
+	Forged bool
+}
+
+func (e *CosignatureError) Error() string {
+	if e.Forged {
+		return fmt.Sprintf("the cosignature of witness %s does not verify on the checkpoint (forged, or of another checkpoint)", e.Witness)
+	}
+	return fmt.Sprintf("the checkpoint carries no cosignature by witness %s", e.Witness)
+}
+
+// CheckCosignatures checks that every witness in ws cosigned text, a
+// checkpoint's note text whose signature lines are sigs. A
+// *CosignatureError names the first witness that did not.
+func CheckCosignatures(text []byte, sigs []SigLine, ws []note.Verifier) error {
+	for _, w := range ws {
+		if _, ok := CosignatureFor(text, sigs, w); ok {
+			continue
+		}
+		forged := false
+		for _, s := range sigs {
+			forged = forged || (s.Name == w.Name() && s.Hash == w.KeyHash())
+		}
+		return &CosignatureError{Witness: w.Name(), Forged: forged}
+	}
+	return nil
+}

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"fmt"
+
+	"golang.org/x/mod/sumdb/note"
 )
 
 // Receipt is what a caller needs to check offline that its entry is in the
 // ledger: the entry's seq and chain hash, the checkpoint that covers it as
-// a signed note, and the inclusion proof of the entry in that checkpoint's
-// tree.
+// a signed note (with the witnesses' cosignatures the log holds for it),
+// and the inclusion proof of the entry in that checkpoint's tree.
 type Receipt struct {
 	Seq        uint64   `json:"seq"`
 	Hash       string   `json:"hash"`
@@ -72,4 +74,26 @@ func (p Consistency) Verify(pub ed25519.PublicKey, origin string) error {
 		return fmt.Errorf("consistency: two checkpoints of size %d with different roots", from.Size)
 	}
 	return VerifyConsistency(p.From, p.To, p.Proof, from.Root, to.Root)
+}
+
+// VerifyWitnessed checks r as Verify does and, besides, that every
+// witness in ws cosigned its checkpoint: a *CosignatureError names the
+// first that did not.
+func (r Receipt) VerifyWitnessed(pub ed25519.PublicKey, origin string, ws []note.Verifier) (Checkpoint, error) {
+	c, err := r.Verify(pub, origin)
+	if err != nil {
+		return c, err
+	}
+	text, sigBytes, err := SplitNote([]byte(r.Checkpoint))
+	if err != nil {
+		return c, fmt.Errorf("receipt of entry %d: %w", r.Seq, err)
+	}
+	sigs, err := ParseSigLines(sigBytes)
+	if err != nil {
+		return c, fmt.Errorf("receipt of entry %d: %w", r.Seq, err)
+	}
+	if err := CheckCosignatures(text, sigs, ws); err != nil {
+		return c, fmt.Errorf("receipt of entry %d: checkpoint %d: %w", r.Seq, c.Size, err)
+	}
+	return c, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/custody-dev/custody"
@@ -37,11 +38,49 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request) {
 		s.writeCallError(w, r, err, res.Trace)
 		return
 	}
+	if t, ok := s.cfg.Gateway.Tool(req.Tool); ok && t.MCPResult {
+		res.Output = withoutCustodyMeta(res.Output)
+	}
 	if r.URL.Query().Get("proof") == "1" {
 		writeJSON(w, http.StatusOK, s.withInclusion(r.Context(), res))
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// withoutCustodyMeta returns an MCP tool result without the _meta keys
+// under custody.MetaPrefix: only custody speaks for custody, on /v1 as on
+// /mcp, so an upstream cannot hand a caller a receipt, trace or proof of
+// its own making. A result without such keys is returned as it came.
+func withoutCustodyMeta(out json.RawMessage) json.RawMessage {
+	var result map[string]json.RawMessage
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(out, &result) != nil || json.Unmarshal(result["_meta"], &meta) != nil {
+		return out
+	}
+	found := false
+	for k := range meta {
+		if strings.HasPrefix(k, custody.MetaPrefix) {
+			delete(meta, k)
+			found = true
+		}
+	}
+	if !found {
+		return out
+	}
+	m, err := json.Marshal(meta)
+	if err != nil {
+		return out
+	}
+	result["_meta"] = m
+	if len(meta) == 0 {
+		delete(result, "_meta")
+	}
+	b, err := marshal(result)
+	if err != nil {
+		return out
+	}
+	return b
 }
 
 // decodeCall reads the call envelope. It refuses what it cannot pass on

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/ledger"
@@ -172,8 +173,16 @@ type checkpointResponse struct {
 	PublicKey  string             `json:"public_key"`
 }
 
-// handleCheckpoint serves GET /v1/ledger/checkpoint.
+// handleCheckpoint serves GET /v1/ledger/checkpoint: the JSON form by
+// default, and, to a client that prefers text/plain, the latest
+// checkpoint as the C2SP signed note with its cosignatures, as a
+// tlog-tiles log serves /checkpoint.
 func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
+	w.Header().Add("Vary", "Accept")
+	if prefersText(r.Header.Values("Accept")) {
+		s.writeCheckpointNote(w, r)
+		return
+	}
 	if s.cfg.Checkpoint == nil {
 		s.writeError(w, r, custody.Errorf(custody.EUNAVAILABLE, "checkpoints are not served by this instance"))
 		return
@@ -187,6 +196,73 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		Checkpoint: cp,
 		PublicKey:  base64.StdEncoding.EncodeToString(s.cfg.Ledger.PublicKey()),
 	})
+}
+
+// writeCheckpointNote writes the latest checkpoint's signed note.
+func (s *Server) writeCheckpointNote(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Proofs == nil {
+		s.writeError(w, r, custody.Errorf(custody.EUNAVAILABLE, "checkpoint notes are not served by this instance"))
+		return
+	}
+	msg, err := s.cfg.Proofs.LatestNote(r.Context())
+	if err != nil {
+		s.writeError(w, r, ledgerUnavailable(err))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	w.Write(msg)
+}
+
+// prefersText reports whether the Accept header values rank text/plain
+// above application/json; a tie, or no header, is JSON's.
+func prefersText(accept []string) bool {
+	textQ, jsonQ := 0.0, 0.0
+	textSpec, jsonSpec := -1, -1
+	for _, v := range accept {
+		for _, item := range strings.Split(v, ",") {
+			mt, q := mediaRange(item)
+			if s := specificity(mt, "text/plain"); s > textSpec {
+				textQ, textSpec = q, s
+			}
+			if s := specificity(mt, "application/json"); s > jsonSpec {
+				jsonQ, jsonSpec = q, s
+			}
+		}
+	}
+	return textQ > jsonQ
+}
+
+// mediaRange parses one item of an Accept header into its lowercase
+// media range and its quality (1 unless a valid q says otherwise).
+func mediaRange(item string) (string, float64) {
+	parts := strings.Split(item, ";")
+	q := 1.0
+	for _, p := range parts[1:] {
+		k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+		if strings.EqualFold(k, "q") {
+			if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && f <= 1 {
+				q = f
+			}
+		}
+	}
+	return strings.ToLower(strings.TrimSpace(parts[0])), q
+}
+
+// specificity says how closely the media range mt matches the media type
+// want: 2 exactly, 1 by its subtype wildcard, 0 by */*, -1 not at all.
+func specificity(mt, want string) int {
+	typ, _, _ := strings.Cut(want, "/")
+	switch mt {
+	case want:
+		return 2
+	case typ + "/*":
+		return 1
+	case "*/*":
+		return 0
+	}
+	return -1
 }
 
 // verifyResponse is the body of GET /v1/ledger/verify. A chain that fails

@@ -11,7 +11,9 @@ import (
 )
 
 // Proofs serves the ledger's Merkle proofs (package tlog) against its
-// signed checkpoint notes.
+// signed checkpoint notes. Every note it returns carries every
+// cosignature the store holds for that checkpoint, so that a caller
+// checks what the witnesses saw with nothing but their keys.
 type Proofs interface {
 	// Receipt returns the proof that entry seq is in the checkpoint of
 	// size, the latest when size is 0: ENOTFOUND when no such checkpoint
@@ -21,6 +23,9 @@ type Proofs interface {
 	// a prefix of the one of size to: EINVALID when from > to, ENOTFOUND
 	// when either is no checkpoint's size.
 	Consistency(ctx context.Context, from, to uint64) (tlog.Consistency, error)
+	// LatestNote returns the latest checkpoint as a C2SP signed note:
+	// ENOTFOUND when there is none yet.
+	LatestNote(ctx context.Context) ([]byte, error)
 }
 
 // handleProof serves GET /v1/ledger/proof?seq=N[&size=S]: the inclusion

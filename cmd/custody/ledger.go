@@ -29,7 +29,7 @@ import (
 func ledgerCommands() map[string]command {
 	return map[string]command{
 		"append":        {"append an entry (for scripts) and print its receipt", (*Main).runLedgerAppend},
-		"check-receipt": {"verify a receipt's inclusion proof offline with the public key", (*Main).runLedgerCheckReceipt},
+		"check-receipt": {"verify a receipt offline: the log key, its inclusion proof and the witnesses' cosignatures", (*Main).runLedgerCheckReceipt},
 		"export":        {"write the ledger and its checkpoints as JSONL", (*Main).runLedgerExport},
 		"note-key":      {"print the origin and note verifier key witnesses follow the ledger by", (*Main).runLedgerNoteKey},
 		"prove":         {"print an entry's inclusion proof, or two checkpoints' consistency proof", (*Main).runLedgerProve},
@@ -307,7 +307,7 @@ func (c *lineCounter) Write(b []byte) (int, error) {
 // runLedgerShow prints the entries selected by the flags, one line each,
 // or as JSONL with --json.
 func (m *Main) runLedgerShow(ctx context.Context, args []string) int {
-	fs := m.flags("ledger show", "[--data DIR | --store postgres://...] [--trace ID] [--kind K] [--ref KEY=VALUE] [--after N] [--limit N] [--json]")
+	fs := m.flags("ledger show", "[--data DIR | --store postgres://...] [--trace ID] [--kind K] [--ref KEY=VALUE] [--after N] [--limit N] [--interrupted] [--json]")
 	data := m.dataFlag(fs)
 	store := m.storeFlag(fs)
 	var q custody.Query
@@ -317,10 +317,17 @@ func (m *Main) runLedgerShow(ctx context.Context, args []string) int {
 	fs.IntVar(&q.Limit, "limit", 0, "at most `N` entries (0: the store default, 1000)")
 	refs := refsFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSONL, as export does")
+	interrupted := fs.Bool("interrupted", false, "only the calls a crash interrupted: their call.interrupted entries (--kind "+custody.KindCallInterrupted+")")
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
 	q.Refs = *refs
+	if *interrupted {
+		if q.Kind != "" && q.Kind != custody.KindCallInterrupted {
+			return m.flagUsage(fs, "--interrupted shows call.interrupted entries: it goes with no other --kind")
+		}
+		q.Kind = custody.KindCallInterrupted
+	}
 	db, code := m.withStore(*store).openExisting(*data)
 	if db == nil {
 		return code

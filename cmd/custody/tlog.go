@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -124,91 +122,6 @@ func (m *Main) runLedgerProve(ctx context.Context, args []string) int {
 	b, _ := json.MarshalIndent(out, "", "  ")
 	fmt.Fprintf(m.Stdout, "%s\n", b)
 	return exitOK
-}
-
-// runLedgerCheckReceipt verifies a receipt offline: the checkpoint's
-// signature with --pubkey and the entry's inclusion proof against its
-// root. It reads what prove prints, what GET /v1/ledger/proof answers, or
-// a call's result fetched with ?proof=1.
-func (m *Main) runLedgerCheckReceipt(_ context.Context, args []string) int {
-	fs := m.flags("ledger check-receipt", "RECEIPT --pubkey FILE [--origin O]")
-	pubFile := fs.String("pubkey", "", "the ledger's PEM public key `FILE` (required)")
-	origin := fs.String("origin", "", "require the checkpoint to name origin `O`")
-	file, rest := splitFirstArg(args)
-	if ok, code := m.parse(fs, rest); !ok {
-		return code
-	}
-	if file == "" && fs.NArg() == 1 {
-		file = fs.Arg(0)
-	}
-	if file == "" || *pubFile == "" || fs.NArg() > 1 || (fs.NArg() == 1 && file != fs.Arg(0)) {
-		return m.flagError(fs, "give one RECEIPT file (- for stdin) and --pubkey")
-	}
-	keys, err := readPublicKeys(*pubFile)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "custody ledger check-receipt: %v\n", err)
-		return exitUsage
-	}
-	raw, err := m.readBody(file)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "custody ledger check-receipt: %v\n", err)
-		return exitUsage
-	}
-	r, err := parseReceipt(raw)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "custody ledger check-receipt: %s: %v\n", file, err)
-		return exitUsage
-	}
-	cp, err := verifyReceipt(r, keys, *origin)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "custody ledger check-receipt: %s: FAILED: %v\n", file, err)
-		return exitFailed
-	}
-	fmt.Fprintf(m.Stdout, "ok: entry %d (%s) is in checkpoint %d of %s, root %x\n", r.Seq, r.Hash, cp.Size, cp.Origin, cp.Root)
-	return exitOK
-}
-
-// verifyReceipt verifies r against the ledger's keys: the checkpoint it
-// cites was signed by one of them (the key in force when it was signed).
-func verifyReceipt(r tlog.Receipt, keys []ed25519.PublicKey, origin string) (tlog.Checkpoint, error) {
-	err := errors.New("no public key given")
-	for _, k := range keys {
-		var cp tlog.Checkpoint
-		if cp, err = r.Verify(k, origin); err == nil {
-			return cp, nil
-		}
-	}
-	return tlog.Checkpoint{}, err
-}
-
-// splitFirstArg takes a leading positional argument off args, so that
-// RECEIPT may come before the flags.
-func splitFirstArg(args []string) (string, []string) {
-	if len(args) > 0 && (!strings.HasPrefix(args[0], "-") || args[0] == "-") {
-		return args[0], args[1:]
-	}
-	return "", args
-}
-
-// parseReceipt reads a receipt, or a call's result carrying one as its
-// "inclusion" member.
-func parseReceipt(raw []byte) (tlog.Receipt, error) {
-	var wrapped struct {
-		Inclusion *tlog.Receipt `json:"inclusion"`
-	}
-	if err := json.Unmarshal(raw, &wrapped); err == nil && wrapped.Inclusion != nil {
-		return *wrapped.Inclusion, nil
-	}
-	var r tlog.Receipt
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return r, fmt.Errorf("not a receipt: %w", err)
-	}
-	if r.Checkpoint == "" {
-		return r, errors.New("not a receipt: no checkpoint (a call's result without ?proof=1, or not yet covered?)")
-	}
-	return r, nil
 }
 
 // runLedgerNoteKey prints the ledger's origin and the note verifier key of

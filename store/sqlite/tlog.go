@@ -342,12 +342,16 @@ func (db *DB) cosignedNote(ctx context.Context, size uint64) (Note, bool, error)
 	return ns[0], true, nil
 }
 
+// selectCosigned reads checkpoints c as their size, signed note and the
+// cosignature lines stored for them, in witness order.
+const selectCosigned = `SELECT c.size, c.note, coalesce((SELECT group_concat(line, '') FROM
+	(SELECT line FROM tlog_cosignatures s WHERE s.size = c.size ORDER BY witness)), '')
+	FROM tlog_checkpoints c `
+
 // notes returns the notes with their cosignatures where cond holds of
 // c.size, in size order.
 func (db *DB) notes(ctx context.Context, cond string, arg uint64) ([]Note, error) {
-	q := `SELECT c.size, c.note, coalesce((SELECT group_concat(line, '') FROM
-		(SELECT line FROM tlog_cosignatures s WHERE s.size = c.size ORDER BY witness)), '')
-		FROM tlog_checkpoints c WHERE ` + cond + ` ORDER BY c.size`
+	q := selectCosigned + `WHERE ` + cond + ` ORDER BY c.size`
 	rows, err := db.rdb.QueryContext(ctx, q, arg)
 	if err != nil {
 		return nil, unavailable("read checkpoint notes", err)
@@ -369,15 +373,18 @@ func (db *DB) notes(ctx context.Context, cond string, arg uint64) ([]Note, error
 	return out, nil
 }
 
-// NoteAt returns the signed note of the checkpoint of size; size 0 means
-// the latest. ENOTFOUND when there is none.
+// NoteAt returns the signed note of the checkpoint of size, with the
+// witnesses' cosignatures stored for it; size 0 means the latest.
+// ENOTFOUND when there is none.
 func (db *DB) NoteAt(ctx context.Context, size uint64) (Note, error) {
 	var n Note
-	q, args := `SELECT size, note FROM tlog_checkpoints ORDER BY size DESC LIMIT 1`, []any{}
+	var cosigs string
+	q, args := selectCosigned+`ORDER BY c.size DESC LIMIT 1`, []any{}
 	if size > 0 {
-		q, args = `SELECT size, note FROM tlog_checkpoints WHERE size = ?`, []any{size}
+		q, args = selectCosigned+`WHERE c.size = ?`, []any{size}
 	}
-	err := db.rdb.QueryRowContext(ctx, q, args...).Scan(&n.Size, &n.Signed)
+	err := db.rdb.QueryRowContext(ctx, q, args...).Scan(&n.Size, &n.Signed, &cosigs)
+	n.Cosignatures = []byte(cosigs)
 	if errors.Is(err, sql.ErrNoRows) {
 		if size == 0 {
 			return n, custody.Errorf(custody.ENOTFOUND, "no checkpoint note yet")
@@ -391,7 +398,8 @@ func (db *DB) NoteAt(ctx context.Context, size uint64) (Note, error) {
 }
 
 // Receipt returns the proof that entry seq is in the checkpoint of size
-// (the latest when size is 0). ENOTFOUND when there is no such checkpoint
+// (the latest when size is 0), the checkpoint's note carrying every
+// cosignature stored for it. ENOTFOUND when there is no such checkpoint
 // or it does not cover seq; EINVALID for a seq below 1.
 func (db *DB) Receipt(ctx context.Context, seq, size uint64) (tlog.Receipt, error) {
 	if seq < 1 {
@@ -412,7 +420,7 @@ func (db *DB) Receipt(ctx context.Context, seq, size uint64) (tlog.Receipt, erro
 	if err != nil {
 		return tlog.Receipt{}, unavailable("build inclusion proof", err)
 	}
-	return tlog.Receipt{Seq: seq, Hash: string(hash), Size: n.Size, Proof: p, Checkpoint: string(n.Signed)}, nil
+	return tlog.Receipt{Seq: seq, Hash: string(hash), Size: n.Size, Proof: p, Checkpoint: string(n.Cosigned())}, nil
 }
 
 // ConsistencyProof returns the proof that the ledger at size from is a
@@ -437,8 +445,8 @@ func (db *DB) ConsistencyProof(ctx context.Context, from, to uint64) ([][]byte, 
 }
 
 // Consistency returns the consistency proof between the checkpoints of
-// sizes from and to, with their signed notes. ENOTFOUND when either size
-// has no checkpoint.
+// sizes from and to, with their signed notes and every cosignature stored
+// for them. ENOTFOUND when either size has no checkpoint.
 func (db *DB) Consistency(ctx context.Context, from, to uint64) (tlog.Consistency, error) {
 	p, err := db.ConsistencyProof(ctx, from, to)
 	if err != nil {
@@ -455,7 +463,7 @@ func (db *DB) Consistency(ctx context.Context, from, to uint64) (tlog.Consistenc
 	if err != nil {
 		return tlog.Consistency{}, err
 	}
-	return tlog.Consistency{From: from, To: to, Proof: p, FromCheckpoint: string(a.Signed), ToCheckpoint: string(b.Signed)}, nil
+	return tlog.Consistency{From: from, To: to, Proof: p, FromCheckpoint: string(a.Cosigned()), ToCheckpoint: string(b.Cosigned())}, nil
 }
 
 // AddCosignature stores a witness's cosignature line for the checkpoint of
@@ -481,6 +489,16 @@ func (db *DB) LastCosigned(ctx context.Context, witness string) (uint64, error) 
 }
 
 var _ tlog.Log = (*DB)(nil)
+
+// LatestNote returns the latest checkpoint as a signed note with every
+// cosignature stored for it. ENOTFOUND when there is none yet.
+func (db *DB) LatestNote(ctx context.Context) ([]byte, error) {
+	n, err := db.NoteAt(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	return n.Cosigned(), nil
+}
 
 // NotesAfter returns the signed notes of the checkpoints past size after,
 // without cosignatures, for a tlog.Submitter.
