@@ -286,9 +286,16 @@ func (p *Pins) record(ctx context.Context, name string, q *quarantine) error {
 	return p.request(ctx, name, q, change)
 }
 
-// request asks the operators to approve the offered definition.
+// request asks the operators to approve the offered definition, unless
+// a request for exactly that re-pin already waits or was approved and
+// not used (decided while custody was stopped, say): that one stands, so
+// that a restart neither opens another nor loses the operator's decision.
 func (p *Pins) request(ctx context.Context, name string, q *quarantine, change string) error {
 	args, _ := json.Marshal(map[string]string{p.kind.noun: name, "upstream": q.upstream, "sha256": q.new.SHA256})
+	if id, err := p.standing(ctx, name, args); err != nil || id != "" {
+		q.approval = id
+		return err
+	}
 	detail, _ := json.Marshal(map[string]any{"change": change, "pinned_sha256": q.old.SHA256, "offered_sha256": q.new.SHA256})
 	a, err := p.approvals.Request(ctx, approval.Request{
 		Tool: RepinTool, Args: args, Trace: p.trace(name), Requester: "custody", TTL: repinTTL,
@@ -300,6 +307,27 @@ func (p *Pins) request(ctx context.Context, name string, q *quarantine, change s
 	}
 	q.approval = a.ID
 	return nil
+}
+
+// standing returns the id of a re-pin request for args that still
+// stands: pending or approved, unused and unexpired; "" when none does.
+func (p *Pins) standing(ctx context.Context, name string, args []byte) (string, error) {
+	digest, err := ledger.ActionDigest(RepinTool, args)
+	if err != nil {
+		return "", err
+	}
+	as, err := p.approvals.For(ctx, p.trace(name), digest)
+	if err != nil {
+		return "", fmt.Errorf("find the re-pin requests of %s: %w", name, err)
+	}
+	for _, a := range as {
+		live := p.now().Before(a.ExpiresAt) && a.ConsumedSeq == 0
+		if a.Tool == RepinTool && a.Digest == digest && live &&
+			(a.Status == custody.ApprovalPending || a.Status == custody.ApprovalApproved) {
+			return a.ID, nil
+		}
+	}
+	return "", nil
 }
 
 // Admit returns the check the gateway runs before each call of the tool

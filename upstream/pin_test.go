@@ -395,11 +395,41 @@ func TestPinsServerRevertsToThePin(t *testing.T) {
 	if f.pins.Quarantined(pinned) || f.admit() != nil {
 		t.Fatal("a server back on its pinned definition stays quarantined")
 	}
-	// The change offered again is quarantined again, with a request
-	// of its own.
+	// The change offered again is quarantined again, and recorded again;
+	// the request for exactly that re-pin still waits, so it stands.
 	f.check(t, rugPulled())
-	if got := quarantinedAs(t, f.admit()); got == id || len(f.entries(t, KindToolQuarantined)) != 2 {
-		t.Errorf("the change offered again: approval %s (first %s)", got, id)
+	if got := quarantinedAs(t, f.admit()); got != id || len(f.entries(t, KindToolQuarantined)) != 2 || len(f.pending(t)) != 1 {
+		t.Errorf("the change offered again: approval %s (first %s), %d pending", got, id, len(f.pending(t)))
+	}
+}
+
+// TestPinsDecidedWhileStopped: a re-pin approved while custody was not
+// running (custody approvals approve on the data directory) re-pins at
+// the next start, naming the operator, and no restart opens another
+// request for a change that is still waiting.
+func TestPinsDecidedWhileStopped(t *testing.T) {
+	f := newFixture(t)
+	f.check(t, echoDef())
+	f.check(t, rugPulled())
+	id := quarantinedAs(t, f.admit())
+	f.db.Close()
+
+	g := openFixture(t, f.dir, f.clock) // restarted, nobody decided yet
+	g.check(t, rugPulled())
+	if got := quarantinedAs(t, g.admit()); got != id || len(g.pending(t)) != 1 {
+		t.Fatalf("a restart asked again: approval %s (first %s), %d pending", got, id, len(g.pending(t)))
+	}
+	g.decide(t, id, approval.Approve)
+	g.db.Close()
+
+	h := openFixture(t, f.dir, f.clock) // the decision was taken while stopped
+	h.check(t, rugPulled())
+	if err := h.admit(); err != nil || h.pins.Quarantined(pinned) || h.pins.Pinned(pinned) != hashOf(t, rugPulled()) {
+		t.Fatalf("the approved re-pin did not take effect at the next start: %v", err)
+	}
+	es := h.entries(t, KindToolRepinned)
+	if len(es) != 1 || !strings.Contains(string(es[0].Body), id) {
+		t.Errorf("tool.repinned entries %d: %v", len(es), es)
 	}
 }
 
