@@ -16,7 +16,7 @@ import (
 // console polls.
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.ApprovalChanges == nil {
-		s.writeError(w, r, custody.Errorf(custody.ENOTFOUND, "live updates need a shared store: the console polls"))
+		s.writeError(w, r, custody.Errorf(custody.ENOTFOUND, "this server has no live updates: the console polls"))
 		return
 	}
 	ids, err := s.cfg.ApprovalChanges(r.Context())

@@ -128,6 +128,8 @@ type DB struct {
 	unvouched bool
 	rdb       *sql.DB // read pool
 	w         *writer
+	// feed tells the console's event streams of approval changes.
+	feed approvalFeed
 
 	// mu guards closed and the sends on reqs, so that Close never closes
 	// the channel under a sender.

@@ -62,6 +62,7 @@ func (db *DB) Commit(ctx context.Context, e custody.Entry, changes ...custody.Ch
 	if err != nil {
 		return custody.Entry{}, err
 	}
+	db.feed.changed(changes)
 	return resp.entry, nil
 }
 
