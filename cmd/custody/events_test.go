@@ -19,26 +19,7 @@ func TestServeLiveApprovalsOnSQLite(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	base, _, stop := startServe(t, nil, "--data", data)
 	agent, operator := readToken(t, filepath.Join(data, agentTokenFile)), readToken(t, filepath.Join(data, operatorTokenFile))
-	req, _ := http.NewRequest("GET", base+"/v1/events", nil)
-	req.Header.Set("Authorization", "Bearer "+operator)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != 200 {
-		t.Fatalf("GET /v1/events: %d", res.StatusCode)
-	}
-	events := make(chan string, 16)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(res.Body)
-		for sc.Scan() {
-			if id, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				events <- id
-			}
-		}
-	}()
+	events := approvalEvents(t, base, operator)
 	var pending struct {
 		Error custody.ErrorDetail `json:"error"`
 	}
@@ -61,4 +42,32 @@ func TestServeLiveApprovalsOnSQLite(t *testing.T) {
 	if code := stop(); code != exitOK {
 		t.Fatalf("serve with a live console exited %d", code)
 	}
+}
+
+// approvalEvents opens the console's event stream of base as token and
+// returns the approval ids it names, as they come; it closes when the
+// stream ends.
+func approvalEvents(t *testing.T, base, token string) <-chan string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	if res.StatusCode != 200 {
+		t.Fatalf("GET /v1/events: %d", res.StatusCode)
+	}
+	events := make(chan string, 16)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if id, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				events <- id
+			}
+		}
+	}()
+	return events
 }

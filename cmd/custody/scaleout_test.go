@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -337,26 +336,7 @@ func TestServeLiveApprovalsAcrossInstances(t *testing.T) {
 	a, _, stopA := startServe(t, env, "--data", filepath.Join(dir, "a"))
 	defer stopA()
 	b, _, stopB := startServe(t, env, "--data", filepath.Join(dir, "b"))
-	req, _ := http.NewRequest("GET", b+"/v1/events", nil)
-	req.Header.Set("Authorization", "Bearer "+pgOperatorToken)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != 200 {
-		t.Fatalf("GET /v1/events: %d", res.StatusCode)
-	}
-	events := make(chan string, 16)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(res.Body)
-		for sc.Scan() {
-			if id, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				events <- id
-			}
-		}
-	}()
+	events := approvalEvents(t, b, pgOperatorToken)
 	call := `{"trace_id":"live","tool":"post_announcement","arguments":{"channel":"ops","message":"LIVE"}}`
 	var pending struct {
 		Error custody.ErrorDetail `json:"error"`
