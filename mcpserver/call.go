@@ -46,19 +46,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 // relayedMeta is the part of a request's _meta that goes on to the tool:
 // all of it but the keys under MetaPrefix, custody's own. Nil when
 // nothing is left.
-func relayedMeta(meta mcp.Meta) map[string]any {
-	var out map[string]any
-	for k, v := range meta {
-		if strings.HasPrefix(k, MetaPrefix) {
-			continue
-		}
-		if out == nil {
-			out = map[string]any{}
-		}
-		out[k] = v
-	}
-	return out
-}
+func relayedMeta(meta mcp.Meta) map[string]any { return custody.ForeignMeta(meta) }
 
 // ProofMeta is the _meta flag by which a client asks for its call's
 // inclusion proof; the result carries it under InclusionMeta once a
@@ -101,13 +89,8 @@ func passThrough(res custody.Result) (*mcp.CallToolResult, error) {
 	if err := json.Unmarshal(res.Output, &out); err != nil {
 		return nil, fmt.Errorf("decode the upstream result: %w", err)
 	}
-	if out.Meta == nil {
+	if out.Meta = custody.ForeignMeta(out.Meta); out.Meta == nil {
 		out.Meta = mcp.Meta{}
-	}
-	for k := range out.Meta {
-		if strings.HasPrefix(k, MetaPrefix) {
-			delete(out.Meta, k)
-		}
 	}
 	out.Meta[TraceMeta] = res.Trace
 	out.Meta["custody/receipt"] = map[string]any{"seq": res.Receipt.Seq, "hash": res.Receipt.Hash}

@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -235,11 +234,9 @@ const MetaPrefix = custody.MetaPrefix
 // custody's facts about the tool under "custody/policy": what the
 // envelope declares of it, which is what custody enforces.
 func custodyMeta(meta mcp.Meta, spec custody.ToolSpec) mcp.Meta {
-	out := mcp.Meta{}
-	for k, v := range meta {
-		if !strings.HasPrefix(k, MetaPrefix) {
-			out[k] = v
-		}
+	out := custody.ForeignMeta(meta)
+	if out == nil {
+		out = mcp.Meta{}
 	}
 	out[MetaPrefix+"policy"] = map[string]any{
 		"access": spec.Access, "effect": spec.Effect, "approval": spec.Approval,

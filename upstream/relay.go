@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -249,21 +248,7 @@ func (r *Relay) Prompts() []*mcp.Prompt {
 
 // withoutCustodyMeta returns meta without the keys under
 // custody.MetaPrefix, which only custody speaks under.
-func withoutCustodyMeta(meta mcp.Meta) mcp.Meta {
-	if meta == nil {
-		return nil
-	}
-	out := mcp.Meta{}
-	for k, v := range meta {
-		if !strings.HasPrefix(k, custody.MetaPrefix) {
-			out[k] = v
-		}
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
+func withoutCustodyMeta(meta mcp.Meta) mcp.Meta { return custody.ForeignMeta(meta) }
 
 // digest is the hex SHA-256 of the JSON encoding of v.
 func digest(v any) (string, error) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/custody-dev/custody"
@@ -58,17 +57,14 @@ func withoutCustodyMeta(out json.RawMessage) json.RawMessage {
 	if json.Unmarshal(out, &result) != nil || json.Unmarshal(result["_meta"], &meta) != nil {
 		return out
 	}
-	found := false
-	for k := range meta {
-		if strings.HasPrefix(k, custody.MetaPrefix) {
-			delete(meta, k)
-			found = true
-		}
-	}
-	if !found {
+	foreign := custody.ForeignMeta(meta)
+	if len(foreign) == len(meta) {
 		return out
 	}
-	m, err := json.Marshal(meta)
+	if foreign == nil {
+		foreign = map[string]json.RawMessage{}
+	}
+	m, err := json.Marshal(foreign)
 	if err != nil {
 		return out
 	}
