@@ -71,16 +71,19 @@ func startLitewitness(t *testing.T, bin string) *litewitness {
 	t.Cleanup(func() { os.RemoveAll(tmp) })
 	sock := filepath.Join(tmp, "agent.sock")
 	startProcess(t, exec.Command(agentBin, "-D", "-a", sock))
-	waitFor(t, "ssh-agent", func() bool { _, err := os.Stat(sock); return err == nil })
+	// The socket file is there once bound, before the agent listens on
+	// it: wait until it takes a connection.
+	var conn net.Conn
+	waitFor(t, "ssh-agent", func() bool {
+		var err error
+		conn, err = net.Dial("unix", sock)
+		return err == nil
+	})
+	defer conn.Close()
 	pub, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	if err := agent.NewClient(conn).Add(agent.AddedKey{PrivateKey: priv}); err != nil {
 		t.Fatalf("ssh-add: %v", err)
 	}
@@ -148,7 +151,7 @@ func freeAddr(t *testing.T) string {
 
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if ok() {
 			return
 		}
