@@ -109,14 +109,7 @@ func Dial(ctx context.Context, srv Server, opts ConnOptions) (*Conn, error) {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.log = c.log.With("upstream", srv.Name)
-	c.client = mcp.NewClient(&mcp.Implementation{Name: "custody", Version: cmpOr(opts.Version, "dev")},
-		&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			go c.relist()
-		}, ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
-			go c.relistFeatures()
-		}, PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
-			go c.relistFeatures()
-		}, ResourceUpdatedHandler: c.resourceUpdated})
+	c.client = mcp.NewClient(&mcp.Implementation{Name: "custody", Version: cmpOr(opts.Version, "dev")}, c.clientOptions())
 	if err := c.connect(ctx); err != nil {
 		return nil, err
 	}
