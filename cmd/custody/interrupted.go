@@ -92,9 +92,21 @@ const interruptedPage = 1000
 // up to the ledger's head as it finds it whose call has no outcome: the
 // process that ran it stopped before recording one. It returns the
 // entries it appended. Run it where no other process runs calls on the
-// store: their calls in flight would look interrupted. A second run
-// appends none: a call.interrupted ends the intent it names.
+// store: their calls in flight would look interrupted. A store that
+// instances share closes only the calls of the instances that are gone
+// (closeOrphans). A second run appends none: a call.interrupted ends the
+// intent it names.
 func closeInterrupted(ctx context.Context, l custody.Ledger, now func() string) ([]custody.Entry, error) {
+	open, err := unfinishedIntents(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	return closeIntents(ctx, l, open, now)
+}
+
+// unfinishedIntents returns, in seq order, the call.started entries up to
+// the ledger's head as it finds it whose call has no outcome.
+func unfinishedIntents(ctx context.Context, l custody.Ledger) ([]custody.Entry, error) {
 	head, err := l.Head(ctx)
 	if err != nil {
 		return nil, err
@@ -115,13 +127,32 @@ func closeInterrupted(ctx context.Context, l custody.Ledger, now func() string) 
 		}
 		after = page[len(page)-1].Seq
 	}
+	return open.unfinished(), nil
+}
+
+// nsInterrupted counts, by the intent's seq, the call.interrupted entries
+// that closed an intent: one at most.
+const nsInterrupted = "interrupted"
+
+// closeIntents appends the call.interrupted entry of each intent and
+// returns those it appended. Each is committed on condition that it is
+// the first to close its intent (a count, under nsInterrupted, limited to
+// one), so that of two closers who found the same intent open one closes
+// it and the other adds nothing.
+func closeIntents(ctx context.Context, l custody.Ledger, intents []custody.Entry, now func() string) ([]custody.Entry, error) {
 	var out []custody.Entry
-	for _, in := range open.unfinished() {
-		e, err := l.Append(ctx, interruptedEntry(in, now()))
-		if err != nil {
+	for _, in := range intents {
+		once := custody.IncrState(nsInterrupted, strconv.FormatInt(in.Seq, 10), 1, 1).
+			Else(custody.Errorf(custody.ECONFLICT, "the intent at seq %d is closed already", in.Seq))
+		e, err := l.Commit(ctx, interruptedEntry(in, now()), once)
+		switch kind := custody.ErrorKind(err); {
+		case err == nil:
+			out = append(out, e)
+		case kind == custody.ECONFLICT || kind == custody.EDENIED:
+			// Another closer closed it first.
+		default:
 			return out, fmt.Errorf("close the interrupted call at seq %d: %w", in.Seq, err)
 		}
-		out = append(out, e)
 	}
 	return out, nil
 }

@@ -43,9 +43,16 @@ func hangingNote(release <-chan struct{}) gate.Tool {
 // It returns the seqs of the hung calls' intents.
 func crashedCalls(t *testing.T, data string, hung int) []int64 {
 	t.Helper()
+	return crashedCallsIn(t, nil, data, hung)
+}
+
+// crashedCallsIn is crashedCalls on the store env names (SQLite in data
+// when it names none).
+func crashedCallsIn(t *testing.T, env map[string]string, data string, hung int) []int64 {
+	t.Helper()
 	ctx := context.Background()
 	release := make(chan struct{})
-	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
+	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return env[k] }}
 	st, err := m.openStack(ctx, data, "", hangingNote(release))
 	if err != nil {
 		t.Fatal(err)
@@ -106,10 +113,12 @@ func waitLog(t *testing.T, log *lockedbuf.Buffer, want string) {
 	}
 }
 
-// showInterrupted runs `custody ledger show --interrupted --json`.
-func showInterrupted(t *testing.T, data string) []custody.Entry {
+// showInterrupted runs `custody ledger show --interrupted --json` on the
+// store where names (--data DIR or --store URL).
+func showInterrupted(t *testing.T, where ...string) []custody.Entry {
 	t.Helper()
-	code, out, errOut := runMain(t, nil, "", "ledger", "show", "--data", data, "--interrupted", "--json")
+	args := append(append([]string{"ledger", "show"}, where...), "--interrupted", "--json")
+	code, out, errOut := runMain(t, nil, "", args...)
 	if code != exitOK {
 		t.Fatalf("ledger show --interrupted: exit %d: %s", code, errOut)
 	}
@@ -143,7 +152,21 @@ func TestServeClosesInterruptedCalls(t *testing.T) {
 		}
 	}
 
-	es := showInterrupted(t, data)
+	wantInterrupted(t, showInterrupted(t, "--data", data), seqs)
+	code, out, _ := runMain(t, nil, "", "ledger", "show", "--data", data, "--interrupted")
+	if code != exitOK || strings.Count(out, custody.KindCallInterrupted) != hung {
+		t.Fatalf("ledger show --interrupted: exit %d:\n%s", code, out)
+	}
+	if code, out, errOut := runMain(t, nil, "", "ledger", "verify", "--data", data); code != exitOK {
+		t.Fatalf("ledger verify: exit %d: %s %s", code, out, errOut)
+	}
+}
+
+// wantInterrupted fails t unless es are call.interrupted entries of
+// hang_note calls by "agent", each naming its intent and an unknown
+// outcome, that close the intents at seqs, each once.
+func wantInterrupted(t *testing.T, es []custody.Entry, seqs []int64) {
+	t.Helper()
 	var closed []int64
 	for _, e := range es {
 		seq, _ := strconv.ParseInt(e.Refs[refIntentSeq], 10, 64)
@@ -167,13 +190,6 @@ func TestServeClosesInterruptedCalls(t *testing.T) {
 	slices.Sort(closed)
 	if !slices.Equal(closed, seqs) {
 		t.Fatalf("call.interrupted closes intents %v, want the hung calls' %v", closed, seqs)
-	}
-	code, out, _ := runMain(t, nil, "", "ledger", "show", "--data", data, "--interrupted")
-	if code != exitOK || strings.Count(out, custody.KindCallInterrupted) != hung {
-		t.Fatalf("ledger show --interrupted: exit %d:\n%s", code, out)
-	}
-	if code, out, errOut := runMain(t, nil, "", "ledger", "verify", "--data", data); code != exitOK {
-		t.Fatalf("ledger verify: exit %d: %s %s", code, out, errOut)
 	}
 }
 

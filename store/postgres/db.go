@@ -26,6 +26,12 @@
 // would let them sign the rewrite. The database keeps the public half
 // only, so that an instance started with another key refuses to start.
 //
+// Each instance that writes holds a lease, a row it renews while it runs
+// and deletes when it closes, and names itself in every call.started it
+// commits, so that the gateway can tell the intents of a dead instance,
+// which will never see their outcome, from the calls running on a live
+// one (see lease.go).
+//
 // The schema is created and migrated by Open (schema_migrations holds the
 // version); a database with a schema newer than this custody knows is
 // refused. The tables live in the connection's search_path, so that one
@@ -79,9 +85,12 @@ type Options struct {
 	// Logger receives what the store does on its own; nil discards it.
 	Logger *slog.Logger
 	// ReadOnly opens an existing ledger to read and verify it: no key
-	// file, no migration, every write refused. ENOTFOUND when the
-	// database holds no ledger.
+	// file, no migration, no lease, every write refused. ENOTFOUND when
+	// the database holds no ledger.
 	ReadOnly bool
+	// Heartbeat is how often the instance renews its lease (lease.go),
+	// which lasts LeaseBeats heartbeats; 0 means DefaultHeartbeat.
+	Heartbeat time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -93,6 +102,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -124,6 +136,12 @@ type DB struct {
 	head atomic.Pointer[custody.Receipt]
 	// channel is where changes of approvals are notified (notify.go).
 	channel string
+
+	// instance names this instance's lease and its intents (lease.go);
+	// beatStop stops the heartbeat that renews the lease, which closes
+	// beatDone as it exits. Both are nil without a lease (ReadOnly).
+	instance           string
+	beatStop, beatDone chan struct{}
 }
 
 var _ custody.Store = (*DB)(nil)
@@ -145,7 +163,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{opts: opts, priv: priv, pool: pool, reqs: make(chan *request, queueSize), stopped: make(chan struct{})}
+	db := &DB{opts: opts, priv: priv, pool: pool, reqs: make(chan *request, queueSize), stopped: make(chan struct{}), instance: newInstanceID()}
 	db.w = &writer{db: db}
 	db.head.Store(&custody.Receipt{})
 	if opts.ReadOnly {
@@ -203,8 +221,10 @@ func (db *DB) open(ctx context.Context) error {
 		return err
 	}
 	db.channel = approvalChannel(db.schema(ctx))
-	_, err = db.Head(ctx)
-	return err
+	if _, err = db.Head(ctx); err != nil {
+		return err
+	}
+	return db.takeLease(ctx)
 }
 
 // openReadOnly checks that the database holds a ledger of the schema this
@@ -245,8 +265,9 @@ func (db *DB) schema(ctx context.Context) string {
 
 // Close drains the appends already submitted, writes a final checkpoint
 // when this instance appended entries the last checkpoint does not cover,
-// stops the writer and closes the connections. Appends after Close fail
-// with EUNAVAILABLE.
+// stops the writer, deletes the instance's lease (its intents still open
+// are orphans from then on: see lease.go) and closes the connections.
+// Appends after Close fail with EUNAVAILABLE.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	already := db.closed
@@ -256,6 +277,9 @@ func (db *DB) Close() error {
 	}
 	db.mu.Unlock()
 	<-db.stopped
+	if !already {
+		db.endLease()
+	}
 	db.poolOnce.Do(db.pool.Close)
 	return nil
 }

@@ -28,6 +28,9 @@ func (db *DB) Append(ctx context.Context, e custody.Entry) (custody.Entry, error
 // without it; a malformed change or entry is EINVALID; a storage failure
 // EUNAVAILABLE, and nothing of the group is written.
 //
+// A call.started entry is committed naming this instance in the ref
+// RefInstance (see lease.go), in place of any it had.
+//
 // Once e is queued Commit waits for the outcome even if ctx ends, so that
 // an error means the entry is not on the ledger.
 func (db *DB) Commit(ctx context.Context, e custody.Entry, changes ...custody.Change) (custody.Entry, error) {
@@ -41,6 +44,7 @@ func (db *DB) Commit(ctx context.Context, e custody.Entry, changes ...custody.Ch
 	if e.At == "" {
 		e.At = custody.FormatTime(db.opts.Now())
 	}
+	e = db.stamp(e)
 	r := &request{what: "append evidence", entry: e, changes: changes, done: make(chan struct{}, 1)}
 	if err := r.z.Prepare(&r.prep, &r.entry); err != nil {
 		return custody.Entry{}, &custody.Error{Kind: custody.EINVALID, Message: "entry: " + err.Error(), Err: err}
