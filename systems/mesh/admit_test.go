@@ -374,8 +374,9 @@ func TestLoopbackSubscriptions(t *testing.T) {
 }
 
 // TestReceivedEntryRefs checks the refs of an advisory recorded as
-// received: its node, its kind and its signer (the signature is checked
-// by TestLedgerSignatureCoversRecordedBody).
+// received: its node, its kind, its signer and the digest of its bytes,
+// which is the entry's body_sha256 (the signature is checked by
+// TestLedgerSignatureCoversRecordedBody).
 func TestReceivedEntryRefs(t *testing.T) {
 	env := newEnv(t)
 	a, _ := newTestAggregator(env)
@@ -384,6 +385,7 @@ func TestReceivedEntryRefs(t *testing.T) {
 	want := map[string]string{"node_id": "forward-ridge-1", "mesh_kind": "advisory", RefSigner: env.identity("forward-ridge-1").PublicKey}
 	if len(es) == 1 && es[0].Refs[RefSignature] != "" {
 		want[RefSignature] = es[0].Refs[RefSignature]
+		want[RefMessageSHA256] = es[0].BodySHA256
 	}
 	if len(es) != 1 || !reflect.DeepEqual(es[0].Refs, want) || es[0].Trace != "mesh-forward-ridge-1" {
 		t.Fatalf("entries %+v, want one with refs %v", es, want)

@@ -34,13 +34,9 @@ type AggregatorConfig struct {
 	ForgetAfter time.Duration
 	// NewID mints approval request ids (uuid v4); crypto/rand when nil.
 	NewID func() string
-	// Passive keeps the latest advisories for a view (the live map) and
-	// never emits an aggregation.
+	// Passive keeps the latest advisories for a view (the live map, a
+	// desk's book) and never emits an aggregation.
 	Passive bool
-	// NoReceipts records the advisories refused but not those admitted:
-	// a desk's book of what the nodes said, beside an aggregator that
-	// records them.
-	NoReceipts bool
 	// OnAggregation observes every aggregation sent, with its trigger
 	// ("timer" or the node that triggered it).
 	OnAggregation func(agg Aggregation, raw []byte, trigger string)
@@ -71,13 +67,34 @@ type nodeState struct {
 	adv    Advisory
 	seen   time.Time
 	sector string
-	// recent holds the tiers of the node's last recentDepth advisories
-	// stored, newest last: the tiers an aggregation may cite it with.
-	recent []Tier
+	// recent holds the node's last recentDepth advisories stored, newest
+	// last: the tiers an aggregation may cite it with.
+	recent []heard
 }
 
-// recentDepth is how many of a node's latest tiers an aggregator keeps.
+// heard is one advisory an aggregator stored: its tier, when it was
+// observed, and its receipt on the ledger.
+type heard struct {
+	Tier Tier
+	At   time.Time
+	// Seq is the seq of its mesh.message.received entry; 0 when the wire
+	// records nothing.
+	Seq int64
+	// SHA256 is the hex SHA-256 of the message bytes: its signature
+	// covers them, and its entry's body_sha256 is this digest.
+	SHA256 string
+}
+
+// recentDepth is how many of a node's latest advisories an aggregator
+// keeps.
 const recentDepth = 4
+
+// stale reports whether a node whose latest advisory was observed at seen
+// is stale at now: silent for more than three polling periods
+// (FR-T5.A.5). Exactly three periods is not stale.
+func stale(seen, now time.Time, period time.Duration) bool {
+	return now.Sub(seen) > 3*period
+}
 
 // NodeStatus is the aggregator's view of one node.
 type NodeStatus struct {
@@ -131,26 +148,28 @@ func (a *Aggregator) Listen(ctx context.Context) (Subscription, error) {
 	})
 }
 
-// Receive admits one advisory off the wire, records it, and ingests it.
-// A message that fails admission is recorded as refused and dropped.
-// Admission runs outside the aggregator's lock, so advisories delivered
-// on several goroutines are checked in parallel.
+// Receive admits one advisory off the wire, records it as received
+// (node, signer, signature and message digest in its refs), and ingests
+// it with its receipt. A message that fails admission is recorded as
+// refused and dropped. Admission runs outside the aggregator's lock, so
+// advisories delivered on several goroutines are checked in parallel.
 func (a *Aggregator) Receive(ctx context.Context, m Msg) ([]Aggregation, error) {
 	adv, at, err := a.admitSigned(m)
 	if err != nil {
 		a.count(func(s *AggregatorStats) { s.Refused++ })
 		return nil, a.cfg.Wire.Refuse(ctx, kindAdvisory, "receive", m.Subject, m.Data, signedRefs(nil, m), err)
 	}
-	if !a.cfg.NoReceipts {
-		refs := signedRefs(map[string]string{"node_id": adv.NodeID, refMeshKind: string(kindAdvisory)}, m)
-		if err := a.cfg.Wire.receivedRefs(ctx, kindAdvisory, m.Subject, m.Data, refs); err != nil {
-			if custody.ErrorKind(err) == custody.EINVALID {
-				a.count(func(s *AggregatorStats) { s.Refused++ })
-			}
-			return nil, err
+	h := heard{Tier: adv.DetectorState.Tier, At: at, SHA256: sha(m.Data)}
+	refs := signedRefs(map[string]string{"node_id": adv.NodeID, refMeshKind: string(kindAdvisory), RefMessageSHA256: h.SHA256}, m)
+	entry, err := a.cfg.Wire.receivedRefs(ctx, kindAdvisory, m.Subject, m.Data, refs)
+	if err != nil {
+		if custody.ErrorKind(err) == custody.EINVALID {
+			a.count(func(s *AggregatorStats) { s.Refused++ })
 		}
+		return nil, err
 	}
-	return a.ingest(ctx, adv, at)
+	h.Seq = entry.Seq
+	return a.ingest(ctx, adv, h)
 }
 
 // admitSigned is admit of a message whose signature is checked first: it
@@ -227,13 +246,13 @@ func (a *Aggregator) count(f func(*AggregatorStats)) {
 	a.mu.Unlock()
 }
 
-// ingest keeps adv, observed at at, as its node's latest advisory (an
-// older one than the latest is ignored) and, when the node newly reports
+// ingest keeps adv, heard as h, as its node's latest advisory (an older
+// one than the latest is ignored) and, when the node newly reports
 // critical or emergency, emits the aggregation of its group at once.
-func (a *Aggregator) ingest(ctx context.Context, adv Advisory, at time.Time) ([]Aggregation, error) {
+func (a *Aggregator) ingest(ctx context.Context, adv Advisory, h heard) ([]Aggregation, error) {
 	a.mu.Lock()
 	a.stats.Ingested++
-	_, trigger := a.store(adv, at)
+	_, trigger := a.store(adv, h)
 	var group []NodeStatus
 	if trigger {
 		a.stats.Events++
@@ -246,9 +265,10 @@ func (a *Aggregator) ingest(ctx context.Context, adv Advisory, at time.Time) ([]
 	return a.emit(ctx, group, adv.NodeID)
 }
 
-// store saves adv and reports whether it newly raises the node to
-// critical or above. Called with a.mu held.
-func (a *Aggregator) store(adv Advisory, at time.Time) (Tier, bool) {
+// store saves adv, heard as h, and reports whether it newly raises the
+// node to critical or above. Called with a.mu held.
+func (a *Aggregator) store(adv Advisory, h heard) (Tier, bool) {
+	at := h.At
 	st, ok := a.nodes[adv.NodeID]
 	if ok && at.Before(st.seen) {
 		return st.adv.DetectorState.Tier, false
@@ -256,7 +276,7 @@ func (a *Aggregator) store(adv Advisory, at time.Time) (Tier, bool) {
 	prev := Info
 	if ok {
 		prev = st.adv.DetectorState.Tier
-		if st.seen.Before(a.cfg.Now().Add(-3 * a.cfg.NodePeriod)) {
+		if stale(st.seen, a.cfg.Now(), a.cfg.NodePeriod) {
 			prev = prev.Cap(Warning)
 		}
 	} else {
@@ -273,7 +293,7 @@ func (a *Aggregator) store(adv Advisory, at time.Time) (Tier, bool) {
 	if len(st.recent) == recentDepth {
 		st.recent = append(st.recent[:0], st.recent[1:]...)
 	}
-	st.recent = append(st.recent, now)
+	st.recent = append(st.recent, h)
 	return prev, now.Rank() >= Critical.Rank() && now.Rank() > prev.Rank()
 }
 
@@ -374,12 +394,12 @@ func cmpString(a, b string) int {
 // status is the view of one node at now, with stale capping. Called with
 // a.mu held.
 func (a *Aggregator) status(st *nodeState, now time.Time) NodeStatus {
-	stale := now.Sub(st.seen) > 3*a.cfg.NodePeriod
+	silent := stale(st.seen, now, a.cfg.NodePeriod)
 	tier := st.adv.DetectorState.Tier
-	if stale {
+	if silent {
 		tier = tier.Cap(Warning)
 	}
-	return NodeStatus{Advisory: st.adv, Seen: st.seen, Sector: st.sector, Stale: stale, Tier: tier}
+	return NodeStatus{Advisory: st.adv, Seen: st.seen, Sector: st.sector, Stale: silent, Tier: tier}
 }
 
 // groupOf returns the group (sector chunk of at most MaxNodes) holding
@@ -443,9 +463,9 @@ func (a *Aggregator) emit(ctx context.Context, group []NodeStatus, trigger strin
 	return out, nil
 }
 
-// recentTiers returns the tiers of node id's latest advisories, newest
-// last, and whether the aggregator holds any of the node.
-func (a *Aggregator) recentTiers(id string) ([]Tier, bool) {
+// recentHeard returns node id's latest advisories, newest last, and
+// whether the aggregator holds any of the node.
+func (a *Aggregator) recentHeard(id string) ([]heard, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st, ok := a.nodes[id]
@@ -454,6 +474,10 @@ func (a *Aggregator) recentTiers(id string) ([]Tier, bool) {
 	}
 	return slices.Clone(st.recent), true
 }
+
+// period returns the nodes' polling period the aggregator judges
+// staleness by.
+func (a *Aggregator) period() time.Duration { return a.cfg.NodePeriod }
 
 // changed returns a count that moves each time an advisory is ingested.
 func (a *Aggregator) changed() int64 {

@@ -183,7 +183,7 @@ func TestForgedAdvisoryRefused(t *testing.T) {
 				t.Fatalf("the forged advisory triggered %d aggregations", len(*f.aggs)-before)
 			}
 			for _, a := range []*Aggregator{f.agg, f.desk.Book()} {
-				if _, ok := a.recentTiers("forward-ghost-1"); ok {
+				if _, ok := a.recentHeard("forward-ghost-1"); ok {
 					t.Fatal("the forged advisory was ingested")
 				}
 			}

@@ -216,10 +216,10 @@ func (a *Aggregator) receivePlain(ctx context.Context, m Msg) error {
 		return err
 	}
 	refs := map[string]string{"node_id": adv.NodeID, refMeshKind: string(kindAdvisory)}
-	if err := a.cfg.Wire.receivedRefs(ctx, kindAdvisory, m.Subject, m.Data, refs); err != nil {
+	if _, err := a.cfg.Wire.receivedRefs(ctx, kindAdvisory, m.Subject, m.Data, refs); err != nil {
 		return err
 	}
-	_, err = a.ingest(ctx, adv, at)
+	_, err = a.ingest(ctx, adv, heard{Tier: adv.DetectorState.Tier, At: at})
 	return err
 }
 

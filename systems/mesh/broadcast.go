@@ -32,10 +32,14 @@ type Form struct {
 
 // Approve checks the operator's order against the aggregation, records
 // the decision through the approval service and publishes the broadcast.
+// The form's text is the operator's: the order records what they changed
+// in the proposed text as their edit (order.OperatorEdit), so a claim
+// they wrote is theirs to broadcast and the decision entry carries it.
 // Errors: ENOTFOUND for an aggregation the desk does not hold, EDENIED for
 // an info aggregation or a raised tier, EINVALID for an order that fails
-// its checks (unknown audience, text introducing what the aggregation did
-// not say), and the approval service's errors. Every refusal is recorded.
+// its checks (unknown audience, text introducing a node, number or tier
+// the aggregation did not say), and the approval service's errors. Every
+// refusal is recorded.
 func (d *Desk) Approve(ctx context.Context, f Form) (Broadcast, error) {
 	c, err := d.Case(f.ApprovalRequestID)
 	if err != nil {
@@ -51,6 +55,8 @@ func (d *Desk) Approve(ctx context.Context, f Form) (Broadcast, error) {
 			o.BroadcastText = Citations(o.BroadcastText)
 		}
 	}
+	// What the operator typed is theirs: the order records it so.
+	o.OperatorEdit = diffText(c.Aggregation.AggregationText, o.BroadcastText).String()
 	if f.OperatorID == "" {
 		return Broadcast{}, d.refuse(ctx, f.ApprovalRequestID, f, custody.Errorf(custody.EINVALID, "a broadcast needs the operator's id"))
 	}

@@ -36,10 +36,17 @@ type order struct {
 	BroadcastText  string `json:"broadcast_text"`
 	SeverityTier   Tier   `json:"severity_tier"`
 	TargetAudience string `json:"target_audience"`
+	// OperatorEdit records, as the operator's, what they changed in the
+	// proposed text (the aggregation's): the edit from it to
+	// BroadcastText in wdiff form (textEdit.String), "" when none is
+	// recorded. The decision entry carries it among the approved
+	// arguments; a claim the aggregation does not hold may be broadcast
+	// only when it records that the operator wrote it.
+	OperatorEdit string `json:"operator_edit"`
 }
 
 // orderEditable names the order members an operator may edit.
-var orderEditable = []string{"broadcast_text", "severity_tier", "target_audience"}
+var orderEditable = []string{"broadcast_text", "severity_tier", "target_audience", "operator_edit"}
 
 // Audiences returns the order's audiences.
 func (o order) Audiences() []string {
@@ -87,15 +94,24 @@ type DeskConfig struct {
 	// OnBroadcast observes every broadcast published.
 	OnBroadcast func(Broadcast)
 	// Book holds the advisories the desk has seen itself, each admitted
-	// as the aggregator admits it (signature, roster, rule, guard); every
-	// aggregation is checked against it. A passive aggregator on Wire
-	// that records only refusals when nil.
+	// as the aggregator admits it (signature, roster, rule, guard) and
+	// recorded on the desk's ledger; every aggregation is checked against
+	// it. A passive aggregator on Wire when nil.
 	Book *Aggregator
+	// NodePeriod is the nodes' polling period: the desk judges a node
+	// stale, whatever the aggregation says, when by Now its latest
+	// advisory was observed more than three periods ago. The Book's when
+	// zero and a Book is given, else 30 s (custody mesh node --period).
+	NodePeriod time.Duration
 	// AdvisoryWait is how long an aggregation citing an advisory the
 	// desk has not seen yet waits for it (advisories and aggregations
 	// arrive on different streams); default 2 s.
 	AdvisoryWait time.Duration
 }
+
+// defaultNodePeriod is the nodes' polling period a desk assumes when told
+// none: the default of custody mesh node --period.
+const defaultNodePeriod = 30 * time.Second
 
 // deskOperator is the operator id under which the desk itself declines
 // the approval request of an aggregation it never puts to an operator.
@@ -125,8 +141,14 @@ func NewDesk(cfg DeskConfig) *Desk {
 	if cfg.AdvisoryWait <= 0 {
 		cfg.AdvisoryWait = 2 * time.Second
 	}
+	if cfg.NodePeriod <= 0 {
+		cfg.NodePeriod = defaultNodePeriod
+		if cfg.Book != nil {
+			cfg.NodePeriod = cfg.Book.period()
+		}
+	}
 	if cfg.Book == nil {
-		cfg.Book = NewAggregator(AggregatorConfig{Wire: cfg.Wire, Subjects: cfg.Subjects, Now: cfg.Now, Passive: true, NoReceipts: true})
+		cfg.Book = NewAggregator(AggregatorConfig{Wire: cfg.Wire, Subjects: cfg.Subjects, Now: cfg.Now, NodePeriod: cfg.NodePeriod, Passive: true})
 	}
 	return &Desk{cfg: cfg, cases: make(map[string]*Case)}
 }
@@ -162,19 +184,18 @@ func (b bothSubs) Unsubscribe() error {
 	return err
 }
 
-// Receive admits one aggregation off the wire, records it, and opens its
+// Receive admits one aggregation off the wire, records it with the
+// advisory entries it was checked against (see basis.refs), and opens its
 // approval when it is at warning or above. A message that fails is
 // recorded as refused.
 func (d *Desk) Receive(ctx context.Context, m Msg) error {
-	agg, err := d.admitSigned(ctx, m)
+	agg, b, err := d.admitSigned(ctx, m)
 	refs := signedRefs(nil, m)
-	if agg.ApprovalRequestID != "" && err == nil {
-		refs[RefApproval] = agg.ApprovalRequestID
-	}
 	if err != nil {
 		return d.cfg.Wire.Refuse(ctx, kindAggregation, "receive", m.Subject, m.Data, refs, err)
 	}
-	if err := d.cfg.Wire.Received(ctx, kindAggregation, m.Subject, m.Data, refs); err != nil {
+	refs[RefApproval] = agg.ApprovalRequestID
+	if err := d.cfg.Wire.Received(ctx, kindAggregation, m.Subject, m.Data, b.refs(refs)); err != nil {
 		return err
 	}
 	return d.open(ctx, agg, m.Data)
@@ -201,90 +222,23 @@ func (d *Desk) admit(raw []byte) (Aggregation, error) {
 }
 
 // admitSigned admits an aggregation signed by the roster's aggregator
-// whose inputs the desk's own book bears out (see checkInputs).
-func (d *Desk) admitSigned(ctx context.Context, m Msg) (Aggregation, error) {
+// whose inputs the desk's own book bears out (see checkInputs), and
+// returns what it was checked against.
+func (d *Desk) admitSigned(ctx context.Context, m Msg) (Aggregation, basis, error) {
 	if _, err := d.cfg.Wire.verify(kindAggregation, m); err != nil {
-		return Aggregation{}, err
+		return Aggregation{}, basis{}, err
 	}
 	agg, err := d.admit(m.Data)
 	if err != nil {
-		return agg, err
+		return agg, basis{}, err
 	}
 	// A desk that restarted holds no cases, but the approvals remain: a
 	// replayed or redelivered aggregation is refused, not filed twice.
 	if _, err := d.cfg.Approvals.Get(ctx, agg.ApprovalRequestID); err == nil {
-		return agg, custody.Errorf(custody.ECONFLICT, "aggregation %s was already filed", agg.ApprovalRequestID)
+		return agg, basis{}, custody.Errorf(custody.ECONFLICT, "aggregation %s was already filed", agg.ApprovalRequestID)
 	}
-	return agg, d.awaitInputs(agg)
-}
-
-// awaitInputs runs checkInputs until it passes, fails for good, or
-// AdvisoryWait has passed: an advisory may arrive after the aggregation
-// that cites it, on its own stream. It checks again each time the book
-// admits an advisory.
-func (d *Desk) awaitInputs(agg Aggregation) error {
-	deadline := time.Now().Add(d.cfg.AdvisoryWait)
-	for {
-		seen := d.cfg.Book.changed()
-		retry, err := d.checkInputs(agg)
-		if !retry || !time.Now().Before(deadline) {
-			return err
-		}
-		for d.cfg.Book.changed() == seen && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-}
-
-// checkInputs re-checks an aggregation as the aggregator checked it, but
-// against the advisories the desk has seen itself: every input is a node
-// on the roster whose advisory the desk admitted, each node cited with
-// the tier of one of its latest advisories, the severity no higher than
-// the inputs (stale ones capped at warning), and the text passing the
-// aggregation guard (at least one node cited, no hazard at all when
-// every input is info, OQ-T5.3). retry says an input the desk has not
-// seen may yet arrive.
-func (d *Desk) checkInputs(agg Aggregation) (retry bool, err error) {
-	reported := make(map[string]string, len(agg.InputNodeIDs))
-	top := -1
-	for _, id := range agg.InputNodeIDs {
-		if !d.cfg.Wire.Roster.Node(id) {
-			return false, custody.Errorf(custody.EUNAUTHORIZED, "aggregation cites node %s, which is not on the roster", id)
-		}
-		tiers, ok := d.cfg.Book.recentTiers(id)
-		if !ok {
-			return true, custody.Errorf(custody.EINVALID, "aggregation cites node %s, whose advisory the desk has not seen", id)
-		}
-		t := tiers[len(tiers)-1]
-		if cited := citedTier(agg.AggregationText, id); cited != "" {
-			if !slices.Contains(tiers, cited) {
-				return true, custody.Errorf(custody.EINVALID, "aggregation cites node %s as %s, but its latest advisories say %v", id, cited, tiers)
-			}
-			t = cited
-		}
-		reported[id] = string(t)
-		if slices.Contains(agg.StaleNodeIDs, id) {
-			t = t.Cap(Warning)
-		}
-		top = max(top, t.Rank())
-	}
-	if agg.SeverityTier.Rank() > top {
-		return false, custody.Errorf(custody.EINVALID, "aggregation severity %s is above every input as the desk saw them", agg.SeverityTier)
-	}
-	return false, aggregationGuard(reported, string(agg.SeverityTier))(agg.AggregationText)
-}
-
-// citedTier returns the tier the text cites node id with, "" when it
-// cites none.
-func citedTier(text, id string) Tier {
-	for _, c := range meshCitationRE.FindAllStringSubmatch(text, -1) {
-		if c[1] == id {
-			if t := meshFirstTier(c[2]); t != "" {
-				return Tier(t)
-			}
-		}
-	}
-	return ""
+	b, err := d.awaitInputs(agg)
+	return agg, b, err
 }
 
 // checkAggregation checks what the desk can check without the advisories:
@@ -495,5 +449,28 @@ func checkOrder(agg Aggregation, o order) error {
 	if err := fitText(o.BroadcastText, 20, 1200, maxMessageBytes); err != nil {
 		return custody.Errorf(custody.EINVALID, "broadcast text: %v", err)
 	}
-	return broadcastGuard(agg.AggregationText, string(o.SeverityTier))(o.BroadcastText)
+	return checkOrderText(agg, o)
+}
+
+// checkOrderText checks an order's text against the aggregation's and
+// the operator's own words, which its recorded edit must tell truly: the
+// edit from the aggregation text to the order's, or none.
+func checkOrderText(agg Aggregation, o order) error {
+	edit := diffText(agg.AggregationText, o.BroadcastText)
+	if o.OperatorEdit != "" && o.OperatorEdit != edit.String() {
+		return custody.Errorf(custody.EINVALID, "the order's operator_edit is not the edit from the proposed text to its broadcast_text, which is %q", edit)
+	}
+	tier := string(o.SeverityTier)
+	if o.OperatorEdit != "" {
+		return broadcastGuard(agg.AggregationText, edit.inserted(), tier)(o.BroadcastText)
+	}
+	err := broadcastGuard(agg.AggregationText, "", tier)(o.BroadcastText)
+	if err == nil || broadcastGuard(agg.AggregationText, edit.inserted(), tier)(o.BroadcastText) != nil {
+		return err
+	}
+	// Only the claims the edit would record as the operator's are amiss
+	// (an order edited outside the desk's form): say how to record them.
+	e := *custody.AsError(err)
+	e.Message += fmt.Sprintf("; to broadcast a claim of the operator's own, approve the order with operator_edit set to %q", edit)
+	return &e
 }

@@ -124,9 +124,9 @@ func TestBroadcastRefused(t *testing.T) {
 			return Form{ApprovalRequestID: f.critical.ApprovalRequestID, OperatorID: "op-7", Audiences: []string{"ops_center"},
 				Text: "forward-ridge-1 and forward-ridge-5 report emergency."}
 		}, custody.EINVALID},
-		{"IntroducesClaim", func(f *deskFixture) Form {
+		{"OperatorIntroducesNumber", func(f *deskFixture) Form {
 			return Form{ApprovalRequestID: f.critical.ApprovalRequestID, OperatorID: "op-7", Audiences: []string{"ops_center"},
-				Text: "forward-ridge-1 (emergency). Evacuate the valley now."}
+				Text: "forward-ridge-1 (emergency). Evacuate by Route 74 now."}
 		}, custody.EINVALID},
 	}
 	for _, tt := range tests {

@@ -121,13 +121,16 @@ func meshAggregation(text string, reported map[string]string, severity string) e
 // the aggregation it came from: it may shorten and soften, but it may not
 // introduce a node, a number, a tier word or a claim (a hazard, an order,
 // a condition) that the aggregation text does not hold, and it names a
-// tier above the broadcast tier only when citing what a node reported. It returns
-// nil or an EINVALID *custody.Error.
-func broadcastGuard(aggregationText, tier string) guard.Check {
-	return func(text string) error { return meshBroadcast(text, aggregationText, tier) }
+// tier above the broadcast tier only when citing what a node reported.
+// operatorText holds the words the operator wrote themselves (see
+// textEdit): a claim among them is the operator's and may be introduced,
+// but a node, a number or a tier word may not, since those restate what
+// the nodes measured. It returns nil or an EINVALID *custody.Error.
+func broadcastGuard(aggregationText, operatorText, tier string) guard.Check {
+	return func(text string) error { return meshBroadcast(text, aggregationText, operatorText, tier) }
 }
 
-func meshBroadcast(text, aggregationText, tier string) error {
+func meshBroadcast(text, aggregationText, operatorText, tier string) error {
 	if meshTierRank(tier) < 1 {
 		return meshBreach("broadcast", "tier %q cannot be broadcast", tier)
 	}
@@ -148,9 +151,22 @@ func meshBroadcast(text, aggregationText, tier string) error {
 	if w := meshHigherTier(uncited, meshTierRank(tier)); w != "" {
 		return meshBreach("broadcast", "text states tier %q above the broadcast tier %q outside a node citation", w, tier)
 	}
+	return meshCheckClaims(words, aggWords, meshWords(meshNodeRE.ReplaceAllString(operatorText, " ")))
+}
+
+// meshCheckClaims refuses a claim word of a broadcast's words whose stem
+// the aggregation's words do not hold, unless the operator wrote that
+// word themselves. Words are checked in sorted order, so the refusal
+// names the same word every time.
+func meshCheckClaims(words, aggWords, operatorWords map[string]bool) error {
+	sorted := make([]string, 0, len(words))
 	for w := range words {
-		if s := meshStem(w, meshClaimStems[:]); s != "" && !meshHasStem(aggWords, s) {
-			return meshBreach("broadcast", "text introduces the claim %q", w)
+		sorted = append(sorted, w)
+	}
+	sort.Strings(sorted)
+	for _, w := range sorted {
+		if s := meshStem(w, meshClaimStems[:]); s != "" && !meshHasStem(aggWords, s) && !operatorWords[w] {
+			return meshBreach("broadcast", "text introduces the claim %q, which neither the aggregation holds nor the operator wrote", w)
 		}
 	}
 	return nil

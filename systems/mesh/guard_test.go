@@ -73,22 +73,29 @@ func TestBroadcastGuard(t *testing.T) {
 	agg := "Sector 11SKU, 12 nodes, severity emergency. Reported: forward-r-1 (emergency), forward-r-2 (critical); 10 more nodes report info."
 	tests := []struct {
 		name, tier, text string
-		ok               bool
+		// operator holds the words the operator wrote themselves.
+		operator string
+		ok       bool
 	}{
-		{"Repeats", "emergency", agg, true},
-		{"Shortens", "critical", "forward-r-1 (emergency), forward-r-2 (critical).", true},
-		{"SoftensTierWord", "warning", "Sector 11SKU: 12 nodes reported.", true},
-		{"NewNode", "critical", "forward-r-1 (emergency), forward-r-7 (critical).", false},
-		{"NewNumber", "critical", "forward-r-1 (emergency), 40 acres.", false},
-		{"NewClaim", "critical", "forward-r-1 (emergency). Evacuate now.", false},
-		{"NewHazard", "critical", "Smoke reported by forward-r-1 (emergency).", false},
-		{"NewTierWord", "warning", "Sector 11SKU, warning issued.", false},
-		{"InfoTier", "info", "Sector 11SKU, 12 nodes.", false},
-		{"LoweredButStatesHigher", "critical", "Sector 11SKU, severity emergency.", false},
+		{"Repeats", "emergency", agg, "", true},
+		{"Shortens", "critical", "forward-r-1 (emergency), forward-r-2 (critical).", "", true},
+		{"SoftensTierWord", "warning", "Sector 11SKU: 12 nodes reported.", "", true},
+		{"NewNode", "critical", "forward-r-1 (emergency), forward-r-7 (critical).", "", false},
+		{"NewNumber", "critical", "forward-r-1 (emergency), 40 acres.", "", false},
+		{"NewClaim", "critical", "forward-r-1 (emergency). Evacuate now.", "", false},
+		{"NewHazard", "critical", "Smoke reported by forward-r-1 (emergency).", "", false},
+		{"NewTierWord", "warning", "Sector 11SKU, warning issued.", "", false},
+		{"InfoTier", "info", "Sector 11SKU, 12 nodes.", "", false},
+		{"LoweredButStatesHigher", "critical", "Sector 11SKU, severity emergency.", "", false},
+		{"OperatorClaim", "critical", "forward-r-1 (emergency). Evacuate Pine Valley now.", "Evacuate Pine Valley now.", true},
+		{"ClaimBeyondOperatorWords", "critical", "forward-r-1 (emergency). Evacuate Pine Valley now, fire spreading.", "Evacuate Pine Valley now,", false},
+		{"OperatorNumber", "critical", "forward-r-1 (emergency). Evacuate by Route 74.", "Evacuate by Route 74.", false},
+		{"OperatorNode", "critical", "forward-r-1 (emergency). Evacuate near forward-r-7.", "Evacuate near forward-r-7.", false},
+		{"OperatorTierWord", "critical", "forward-r-1 (emergency). Warning: evacuate.", "Warning: evacuate.", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := broadcastGuard(agg, tt.tier)(tt.text); (err == nil) != tt.ok {
+			if err := broadcastGuard(agg, tt.operator, tt.tier)(tt.text); (err == nil) != tt.ok {
 				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
 			}
 		})

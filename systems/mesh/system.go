@@ -58,7 +58,10 @@ type Deps struct {
 	Scenario string
 	Nodes    int
 	Speedup  float64
-	Period   time.Duration
+	// Period is the nodes' polling period: a simulation's cycle, and the
+	// period by which the desk judges a node stale (silent more than
+	// three periods). Default 30 s.
+	Period time.Duration
 	// Now is the wall clock; time.Now when nil.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -131,7 +134,7 @@ func (s *System) runNATS(ctx context.Context) error {
 	}
 	wire := &Wire{Transport: tr, Validator: s.deps.Validator, Ledger: s.deps.Ledger, Actor: "desk", Now: s.deps.Now,
 		Identity: s.deps.Key, Roster: s.deps.Roster}
-	desk := NewDesk(DeskConfig{Wire: wire, Subjects: s.deps.Subjects, Approvals: s.deps.Approvals, Now: s.deps.Now})
+	desk := NewDesk(DeskConfig{Wire: wire, Subjects: s.deps.Subjects, Approvals: s.deps.Approvals, Now: s.deps.Now, NodePeriod: s.deps.Period})
 	if _, err := desk.Listen(ctx); err != nil {
 		return err
 	}

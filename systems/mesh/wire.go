@@ -52,6 +52,11 @@ const (
 // and its broadcast.
 const RefApproval = "approval_request_id"
 
+// RefMessageSHA256 is the ledger ref naming the hex SHA-256 of the bytes
+// of an advisory received: the digest its signature covers and its
+// entry's body_sha256, by which an aggregation's entry names it.
+const RefMessageSHA256 = "message_sha256"
+
 // Wire sends and admits mesh messages: every message is size-checked and
 // validated against its contract before it is sent and when it is
 // received, and every message sent, received or refused is recorded.
@@ -218,17 +223,19 @@ func (w *Wire) Send(ctx context.Context, kind Kind, subject string, raw []byte, 
 // refuses to record as not canonical is recorded as refused instead, and
 // the EINVALID error returned.
 func (w *Wire) Received(ctx context.Context, kind Kind, subject string, raw []byte, refs map[string]string) error {
-	return w.receivedRefs(ctx, kind, subject, raw, withKind(refs, kind))
+	_, err := w.receivedRefs(ctx, kind, subject, raw, withKind(refs, kind))
+	return err
 }
 
 // receivedRefs is Received with refs that already hold the kind under
-// refMeshKind (see withKind): the entry keeps refs itself, so the caller
-// must not use it again.
-func (w *Wire) receivedRefs(ctx context.Context, kind Kind, subject string, raw []byte, refs map[string]string) error {
-	if _, err := w.append(ctx, EntryReceived, subject, raw, refs); err != nil {
-		return w.refuseUnrecordable(ctx, kind, "receive", subject, raw, refs, err)
+// refMeshKind (see withKind), returning the entry recorded: the entry
+// keeps refs itself, so the caller must not use it again.
+func (w *Wire) receivedRefs(ctx context.Context, kind Kind, subject string, raw []byte, refs map[string]string) (custody.Entry, error) {
+	e, err := w.append(ctx, EntryReceived, subject, raw, refs)
+	if err != nil {
+		return custody.Entry{}, w.refuseUnrecordable(ctx, kind, "receive", subject, raw, refs, err)
 	}
-	return nil
+	return e, nil
 }
 
 // refuseUnrecordable turns the failure to record a message into its

@@ -260,7 +260,7 @@ func New(cfg Config) (*Sim, error) {
 		if deskNow == nil {
 			deskNow = s.Now
 		}
-		s.Desk = mesh.NewDesk(mesh.DeskConfig{Wire: wire("desk"), Subjects: cfg.Subjects, Approvals: cfg.Approvals, Now: deskNow,
+		s.Desk = mesh.NewDesk(mesh.DeskConfig{Wire: wire("desk"), Subjects: cfg.Subjects, Approvals: cfg.Approvals, Now: deskNow, NodePeriod: cfg.Period,
 			OnBroadcast: func(b mesh.Broadcast) { s.Timeline.Broadcasts = append(s.Timeline.Broadcasts, b) }})
 	}
 	return s, nil
