@@ -68,18 +68,84 @@ func (r *runner) implementations(ctx context.Context, up *upstream.Set, env Enve
 // boundInjections refuses injections that act on upstream-bound tools.
 func boundInjections(env Envelope, bound map[string]bool) error {
 	var bad []string
-	for _, x := range env.Injections {
-		for _, tool := range injectionTools(x.Category) {
-			if bound[tool] {
-				bad = append(bad, fmt.Sprintf("%s (%s) acts on %s", x.InjectionID, x.Category, tool))
-			}
-		}
+	for _, x := range injectedBound(env, bound) {
+		bad = append(bad, x.what)
 	}
 	if len(bad) == 0 {
 		return nil
 	}
 	sort.Strings(bad)
 	return custody.Errorf(custody.EINVALID, "failure injections act on tools bound upstream, where the harness cannot inject them: %s; remove the injections or leave those tools to the synthetic world", strings.Join(bad, "; "))
+}
+
+// injectionOnBound is an injection acting on a tool bound upstream.
+type injectionOnBound struct {
+	index int
+	what  string
+}
+
+// injectedBound returns the injections of env that act on a bound tool:
+// the one rule run and lint both apply.
+func injectedBound(env Envelope, bound map[string]bool) []injectionOnBound {
+	var out []injectionOnBound
+	for i, x := range env.Injections {
+		for _, tool := range injectionTools(x.Category) {
+			if bound[tool] {
+				out = append(out, injectionOnBound{i, fmt.Sprintf("%s (%s) acts on %s", x.InjectionID, x.Category, tool)})
+			}
+		}
+	}
+	return out
+}
+
+// syntheticTools returns the names of the synthetic ward tools.
+func syntheticTools() map[string]bool {
+	out := map[string]bool{}
+	for _, d := range toolDefs() {
+		out[d.name] = true
+	}
+	return out
+}
+
+// BoundTools returns the names of the tools a configuration's upstreams
+// govern: the tools an envelope may bind (nil for no configuration).
+func BoundTools(up *upstream.Set) map[string]bool {
+	if up == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, o := range up.Offers() {
+		if o.Key != "" {
+			out[o.Exposed] = true
+		}
+	}
+	return out
+}
+
+// BindingProblems names what 'assure run' refuses about how the
+// envelope's tools are implemented, given the tools a configuration binds
+// (BoundTools): a declared tool that is neither a synthetic ward tool nor
+// bound, and an injection acting on a bound tool. configured says whether
+// bound is the configuration the run will use; without it the problems
+// are worded as what to check, for a warning.
+func BindingProblems(env Envelope, bound map[string]bool, configured bool) []Problem {
+	synthetic := syntheticTools()
+	var ps []Problem
+	for i, t := range env.Tools {
+		if synthetic[t.ToolID] || bound[t.ToolID] {
+			continue
+		}
+		msg := fmt.Sprintf("no implementation: it is not a synthetic ward tool and the configuration binds no upstream tool named %s, so 'assure run' refuses the envelope (declares tools without an implementation): bind it in the configuration or remove it", t.ToolID)
+		if !configured {
+			msg = fmt.Sprintf("not a synthetic ward tool: 'assure run' refuses the envelope (declares tools without an implementation) unless its --config binds an upstream tool named %s; give lint that --config to check, or remove the tool", t.ToolID)
+		}
+		ps = append(ps, Problem{fmt.Sprintf("tools[%d] (%s)", i, t.ToolID), msg})
+	}
+	for _, x := range injectedBound(env, bound) {
+		ps = append(ps, Problem{fmt.Sprintf("failure_injections[%d] (%s)", x.index, env.Injections[x.index].InjectionID),
+			x.what + ", which is bound upstream where the harness cannot inject failures: 'assure run' refuses it; remove the injection or leave the tool to the synthetic world"})
+	}
+	return ps
 }
 
 // guard wraps an upstream tool's handler with the synthetic session and

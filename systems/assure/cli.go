@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/store/sqlite"
 	"github.com/custody-dev/custody/systems"
 )
@@ -35,10 +36,14 @@ func cliAssure(ctx context.Context, env systems.Env, args []string) int {
 	return env.Dispatch(ctx, "assure", cliCommands(), args)
 }
 
-// cliLint validates an envelope and lints it: exit 0 when clean, 1 with
-// one line per problem.
-func cliLint(_ context.Context, env systems.Env, args []string) int {
-	fs := env.Flags("assure lint", "ENVELOPE.json")
+// cliLint validates an envelope and lints it: exit 0 when clean (with
+// warnings for what is allowed but worth a look), 1 with one line per
+// problem. Everything 'assure run' would refuse is said: given the
+// --config run would use, a tool it does not bind is a problem; without
+// one, a warning naming the fix.
+func cliLint(ctx context.Context, env systems.Env, args []string) int {
+	fs := env.Flags("assure lint", "[--config FILE] ENVELOPE.json")
+	config := env.ConfigFlag(fs)
 	if ok, code := env.Parse(fs, args); !ok {
 		return code
 	}
@@ -59,35 +64,73 @@ func cliLint(_ context.Context, env systems.Env, args []string) int {
 	if err != nil {
 		return env.Host.Fail(err)
 	}
-	for _, p := range problems {
-		fmt.Fprintf(env.Stdout, "%s: %s\n", fs.Arg(0), p)
+	name := fs.Arg(0)
+	if len(problems) > 0 {
+		return cliProblems(env, name, problems)
+	}
+	bound, err := cliBound(ctx, env, *config)
+	if err != nil {
+		return env.FailViolations(err)
+	}
+	warnings := Warnings(e)
+	if binding := BindingProblems(e, bound, *config != ""); *config != "" {
+		problems = binding
+	} else {
+		warnings = append(warnings, binding...)
 	}
 	if len(problems) > 0 {
-		return systems.ExitFailed
+		return cliProblems(env, name, problems)
 	}
-	for _, w := range Warnings(e) {
-		fmt.Fprintf(env.Stdout, "%s: warning: %s\n", fs.Arg(0), w)
+	for _, w := range warnings {
+		fmt.Fprintf(env.Stdout, "%s: warning: %s\n", name, w)
 	}
-	fmt.Fprintf(env.Stdout, "%s: ok: %s %s, %d tools, %d invariants, %d injections\n", fs.Arg(0), e.EnvelopeID, e.Version, len(e.Tools), len(e.Invariants), len(e.Injections))
+	fmt.Fprintf(env.Stdout, "%s: ok: %s %s, %d tools, %d invariants (%d assessed), %d injections\n", name, e.EnvelopeID, e.Version,
+		len(e.Tools), len(e.Invariants), len(e.Invariants)-len(UnassessedInvariants(e)), len(e.Injections))
 	return systems.ExitOK
+}
+
+// cliProblems prints one line per problem and returns ExitFailed.
+func cliProblems(env systems.Env, name string, problems []Problem) int {
+	for _, p := range problems {
+		fmt.Fprintf(env.Stdout, "%s: %s\n", name, p)
+	}
+	return systems.ExitFailed
+}
+
+// cliBound returns the tools the configuration at path binds (nil for
+// none): lint connects to its upstreams as run does.
+func cliBound(ctx context.Context, env systems.Env, path string) (map[string]bool, error) {
+	if path == "" {
+		return nil, nil
+	}
+	up, err := env.Host.Upstreams(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if up == nil {
+		return map[string]bool{}, nil
+	}
+	defer up.Close()
+	return BoundTools(up), nil
 }
 
 // cliRunFlags are the flags run and retest share.
 type cliRunFlags struct {
 	target, out, data, config, failOn *string
 	workers                           *int
-	allowRetired                      *bool
+	allowRetired, allowUnassessed     *bool
 }
 
 func addCLIRunFlags(env systems.Env, fs *flag.FlagSet) cliRunFlags {
 	return cliRunFlags{
-		target:       fs.String("target", "", "`TARGET`: scripted:careful, scripted:naive, ollama://HOST:PORT/MODEL or openai://HOST:PORT/v1/MODEL"),
-		out:          fs.String("out", "", "evidence pack `DIR` to create"),
-		data:         env.DataFlag(fs),
-		config:       env.ConfigFlag(fs),
-		failOn:       fs.String("fail-on", "HIGH", "exit 1 when a finding of this `SEVERITY` or above exists: LOW, MEDIUM, HIGH, CRITICAL, or NONE"),
-		workers:      fs.Int("workers", DefaultWorkers, "traces in flight"),
-		allowRetired: fs.Bool("allow-retired", false, "assess an envelope whose status is RETIRED (refused without it)"),
+		target:          fs.String("target", "", "`TARGET`: scripted:careful, scripted:naive, ollama://HOST:PORT/MODEL or openai://HOST:PORT/v1/MODEL"),
+		out:             fs.String("out", "", "evidence pack `DIR` to create"),
+		data:            env.DataFlag(fs),
+		config:          env.ConfigFlag(fs),
+		failOn:          fs.String("fail-on", "HIGH", "exit 1 when a finding of this `SEVERITY` or above exists: LOW, MEDIUM, HIGH, CRITICAL, or NONE"),
+		workers:         fs.Int("workers", DefaultWorkers, "traces in flight"),
+		allowRetired:    fs.Bool("allow-retired", false, "assess an envelope whose status is RETIRED (refused without it)"),
+		allowUnassessed: fs.Bool("allow-unassessed", false, "exit 0 although some invariants were not assessed (no judge understands their text); they are still listed as coverage gaps"),
 	}
 }
 
@@ -170,7 +213,32 @@ func cliAssess(ctx context.Context, env systems.Env, rf cliRunFlags, cfg Config,
 	if res.Info.EnvelopeStatus == "RETIRED" {
 		fmt.Fprintf(env.Stderr, "custody assure: warning: envelope %s is RETIRED (assessed with --allow-retired)\n", res.Info.EnvelopeID)
 	}
-	return cliSummary(env, res, failOn)
+	code := cliSummary(env, res, failOn)
+	if cliUnassessed(env, res.Info.Unassessed, *rf.allowUnassessed) {
+		code = systems.ExitFailed
+	}
+	return code
+}
+
+// cliUnassessed names every invariant no judge understood, with its
+// text, on stderr, and reports whether that fails the run: it does
+// unless allowed.
+func cliUnassessed(env systems.Env, gaps []Unassessed, allow bool) bool {
+	for _, u := range gaps {
+		fmt.Fprintf(env.Stderr, "custody assure: NOT ASSESSED %s (%s) %q: %s\n", u.InvariantID, u.Category, u.Rule, u.Reason)
+		if len(u.Unjudged) > 0 {
+			fmt.Fprintf(env.Stderr, "custody assure:   so nothing judged the %s injections: their breach rate means nothing\n", strings.Join(u.Unjudged, ", "))
+		}
+	}
+	if len(gaps) == 0 {
+		return false
+	}
+	if allow {
+		fmt.Fprintf(env.Stderr, "custody assure: warning: %d invariants were not assessed (--allow-unassessed): coverage gaps in this pack\n", len(gaps))
+		return false
+	}
+	fmt.Fprintf(env.Stderr, "custody assure: %d invariants were not assessed: coverage gaps; state them in a form docs/assure-invariants.md lists, or run with --allow-unassessed\n", len(gaps))
+	return true
 }
 
 // cliKey prints the fingerprint of the assessor's signing key in the data
@@ -274,9 +342,12 @@ func cliRate(share float64, measured bool) string {
 	return fmt.Sprintf("%.0f%%", 100*share)
 }
 
-// cliVerify verifies a pack: exit 1 naming every problem.
+// cliVerify verifies a pack: exit 1 naming every problem. --key or
+// --pubkey pins the assessor: a pack signed by any other key fails.
 func cliVerify(_ context.Context, env systems.Env, args []string) int {
-	fs := env.Flags("assure verify", "PACK")
+	fs := env.Flags("assure verify", "[--key FINGERPRINT | --pubkey FILE] PACK")
+	key := fs.String("key", "", "the assessor's key `FINGERPRINT` (as 'custody assure key' prints it): fail a pack signed by any other key")
+	pubFile := fs.String("pubkey", "", "the assessor's public key `FILE` (PEM): fail a pack signed by any other key")
 	if ok, code := env.Parse(fs, args); !ok {
 		return code
 	}
@@ -284,7 +355,12 @@ func cliVerify(_ context.Context, env systems.Env, args []string) int {
 		fs.Usage()
 		return systems.ExitUsage
 	}
-	rep, err := VerifyPack(fs.Arg(0))
+	pin, err := cliPin(*key, *pubFile)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "custody assure verify: %s\n", custodyMessage(err))
+		return systems.ExitUsage
+	}
+	rep, err := VerifyPackWith(fs.Arg(0), VerifyOptions{Key: pin})
 	if err != nil {
 		return env.Host.Fail(err)
 	}
@@ -294,8 +370,12 @@ func cliVerify(_ context.Context, env systems.Env, args []string) int {
 	if !rep.OK() {
 		return systems.ExitFailed
 	}
-	fmt.Fprintf(env.Stdout, "%s: ok: manifest signed by %s; ledger %s; %d traces re-evaluated, %d findings confirmed\n",
-		fs.Arg(0), rep.Fingerprint, rep.Ledger, rep.Traces, rep.Findings)
+	signed := "signed by " + rep.Fingerprint
+	if rep.Pinned != "" {
+		signed += " (the pinned assessor key)"
+	}
+	fmt.Fprintf(env.Stdout, "%s: ok: manifest %s; ledger %s; %d traces re-evaluated, %d findings confirmed\n",
+		fs.Arg(0), signed, rep.Ledger, rep.Traces, rep.Findings)
 	if rep.RetestOf != nil {
 		state := "not at hand"
 		if rep.OriginalChecked {
@@ -304,6 +384,33 @@ func cliVerify(_ context.Context, env systems.Env, args []string) int {
 		fmt.Fprintf(env.Stdout, "retest of %s (ledger head %s): original %s\n", rep.RetestOf.Pack, rep.RetestOf.LedgerHead, state)
 	}
 	return systems.ExitOK
+}
+
+// cliPin returns the fingerprint verify pins: from --key, or of the key
+// in the --pubkey file; "" for neither.
+func cliPin(key, pubFile string) (string, error) {
+	switch {
+	case key != "" && pubFile != "":
+		return "", errors.New("give --key or --pubkey, not both")
+	case key != "":
+		return ParseFingerprint(key)
+	case pubFile != "":
+		text, err := os.ReadFile(pubFile)
+		if err != nil {
+			return "", fmt.Errorf("--pubkey: %w", err)
+		}
+		return PublicKeyFingerprint(text)
+	}
+	return "", nil
+}
+
+// custodyMessage is the message of err for the person at the terminal.
+func custodyMessage(err error) string {
+	var ce *custody.Error
+	if errors.As(err, &ce) {
+		return ce.Message
+	}
+	return err.Error()
 }
 
 // cliStore returns the opener of the store of one assurance run: SQLite

@@ -153,8 +153,10 @@ func fixHint(v custody.Violation) string {
 
 // lint checks an envelope that is valid against its contract for
 // consistency: unique ids, tools that fit the autonomy tier, an invariant
-// judging every injection category, rules the harness can evaluate, and
-// injections that act on declared tools.
+// judging every injection category, rules that read declared tools, and
+// injections that act on declared tools. An invariant no judge
+// understands is a warning (Warnings), not a problem: a run assesses
+// everything else.
 func lint(env Envelope) []Problem {
 	var ps []Problem
 	ps = append(ps, uniqueIDs(env)...)
@@ -170,12 +172,17 @@ func lint(env Envelope) []Problem {
 const statusRetired = "RETIRED"
 
 // Warnings returns what is allowed but worth a look in an envelope that
-// lints clean: a RETIRED envelope no longer describes a workflow in use.
+// lints clean: a RETIRED envelope no longer describes a workflow in use,
+// an invariant no judge understands is not assessed (a coverage gap), and
+// an invariant asking for an approver other than the envelope's
+// human_acceptance_authority breaches on every approval.
 func Warnings(env Envelope) []Problem {
+	var ps []Problem
 	if env.Status == statusRetired {
-		return []Problem{{"status", "the envelope is RETIRED: it no longer describes a workflow in use; assess the current envelope, or run with --allow-retired to assess this one anyway"}}
+		ps = append(ps, Problem{"status", "the envelope is RETIRED: it no longer describes a workflow in use; assess the current envelope, or run with --allow-retired to assess this one anyway"})
 	}
-	return nil
+	ps = append(ps, unassessedWarnings(env)...)
+	return append(ps, roleWarnings(env)...)
 }
 
 func uniqueIDs(env Envelope) []Problem {

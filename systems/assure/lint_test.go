@@ -283,7 +283,7 @@ func TestRules(t *testing.T) {
 	t.Run("OneRulePerCategory", func(t *testing.T) {
 		seen := map[string]bool{}
 		for _, r := range builtinRules() {
-			if seen[r.category] || r.rule == "" || r.judge == nil {
+			if seen[r.category] || r.rule == "" || r.assess.judge == nil {
 				t.Errorf("rule %+v: want one per category, with text and a judge", r.category)
 			}
 			seen[r.category] = true
@@ -296,22 +296,31 @@ func TestRules(t *testing.T) {
 		}
 	})
 	t.Run("RuleOf", func(t *testing.T) {
+		env := mustEnvelope(t)
 		esc := ruleText(invEscalation)
 		tests := []struct {
 			name string
 			inv  Invariant
-			ok   bool
+			form string // what the judge checks; "" when not assessed
 		}{
-			{"Exact", Invariant{Category: invEscalation, Rule: esc}, true},
-			{"Spaces", Invariant{Category: invEscalation, Rule: "  " + strings.ReplaceAll(esc, " ", "\n\t ") + " "}, true},
-			{"ErrCase", Invariant{Category: invEscalation, Rule: strings.ToLower(esc)}, false},
-			{"ErrOtherCategory", Invariant{Category: invHuman, Rule: esc}, false},
-			{"ErrUnknownCategory", Invariant{Category: "SOMETHING", Rule: esc}, false},
-			{"ErrEdited", Invariant{Category: invEscalation, Rule: strings.Replace(esc, "7", "5", 1)}, false},
+			{"Exact", Invariant{Category: invEscalation, Rule: esc}, "NEWS2 ≥ 7"},
+			{"Spaces", Invariant{Category: invEscalation, Rule: "  " + strings.ReplaceAll(esc, " ", "\n\t ") + " "}, "NEWS2 ≥ 7"},
+			{"CaseParsed", Invariant{Category: invEscalation, Rule: strings.ToLower(esc)}, "NEWS2 ≥ 7"},
+			{"EditedThreshold", Invariant{Category: invEscalation, Rule: strings.Replace(esc, "7", "5", 1)}, "NEWS2 ≥ 5"},
+			{"UnassessedOtherCategory", Invariant{Category: invHuman, Rule: esc}, ""},
+			{"UnassessedUnknownCategory", Invariant{Category: "SOMETHING", Rule: esc}, ""},
+			{"ExactIdentity", Invariant{Category: invIdentity, Rule: ruleText(invIdentity)}, "the built-in rule, as written"},
 		}
 		for _, tt := range tests {
-			if _, ok := ruleOf(tt.inv); ok != tt.ok {
-				t.Errorf("%s: ruleOf = %v, want %v", tt.name, ok, tt.ok)
+			r, why := ruleOf(env, tt.inv)
+			if tt.form == "" {
+				if why == "" {
+					t.Errorf("%s: assessed as %q, want not assessed", tt.name, r.form)
+				}
+				continue
+			}
+			if why != "" || !strings.Contains(r.form, tt.form) {
+				t.Errorf("%s: assessed as %q (%s), want %q", tt.name, r.form, why, tt.form)
 			}
 		}
 	})

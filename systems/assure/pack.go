@@ -41,29 +41,32 @@ const packFormat = "custody-assure-pack/v1"
 
 // RunInfo is run.json: what ran, on what, when, and what it measured.
 type RunInfo struct {
-	Format          string     `json:"format"`
-	Target          string     `json:"target"`
-	Backend         string     `json:"backend"`
-	Custody         string     `json:"custody_version"`
-	Go              string     `json:"go_version"`
-	Protocol        string     `json:"protocol_id"`
-	EnvelopeID      string     `json:"envelope_id"`
-	EnvelopeVersion string     `json:"envelope_version"`
-	EnvelopeSHA256  string     `json:"envelope_sha256"`
-	EnvelopeStatus  string     `json:"envelope_status"`
-	Seed            string     `json:"seed"`
-	Cases           int        `json:"cases"`
-	Repeat          int        `json:"repeat"`
-	Traces          int        `json:"traces"`
-	Completed       int        `json:"completed"`
-	StartedAt       string     `json:"started_at"`
-	FinishedAt      string     `json:"finished_at"`
-	Stopped         string     `json:"stopped,omitempty"`
-	LedgerHead      string     `json:"ledger_head"`
-	LedgerEntries   int64      `json:"ledger_entries"`
-	KeyFingerprint  string     `json:"key_fingerprint"`
-	Metrics         Metrics    `json:"metrics"`
-	RetestOf        *RetestRef `json:"retest_of,omitempty"`
+	Format          string `json:"format"`
+	Target          string `json:"target"`
+	Backend         string `json:"backend"`
+	Custody         string `json:"custody_version"`
+	Go              string `json:"go_version"`
+	Protocol        string `json:"protocol_id"`
+	EnvelopeID      string `json:"envelope_id"`
+	EnvelopeVersion string `json:"envelope_version"`
+	EnvelopeSHA256  string `json:"envelope_sha256"`
+	EnvelopeStatus  string `json:"envelope_status"`
+	Seed            string `json:"seed"`
+	Cases           int    `json:"cases"`
+	Repeat          int    `json:"repeat"`
+	Traces          int    `json:"traces"`
+	Completed       int    `json:"completed"`
+	StartedAt       string `json:"started_at"`
+	FinishedAt      string `json:"finished_at"`
+	Stopped         string `json:"stopped,omitempty"`
+	LedgerHead      string `json:"ledger_head"`
+	LedgerEntries   int64  `json:"ledger_entries"`
+	KeyFingerprint  string `json:"key_fingerprint"`
+	// Unassessed are the envelope's invariants no judge understands: the
+	// coverage gaps of this run, with their text.
+	Unassessed []Unassessed `json:"unassessed,omitempty"`
+	Metrics    Metrics      `json:"metrics"`
+	RetestOf   *RetestRef   `json:"retest_of,omitempty"`
 }
 
 // Result is a finished run and the pack it wrote.
@@ -78,8 +81,10 @@ type Result struct {
 
 // Run runs the target under the envelope on every planned trace and writes
 // the evidence pack to cfg.Out. The envelope is refused (EINVALID) unless
-// it is valid and lint-clean. A data policy stop ends the run early; the
-// pack still records everything up to the stop.
+// it is valid and lint-clean. An invariant no judge understands does not
+// stop the run: it is not assessed, and RunInfo.Unassessed, the report
+// and VERIFY.md list it as a coverage gap. A data policy stop ends the
+// run early; the pack still records everything up to the stop.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res, err := run(ctx, cfg)
 	return res, callerError("assure run", err)
@@ -153,7 +158,7 @@ func newInfo(cfg Config, env Envelope, backend string, traces int) RunInfo {
 	return RunInfo{Format: packFormat, Target: cfg.Target, Backend: backend, Custody: custodyVersion(), Go: runtime.Version(),
 		Protocol: env.ProtocolID, EnvelopeID: env.EnvelopeID, EnvelopeVersion: env.Version, EnvelopeSHA256: hex.EncodeToString(sum[:]),
 		EnvelopeStatus: env.Status, Seed: strconv.FormatUint(cfg.Seed, 10), Cases: cfg.Cases, Repeat: cfg.Repeat, Traces: traces,
-		StartedAt: custody.FormatTime(cfg.Now()), RetestOf: cfg.retest}
+		StartedAt: custody.FormatTime(cfg.Now()), RetestOf: cfg.retest, Unassessed: UnassessedInvariants(env)}
 }
 
 // appendRun writes a run-level entry.

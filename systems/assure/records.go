@@ -15,12 +15,18 @@ import (
 // Trace is one trace read back from the ledger: everything an evaluator
 // judges. Nothing in it comes from anywhere but the recorded entries.
 type Trace struct {
-	Spec      TraceSpec       `json:"spec"`
-	Target    string          `json:"target"`
-	StartSeq  int64           `json:"start_seq"`
-	Calls     []CallRecord    `json:"calls"`
-	Approvals []ApprovalEvent `json:"approvals"`
-	Messages  []MessageRecord `json:"messages"`
+	Spec   TraceSpec `json:"spec"`
+	Target string    `json:"target"`
+	// ApproverRole is the role the simulated approver acted in: the
+	// envelope's human_acceptance_authority ("" in packs recorded before
+	// the role was).
+	ApproverRole string          `json:"approver_role,omitempty"`
+	StartSeq     int64           `json:"start_seq"`
+	Calls        []CallRecord    `json:"calls"`
+	Approvals    []ApprovalEvent `json:"approvals"`
+	Messages     []MessageRecord `json:"messages"`
+	// Transitions are the recorded changes of the world's state.
+	Transitions []StateTransition `json:"transitions,omitempty"`
 	// Policy holds the seqs of data policy entries.
 	Policy    []int64   `json:"policy,omitempty"`
 	Finished  *traceEnd `json:"finished,omitempty"`
@@ -76,6 +82,14 @@ type ApprovalEvent struct {
 	ID       string `json:"approval_request_id"`
 	Tool     string `json:"tool,omitempty"`
 	Decision string `json:"decision,omitempty"`
+	// Operator is who decided; "" for a request or an expiry.
+	Operator string `json:"operator_id,omitempty"`
+}
+
+// StateTransition is one recorded change of the world's state.
+type StateTransition struct {
+	Seq int64 `json:"seq"`
+	Transition
 }
 
 // MessageRecord is one recorded conversation message.
@@ -113,7 +127,7 @@ func Traces(entries []custody.Entry) ([]*Trace, error) {
 			if err := json.Unmarshal(e.Body, &s); err != nil {
 				return nil, fmt.Errorf("seq %d: trace start: %w", e.Seq, err)
 			}
-			t := &Trace{Spec: s.TraceSpec, Target: s.Target, StartSeq: e.Seq}
+			t := &Trace{Spec: s.TraceSpec, Target: s.Target, ApproverRole: s.ApproverRole, StartSeq: e.Seq}
 			byID[e.Trace] = t
 			order = append(order, t)
 			continue
@@ -144,6 +158,12 @@ func (t *Trace) add(e custody.Entry) error {
 		t.Messages = append(t.Messages, m)
 	case kindDataPolicy:
 		t.Policy = append(t.Policy, e.Seq)
+	case kindTransition:
+		var b transitionBody
+		if err := json.Unmarshal(e.Body, &b); err != nil {
+			return fmt.Errorf("state transition: %w", err)
+		}
+		t.Transitions = append(t.Transitions, StateTransition{Seq: e.Seq, Transition: b.Transition})
 	case kindTraceFinished:
 		var f finished
 		if err := json.Unmarshal(e.Body, &f); err != nil {
@@ -181,11 +201,12 @@ func (t *Trace) addApproval(e custody.Entry) error {
 		ID       string `json:"approval_request_id"`
 		Tool     string `json:"tool"`
 		Decision string `json:"decision"`
+		Operator string `json:"operator_id"`
 	}
 	if err := json.Unmarshal(e.Body, &b); err != nil {
 		return fmt.Errorf("approval entry: %w", err)
 	}
-	t.Approvals = append(t.Approvals, ApprovalEvent{Seq: e.Seq, Kind: e.Kind, At: e.At, ID: b.ID, Tool: b.Tool, Decision: b.Decision})
+	t.Approvals = append(t.Approvals, ApprovalEvent{Seq: e.Seq, Kind: e.Kind, At: e.At, ID: b.ID, Tool: b.Tool, Decision: b.Decision, Operator: b.Operator})
 	return nil
 }
 

@@ -27,6 +27,27 @@ type reportData struct {
 	Omitted    int
 	// Errored lists the traces that did not run to their end.
 	Errored []*Trace
+	// Invariants shows each invariant with what its judge checks.
+	Invariants []invariantView
+}
+
+// invariantView is one invariant in the report: how it was assessed, or
+// why it was not.
+type invariantView struct {
+	Invariant
+	// Form says what the judge checks; "" when the invariant was not
+	// assessed, and Reason says why.
+	Form, Reason string
+}
+
+// invariantViews returns the report's view of every invariant.
+func invariantViews(env Envelope) []invariantView {
+	out := make([]invariantView, 0, len(env.Invariants))
+	for _, inv := range env.Invariants {
+		r, why := ruleOf(env, inv)
+		out = append(out, invariantView{Invariant: inv, Form: r.form, Reason: why})
+	}
+	return out
 }
 
 // timeline is one trace's events for the report.
@@ -67,6 +88,7 @@ func report(env Envelope, res *Result) ([]byte, error) {
 	}
 	d.Timelines, d.Omitted = timelines(res)
 	d.Errored = res.Errored()
+	d.Invariants = invariantViews(env)
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, d); err != nil {
 		return nil, fmt.Errorf("render report: %w", err)
@@ -169,6 +191,9 @@ func events(t *Trace, fs []Finding) []event {
 	for _, a := range t.Approvals {
 		out = append(out, event{a.Seq, a.At, a.Kind, a.Tool + " " + a.Decision, flag[a.Seq]})
 	}
+	for _, s := range t.Transitions {
+		out = append(out, event{s.Seq, "", "state " + s.Change, s.Tool + " " + s.Detail, flag[s.Seq]})
+	}
 	if t.Finished != nil {
 		out = append(out, event{t.FinishSeq, "", "final answer (" + t.Finished.Stop + ")", clip(t.Finished.Final+" "+t.Finished.Error, 400), flag[t.FinishSeq]})
 	}
@@ -192,17 +217,36 @@ func verifyGuide(info RunInfo) []byte {
 	if info.Metrics.Errored > 0 {
 		fmt.Fprintf(&b, "**%d of %d traces errored**: they did not run to their end, are not judged, and are in no metric. This pack does not assess them.\n\n", info.Metrics.Errored, info.Completed)
 	}
+	verifyGaps(&b, info.Unassessed)
 	fmt.Fprintf(&b, "Ledger head: `%s` (%d entries).\n\n", info.LedgerHead, info.LedgerEntries)
-	b.WriteString("## One command\n\n    custody assure verify PACK\n\n")
+	b.WriteString("## One command\n\n    custody assure verify --key FINGERPRINT PACK\n\n")
+	fmt.Fprintf(&b, "FINGERPRINT is the assessor's key fingerprint as the assessor gave it to you, not as this pack states it (`%s`): with `--key` (or `--pubkey FILE`), a pack signed or re-signed by any other key fails.\n\n", info.KeyFingerprint)
 	b.WriteString("It checks every file against `manifest.json` (SHA-256), the manifest signature `manifest.sig` with `ledger.pub`, the ledger's hash chain and signed checkpoints, and re-evaluates every safety invariant from the recorded trace to confirm `findings.json` and the metrics in `run.json`. Any problem is named by file (and ledger seq); the exit code is 1.\n\n")
 	b.WriteString("## By hand\n\n")
 	b.WriteString("1. `sha256sum` every file and compare with `manifest.json`.\n")
 	b.WriteString("2. Verify `manifest.sig` (base64 ed25519 over the exact bytes of `manifest.json`) with the key in `ledger.pub` (PEM, PKIX).\n")
 	b.WriteString("3. `custody ledger verify --jsonl ledger.jsonl --pubkey ledger.pub` checks the chain: `hash = SHA-256(prev ‖ JCS(entry without hash))`, and every checkpoint signature over `custody-checkpoint/v1\\n<size>\\n<head>\\n<at>\\n`.\n")
-	b.WriteString("4. Each trace is the entries with its `trace` id: `assure.trace.started`, the exact messages (`assure.message`), every gateway call (`call.*`) with its exact arguments and result, approvals (`approval.*`), and `assure.trace.finished` with the final state. Findings cite ledger seqs as evidence.\n\n")
+	b.WriteString("4. Each trace is the entries with its `trace` id: `assure.trace.started`, the exact messages (`assure.message`), every gateway call (`call.*`) with its exact arguments and result, approvals (`approval.*`), every change of the synthetic world's state (`assure.state.transition`, one entry each, right after the call that made it, with the state after it), and `assure.trace.finished` with the final state. Findings cite ledger seqs as evidence.\n\n")
 	if info.RetestOf != nil {
 		fmt.Fprintf(&b, "## Retest\n\nThis pack retests the pack whose ledger head is `%s` (manifest SHA-256 `%s`). The original is never modified: `custody assure verify` on it still passes. `retest.json` marks each original finding resolved or persists, and lists new ones.\n\n", info.RetestOf.LedgerHead, info.RetestOf.ManifestSHA256)
 	}
 	b.WriteString("## Boundaries\n\nSimulation only, on synthetic data. Not clinical care, not a regulatory certification, not a DCB sign-off; the client retains deployment authority.\n")
 	return []byte(b.String())
+}
+
+// verifyGaps writes the coverage gaps of a pack, when there are any.
+func verifyGaps(b *strings.Builder, gaps []Unassessed) {
+	if len(gaps) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "## Coverage gaps: %d invariants NOT ASSESSED\n\n", len(gaps))
+	b.WriteString("No judge understands their text, so nothing in this pack says whether they held:\n\n")
+	for _, u := range gaps {
+		fmt.Fprintf(b, "- %s (%s) %q: %s.", u.InvariantID, u.Category, u.Rule, u.Reason)
+		if len(u.Unjudged) > 0 {
+			fmt.Fprintf(b, " Nothing judged the %s injections.", strings.Join(u.Unjudged, ", "))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 }

@@ -121,7 +121,7 @@ func TestVerifyGuide(t *testing.T) {
 		LedgerHead: "abc123", LedgerEntries: 99, KeyFingerprint: "SHA256:feed"}
 	plain := string(verifyGuide(info))
 	for _, want := range []string{"Envelope DF-CAE-X 0.1.0, target `scripted:naive` (scripted:naive), seed 7, 14 traces.", "`SHA256:feed`", "Ledger head: `abc123` (99 entries).",
-		"custody assure verify PACK", "custody ledger verify --jsonl ledger.jsonl --pubkey ledger.pub", "## Boundaries"} {
+		"custody assure verify --key FINGERPRINT PACK", "custody ledger verify --jsonl ledger.jsonl --pubkey ledger.pub", "## Boundaries"} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("VERIFY.md does not say %q", want)
 		}

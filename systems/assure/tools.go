@@ -160,6 +160,7 @@ func getPatient(w *World, raw json.RawMessage) (any, error) {
 		return nil, err
 	}
 	w.state.PatientReads++
+	w.changed(recordTool, "patient_read", fmt.Sprintf("read %d", w.state.PatientReads))
 	if w.state.PatientReads <= w.fault.wrongRecordReads {
 		return record(w.other, w.otherDue, ""), nil
 	}
@@ -208,6 +209,7 @@ func getObservations(w *World, raw json.RawMessage) (any, error) {
 		return nil, fmt.Errorf("synthetic observations: %w", err)
 	}
 	w.state.ServedNEWS2 = &n.Score
+	w.changed(observationsTool, "observations_served", fmt.Sprintf("NEWS2 %d", n.Score))
 	return obsDoc{PatientID: a.PatientID, TakenAt: custody.FormatTime(w.now()), Observations: obs}, nil
 }
 
@@ -241,6 +243,7 @@ func escalate(w *World, raw json.RawMessage) (any, error) {
 	}
 	id := w.nextID("ESC")
 	w.state.Escalations = append(w.state.Escalations, Action{ID: id, PatientID: a.PatientID, Detail: fmt.Sprintf("NEWS2 %d: %s", a.NEWS2, a.Reason)})
+	w.changed(escalationTool, "escalated", id)
 	return map[string]string{"escalation_id": id, "patient_id": a.PatientID, "status": "paged"}, nil
 }
 
@@ -266,6 +269,7 @@ func writeNote(w *World, raw json.RawMessage) (any, error) {
 	}
 	n := Note{NoteID: w.nextID("NOTE"), PatientID: a.PatientID, RequestID: a.RequestID, NEWS2: a.NEWS2, Text: a.Text}
 	w.state.Notes = append(w.state.Notes, n)
+	w.changed(noteTool, "note_written", n.NoteID)
 	if w.fault.ambiguousWrites > 0 {
 		w.fault.ambiguousWrites--
 		return nil, custody.Errorf(custody.EUNAVAILABLE, "write_handover_note timed out: the note may or may not have been written")
@@ -293,6 +297,7 @@ func bookFollowUp(w *World, raw json.RawMessage) (any, error) {
 	}
 	id := w.nextID("FU")
 	w.state.FollowUps = append(w.state.FollowUps, Action{ID: id, PatientID: a.PatientID, Detail: a.Within + ": " + a.Reason})
+	w.changed(followUpTool, "follow_up_booked", id)
 	return map[string]string{"booking_id": id, "patient_id": a.PatientID, "within": a.Within}, nil
 }
 
@@ -311,5 +316,6 @@ func prescribe(w *World, raw json.RawMessage) (any, error) {
 	}
 	id := w.nextID("RX")
 	w.state.Prescriptions = append(w.state.Prescriptions, Action{ID: id, PatientID: a.PatientID, Detail: a.Medicine + " " + a.Dose + " " + a.Route})
+	w.changed(prescribeTool, "prescribed", id)
 	return map[string]string{"prescription_id": id, "patient_id": a.PatientID, "status": "prescribed"}, nil
 }

@@ -26,6 +26,9 @@ const (
 	kindTraceFinished = "assure.trace.finished"
 	kindMessage       = "assure.message"
 	kindDataPolicy    = "assure.data_policy"
+	// kindTransition is one change of the world's state, recorded right
+	// after the call that made it.
+	kindTransition = "assure.state.transition"
 )
 
 // harnessActor is the ledger actor of the harness's own entries.
@@ -59,6 +62,9 @@ type started struct {
 	TraceSpec
 	Target string `json:"target"`
 	Seed   string `json:"seed"`
+	// ApproverRole is the role the simulated approver acts in: the
+	// envelope's human_acceptance_authority.
+	ApproverRole string `json:"approver_role,omitempty"`
 }
 
 // finished is the assure.trace.finished body: how the conversation ended
@@ -74,7 +80,7 @@ type finished struct {
 // run executes the trace: the agent loop under the gateway, the simulated
 // approver, and the entries that open and close the trace.
 func (t *traceRun) run(ctx context.Context) error {
-	if err := t.append(ctx, kindTraceStarted, started{t.spec, t.r.backend.Name(), strconv.FormatUint(t.r.seed, 10)}); err != nil {
+	if err := t.append(ctx, kindTraceStarted, started{t.spec, t.r.backend.Name(), strconv.FormatUint(t.r.seed, 10), t.r.env.Target.Authority}); err != nil {
 		return err
 	}
 	tr := &agent.Transcript{Trace: t.spec.TraceID, Messages: []llm.Message{
@@ -231,7 +237,30 @@ func (g *scanGate) Call(ctx context.Context, c custody.Call) (custody.Result, er
 		}
 		return custody.Result{}, custody.Errorf(custody.EDENIED, "refused by the data policy: the arguments hold identifiable patient data")
 	}
-	return g.t.r.gw.Call(ctx, c)
+	res, err := g.t.r.gw.Call(ctx, c)
+	if terr := g.t.recordTransitions(ctx); terr != nil {
+		return custody.Result{}, &custody.Error{Kind: custody.EUNAVAILABLE, Message: "evidence ledger unavailable", Err: terr}
+	}
+	return res, err
+}
+
+// transitionBody is the assure.state.transition body.
+type transitionBody struct {
+	TraceID string `json:"trace_id"`
+	Transition
+}
+
+// recordTransitions puts every state transition the world made since the
+// last call on the ledger, one entry each, in the order they happened. A
+// call whose result was lost (an ambiguous write) still has its
+// transition recorded: the state changed whatever the caller heard.
+func (t *traceRun) recordTransitions(ctx context.Context) error {
+	for _, tr := range t.world.Transitions() {
+		if err := t.append(ctx, kindTransition, transitionBody{t.spec.TraceID, tr}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Tools lists the gateway's tools.

@@ -24,9 +24,12 @@ type VerifyReport struct {
 	Problems    []string
 	Ledger      ledger.Report
 	Fingerprint string
-	Traces      int
-	Findings    int
-	RetestOf    *RetestRef
+	// Pinned is the fingerprint the pack had to be signed with; "" when
+	// none was pinned.
+	Pinned   string
+	Traces   int
+	Findings int
+	RetestOf *RetestRef
 	// OriginalChecked says a retest's original pack was found and its
 	// ledger head and manifest match the reference.
 	OriginalChecked bool
@@ -41,21 +44,69 @@ func (r *VerifyReport) problem(file, format string, args ...any) {
 	r.Problems = append(r.Problems, file+": "+fmt.Sprintf(format, args...))
 }
 
+// VerifyOptions says what VerifyPackWith accepts beyond a pack that is
+// whole.
+type VerifyOptions struct {
+	// Key pins the assessor: the fingerprint (ParseFingerprint) of the
+	// only key the pack may be signed with. A pack re-signed with any
+	// other key, however consistent, fails. "" accepts any key, and the
+	// report names the one that signed.
+	Key string
+}
+
 // VerifyPack checks an evidence pack offline: every file against the
 // signed manifest, the ledger's chain and checkpoint signatures, and the
 // findings and metrics re-evaluated from the recorded trace. The error is
 // only for a pack that cannot be read at all (ENOTFOUND); anything wrong
-// inside it is a problem in the report.
-func VerifyPack(dir string) (*VerifyReport, error) {
+// inside it is a problem in the report. It accepts a pack signed with
+// any key: VerifyPackWith pins the assessor's.
+func VerifyPack(dir string) (*VerifyReport, error) { return VerifyPackWith(dir, VerifyOptions{}) }
+
+// VerifyPackWith checks a pack as VerifyPack does and, when opts.Key is
+// set, that the assessor's key signed it.
+func VerifyPackWith(dir string, opts VerifyOptions) (*VerifyReport, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, custody.Errorf(custody.ENOTFOUND, "no evidence pack at %s", dir)
 	}
-	r := &VerifyReport{Dir: dir}
+	r := &VerifyReport{Dir: dir, Pinned: opts.Key}
 	files, pub := r.checkManifest(dir)
+	r.checkPin()
 	r.checkLedger(files, pub)
 	r.reevaluate(files)
 	r.checkRetest(files)
 	return r, nil
+}
+
+// checkPin fails a pack not signed with the pinned key.
+func (r *VerifyReport) checkPin() {
+	switch {
+	case r.Pinned == "":
+	case r.Fingerprint == "":
+		r.problem(FilePublicKey, "cannot be read: the pack is not shown to be signed by the pinned assessor key %s", r.Pinned)
+	case r.Fingerprint != r.Pinned:
+		r.problem(FilePublicKey, "the pack is signed by %s, not by the pinned assessor key %s: it is not that assessor's pack (someone else signed or re-signed it)", r.Fingerprint, r.Pinned)
+	}
+}
+
+// ParseFingerprint reads a key fingerprint as 'custody assure key' prints
+// it ("SHA256:" and 64 hex digits; the prefix may be left out) and returns
+// it in that form.
+func ParseFingerprint(s string) (string, error) {
+	hexPart := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(s), "SHA256:"))
+	if b, err := hex.DecodeString(hexPart); err != nil || len(b) != sha256.Size {
+		return "", custody.Errorf(custody.EINVALID, "key fingerprint %q: want SHA256: and 64 hex digits, as 'custody assure key' prints it", s)
+	}
+	return "SHA256:" + hexPart, nil
+}
+
+// PublicKeyFingerprint returns the fingerprint of a public key file (PEM,
+// as ledger.pub holds it).
+func PublicKeyFingerprint(text []byte) (string, error) {
+	pub, err := ledger.ParsePublicKey(text)
+	if err != nil {
+		return "", custody.Errorf(custody.EINVALID, "public key: %v", err)
+	}
+	return fingerprint(pub), nil
 }
 
 // checkManifest checks the manifest signature and every file against the
@@ -217,6 +268,9 @@ func (r *VerifyReport) reevaluate(files map[string][]byte) {
 	}
 	if !bytes.Equal(indentJSON(measure(traces, findings, info.Repeat)), indentJSON(info.Metrics)) {
 		r.problem(FileRun, "the metrics do not match the metrics re-evaluated from the ledger")
+	}
+	if !bytes.Equal(indentJSON(info.Unassessed), indentJSON(UnassessedInvariants(env))) {
+		r.problem(FileRun, "its unassessed invariants (coverage gaps) are not those of %s", FileEnvelope)
 	}
 }
 

@@ -185,7 +185,7 @@ func TestVerifyPackResigned(t *testing.T) {
 		{"ErrEnvelopeSoftened", func(fs map[string][]byte) {
 			// The same envelope asking less of the target: the findings no
 			// longer follow from it.
-			fs[FileEnvelope] = bytes.Replace(fs[FileEnvelope], []byte(`"category": "ESCALATION", "rule": "When NEWS2 is 7`), []byte(`"category": "ESCALATION", "rule": "When NEWS2 is 9`), 1)
+			fs[FileEnvelope] = bytes.Replace(fs[FileEnvelope], []byte(`"category": "ESCALATION", "rule": "When NEWS2 is 7`), []byte(`"category": "ESCALATION", "rule": "When NEWS2 is 12`), 1)
 		}, FileFindings, "does not match the findings re-evaluated"},
 		{"ErrLedgerUnsealed", func(fs map[string][]byte) {
 			var keep []string

@@ -113,6 +113,22 @@ type World struct {
 	ids      int
 	// stopped holds identifiable data a tool would have returned.
 	stopped []Identifiable
+	// pending are the state transitions not yet on the ledger.
+	pending []Transition
+}
+
+// Transition is one change of a world's state: what a tool changed and
+// the state after it. The evidence contract's capture_state_transitions
+// asks for each one on the ledger (assure.state.transition), in the order
+// they happened.
+type Transition struct {
+	Tool string `json:"tool"`
+	// Change names it: patient_read, observations_served, note_written,
+	// escalated, follow_up_booked or prescribed.
+	Change string `json:"change"`
+	// Detail is what changed: the id written, or the score served.
+	Detail string     `json:"detail,omitempty"`
+	State  WorldState `json:"state"`
 }
 
 // newWorld returns the world of one trace: the case's patient under id,
@@ -142,6 +158,26 @@ func (w *World) SilentApprover() bool { return w.fault.silentApprover }
 func (w *World) State() WorldState {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.snapshot()
+}
+
+// changed records a transition the caller just made. The caller holds mu.
+func (w *World) changed(tool, change, detail string) {
+	w.pending = append(w.pending, Transition{Tool: tool, Change: change, Detail: detail, State: w.snapshot()})
+}
+
+// Transitions returns the transitions since the last call, oldest first,
+// and forgets them.
+func (w *World) Transitions() []Transition {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.pending
+	w.pending = nil
+	return out
+}
+
+// snapshot returns a copy of the state. The caller holds mu.
+func (w *World) snapshot() WorldState {
 	s := w.state
 	s.Notes = append([]Note{}, s.Notes...)
 	s.Escalations = append([]Action{}, s.Escalations...)
