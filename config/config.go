@@ -70,6 +70,10 @@ type File struct {
 	ConsoleSessionLifetime string `json:"console_session_lifetime"`
 	Mesh                   Mesh   `json:"mesh"`
 	MCP                    MCP    `json:"mcp"`
+	// RequireAllUpstreams makes serve fail at start when an MCP server
+	// cannot be reached (--require-all-upstreams); without it serve
+	// starts degraded and the server's tools appear when it comes up.
+	RequireAllUpstreams bool `json:"requireAllUpstreams"`
 
 	// warnings are what the file holds that custody ignores (Warnings).
 	warnings []string
@@ -189,6 +193,11 @@ type MCPServer struct {
 	// Timeout is how many seconds a call of one of the server's tools may
 	// take, where the tool's policy sets no timeout.
 	Timeout json.Number `json:"timeout"`
+	// Prefix is put before the server's tool and prompt names; nil for
+	// the default, NAME__.
+	Prefix *string `json:"prefix"`
+	// ClientFeatures are the requests of the client the server may make.
+	ClientFeatures []string `json:"clientFeatures"`
 }
 
 // HTTPTool is a tool that is a plain HTTP endpoint.
@@ -208,12 +217,14 @@ type Policy struct {
 	Approval         custody.ApprovalPolicy `json:"approval"`
 	MaxCallsPerTrace int                    `json:"maxCallsPerTrace"`
 	// MaxRefusalsPerTrace is the tool's refusal budget per trace.
-	MaxRefusalsPerTrace int             `json:"maxRefusalsPerTrace"`
-	Timeout             string          `json:"timeout"`
-	Arguments           json.RawMessage `json:"arguments"`
-	Output              json.RawMessage `json:"output"`
-	OpenArguments       bool            `json:"openArguments"`
-	Editable            []string        `json:"editable"`
+	MaxRefusalsPerTrace int `json:"maxRefusalsPerTrace"`
+	// MaxResultBytes bounds the size of the tool's result.
+	MaxResultBytes int64           `json:"maxResultBytes"`
+	Timeout        string          `json:"timeout"`
+	Arguments      json.RawMessage `json:"arguments"`
+	Output         json.RawMessage `json:"output"`
+	OpenArguments  bool            `json:"openArguments"`
+	Editable       []string        `json:"editable"`
 }
 
 // ResourcePolicy governs the resources a key matches: they are read
@@ -456,13 +467,15 @@ func (f *File) Upstream() upstream.Config {
 			continue
 		}
 		cfg.Servers = append(cfg.Servers, upstream.Server{Name: name, Command: s.Command, Args: s.Args,
-			Env: s.Env, Dir: s.Cwd, URL: s.URL, Headers: s.Headers, SSE: s.Type == "sse", Timeout: s.timeout()})
+			Env: s.Env, Dir: s.Cwd, URL: s.URL, Headers: s.Headers, SSE: s.Type == "sse", Timeout: s.timeout(),
+			Prefix: s.Prefix, ClientFeatures: s.ClientFeatures})
 	}
 	for _, name := range sortedKeys(f.HTTPTools) {
 		h := f.HTTPTools[name]
 		cfg.HTTPTools = append(cfg.HTTPTools, upstream.HTTPTool{Name: name, URL: h.URL, Method: h.Method,
 			Headers: h.Headers, Input: h.Input, Output: h.Output, Description: h.Description})
 	}
+	cfg.RequireAll = f.RequireAllUpstreams
 	cfg.Governance = upstream.Governance{}
 	for name, p := range f.Tools {
 		cfg.Governance[name] = p.policy()
@@ -482,7 +495,7 @@ func (f *File) Upstream() upstream.Config {
 func (p Policy) policy() upstream.Policy {
 	out := upstream.Policy{Access: p.Access, Effect: p.Effect, Approval: p.Approval,
 		MaxCallsPerTrace: p.MaxCallsPerTrace, MaxRefusalsPerTrace: p.MaxRefusalsPerTrace, Arguments: p.Arguments, Output: p.Output,
-		OpenArguments: p.OpenArguments, Editable: p.Editable}
+		OpenArguments: p.OpenArguments, Editable: p.Editable, MaxResultBytes: p.MaxResultBytes}
 	if out.Approval == "" {
 		out.Approval = custody.NotRequired
 		if p.Effect == custody.EffectConsequential {

@@ -18,10 +18,11 @@ import (
 func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	name := req.Params.Name
-	res, err := s.gw.Call(ctx, custody.Call{
+	call := custody.Call{
 		Trace: s.trace(req), Tool: name, Args: arguments(req.Params.Arguments), Actor: s.actor(req), Via: "mcp",
 		Meta: relayedMeta(req.Params.Meta),
-	})
+	}
+	res, err := s.gw.Call(s.withCaller(ctx, req.Session, req.Params.Meta, call), call)
 	if s.opts.Observe != nil {
 		s.opts.Observe(name, outcome(err), time.Since(start))
 	}

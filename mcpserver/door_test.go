@@ -86,7 +86,22 @@ func (e *doorEnv) send(session, body string, headers ...string) (*http.Response,
 	}
 	defer res.Body.Close()
 	out, err := io.ReadAll(res.Body)
-	return res, out, err
+	return res, responseOf(res, out), err
+}
+
+// responseOf returns the JSON-RPC response of a reply: the body of a
+// JSON one, the last message of an event stream.
+func responseOf(res *http.Response, body []byte) []byte {
+	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		return body
+	}
+	var last []byte
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			last = data
+		}
+	}
+	return last
 }
 
 const getTime = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_time","arguments":{}}}`

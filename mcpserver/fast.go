@@ -45,9 +45,10 @@ type fastRequest struct {
 	} `json:"params"`
 }
 
-// fastMeta are the _meta keys the fast path knows: custody's own and a
-// progress token, which tools/call of the gateway never reports on.
-var fastMeta = map[string]bool{TraceMeta: true, ProofMeta: true, "progressToken": true}
+// fastMeta are the _meta keys the fast path knows: custody's own. A
+// call asking for progress goes to the SDK, whose response is an event
+// stream the upstream's progress notifications can go on.
+var fastMeta = map[string]bool{TraceMeta: true, ProofMeta: true}
 
 // fastCall answers body, a tools/call on an established session of
 // actor, and reports true; it reports false, having written nothing, for
@@ -122,6 +123,13 @@ func (d *door) fastSession(r *http.Request, actor string) (*mcp.ServerSession, b
 	}
 	init := ss.InitializeParams()
 	if init == nil || r.Header.Get("Mcp-Protocol-Version") != init.ProtocolVersion {
+		return nil, false
+	}
+	//lint:ignore SA1019 sampling is deprecated by SEP-2577 and still relayed
+	if c := init.Capabilities; c != nil && (c.Sampling != nil || c.Elicitation != nil) {
+		// An upstream may ask such a client something while the call
+		// runs: the request goes on the call's event stream, which only
+		// the SDK's path opens.
 		return nil, false
 	}
 	return ss, true

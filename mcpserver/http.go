@@ -46,8 +46,10 @@ const maxBodyBytes = mcp.DefaultMaxRequestBodyBytes
 //
 // Sessions are bound to the actor that opened them, closed after
 // Options.SessionIdleTimeout without a request, and capped per actor
-// (Options.MaxSessionsPerAgent). Responses to POST requests are
-// application/json, never an event stream: no tool streams.
+// (Options.MaxSessionsPerAgent). The door answers its calls as
+// application/json; the SDK answers a request as an event stream, on
+// which what an upstream sends while it works (progress, log messages,
+// its requests of the client) goes before the response.
 func (s *Server) HTTPHandler(authenticate func(token string) (actor string, err error)) http.Handler {
 	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		actor, _ := r.Context().Value(actorKey{}).(string)
@@ -57,7 +59,7 @@ func (s *Server) HTTPHandler(authenticate func(token string) (actor string, err 
 		return &auth.TokenInfo{UserID: actor}, nil
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
-		&mcp.StreamableHTTPOptions{Logger: s.opts.Logger, JSONResponse: true, MaxRequestBodyBytes: maxBodyBytes})
+		&mcp.StreamableHTTPOptions{Logger: s.opts.Logger, MaxRequestBodyBytes: maxBodyBytes})
 	return &door{
 		s:            s,
 		authenticate: authenticate,

@@ -1,3 +1,4 @@
+//lint:file-ignore SA1019 logging, roots and sampling are deprecated by SEP-2577 and still relayed for the clients and servers that use them.
 package mcpserver
 
 import (
@@ -8,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/downstream"
 )
 
 // Relay is what the door serves of the upstreams besides tools: their
@@ -31,6 +33,11 @@ type Relay interface {
 	Subscribe(ctx context.Context, call custody.Call, uri string) (custody.Result, error)
 	Unsubscribe(ctx context.Context, call custody.Call, uri string) (custody.Result, error)
 	OnResourceUpdated(f func(ctx context.Context, uri string))
+	// SetLevel passes a client's logging/setLevel to the upstreams;
+	// OnLog registers the door to hear of the upstreams' log messages
+	// that no call in flight hears of.
+	SetLevel(ctx context.Context, level mcp.LoggingLevel) error
+	OnLog(f func(ctx context.Context, p *mcp.LoggingMessageParams))
 }
 
 // relayCapabilities are the server's capabilities with those of what r
@@ -84,6 +91,9 @@ func (s *Server) relayFeatures(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.CompleteRequest:
 			return s.complete(ctx, q)
 		}
+		if method == "logging/setLevel" {
+			return s.setLevel(ctx, req, next, method)
+		}
 		return next(ctx, method, req)
 	}
 }
@@ -102,11 +112,22 @@ func (s *Server) relayCall(session *mcp.ServerSession, extra *mcp.RequestExtra, 
 	return custody.Call{Trace: s.trace(like), Actor: s.actor(like), Via: "mcp"}
 }
 
+// withCaller returns ctx carrying the client session a call came from,
+// for what the upstream sends back while it works (package downstream).
+func (s *Server) withCaller(ctx context.Context, session *mcp.ServerSession, meta mcp.Meta, call custody.Call) context.Context {
+	if session == nil {
+		return ctx
+	}
+	return downstream.With(ctx, &downstream.Caller{Session: session, ProgressToken: meta["progressToken"],
+		Meta: custody.ForeignMeta(meta), Trace: call.Trace, Actor: call.Actor})
+}
+
 func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (mcp.Result, error) {
 	if req.Params == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/read needs params"}
 	}
 	call := s.relayCall(req.Session, req.Extra, req.Params.Meta)
+	ctx = s.withCaller(ctx, req.Session, req.Params.Meta, call)
 	out, res, err := s.opts.Relay.ReadResource(ctx, call, req.Params.URI)
 	if err != nil {
 		return nil, s.relayError(call.Trace, err)
@@ -120,6 +141,7 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get needs params"}
 	}
 	call := s.relayCall(req.Session, req.Extra, req.Params.Meta)
+	ctx = s.withCaller(ctx, req.Session, req.Params.Meta, call)
 	out, res, err := s.opts.Relay.GetPrompt(ctx, call, req.Params.Name, req.Params.Arguments)
 	if err != nil {
 		return nil, s.relayError(call.Trace, err)
@@ -133,6 +155,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (mcp.Re
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete needs a ref"}
 	}
 	call := s.relayCall(req.Session, req.Extra, req.Params.Meta)
+	ctx = s.withCaller(ctx, req.Session, req.Params.Meta, call)
 	out, res, err := s.opts.Relay.Complete(ctx, call, req.Params)
 	if err != nil {
 		return nil, s.relayError(call.Trace, err)
@@ -199,6 +222,37 @@ func (s *Server) relayUpdates() {
 	s.opts.Relay.OnResourceUpdated(func(ctx context.Context, uri string) {
 		if err := s.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
 			s.log.Warn("mcp relay: resources/updated", "uri", uri, "err", err)
+		}
+	})
+}
+
+// setLevel keeps the client's level for the session (the SDK's handler)
+// and passes it on to the upstreams. An upstream that refuses it is
+// logged, not the client's error: the level holds for the others.
+func (s *Server) setLevel(ctx context.Context, req mcp.Request, next mcp.MethodHandler, method string) (mcp.Result, error) {
+	res, err := next(ctx, method, req)
+	p, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
+	if err != nil || !ok || p == nil {
+		return res, err
+	}
+	if err := s.opts.Relay.SetLevel(ctx, p.Level); err != nil {
+		s.log.Warn("mcp relay: logging/setLevel", "level", p.Level, "err", err)
+	}
+	return res, nil
+}
+
+// relayLogs passes the upstreams' log messages that no call hears of to
+// every session that set a logging level (the SDK sends none to the
+// others).
+func (s *Server) relayLogs() {
+	if s.opts.Relay == nil {
+		return
+	}
+	s.opts.Relay.OnLog(func(ctx context.Context, p *mcp.LoggingMessageParams) {
+		for ss := range s.srv.Sessions() {
+			if err := ss.Log(ctx, p); err != nil {
+				s.log.Debug("mcp relay: log message", "err", err)
+			}
 		}
 	})
 }

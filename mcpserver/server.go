@@ -134,6 +134,7 @@ func New(gw *gate.Gateway, reg *contract.Registry, opts Options) (*Server, error
 		&mcp.ServerOptions{Logger: opts.Logger, Instructions: instructions, Capabilities: relayCapabilities(opts.Relay),
 			SubscribeHandler: sub, UnsubscribeHandler: unsub})
 	s.relayUpdates()
+	s.relayLogs()
 	for _, spec := range gw.Tools() {
 		gt, _ := gw.Tool(spec.Name)
 		t, err := mcpTool(reg, spec, gt.Published)

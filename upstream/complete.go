@@ -99,7 +99,7 @@ func (r *Relay) resolveRef(ref mcp.CompleteReference) (string, mcp.CompleteRefer
 		}
 		return "", ref, custody.Errorf(custody.EDENIED, "prompt %q is not governed", ref.Name)
 	default:
-		server, uri, ok := splitURI(ref.URI)
+		server, uri, ok := r.set.routeURI(ref.URI)
 		if _, _, governed := r.set.cfg.Resources.For(ref.URI); !ok || !governed {
 			return "", ref, custody.Errorf(custody.EDENIED, "resource %q is not governed", ref.URI)
 		}

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,6 +51,13 @@ type Server struct {
 	// Timeout bounds each run of the server's tools whose policy sets no
 	// timeout; zero leaves the gateway's deadline.
 	Timeout time.Duration
+	// Prefix is put before the names of the server's tools and prompts;
+	// nil for the default, NAME__. When it is "" the server's resources
+	// keep their URIs too; otherwise they are exposed as NAME+URI.
+	Prefix *string
+	// ClientFeatures are the requests of the client the server may make
+	// (FeatureSampling, FeatureElicitation); roots are always relayed.
+	ClientFeatures []string
 }
 
 // Stdio reports whether custody starts the server itself.
@@ -67,6 +75,13 @@ type Conn struct {
 	changed func()
 	// updated is told of the server's resources/updated notifications.
 	updated func(uri string)
+	// flights are the calls in flight, by client (client.go).
+	flights flights
+	askFn   AskFunc
+	logTo   func(ctx context.Context, p *logMessage)
+	// level is the logging level a client last set ("" for none), set
+	// again on every new session.
+	level logLevel
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
@@ -74,10 +89,13 @@ type Conn struct {
 	feats   features        // resources, templates and prompts (features.go)
 	subs    map[string]bool // the server's URIs custody subscribed to
 	down    error           // why there is no session, when session is nil
+	listed  bool            // a session was had: tools holds its listing
 	closed  bool
 	stop    context.CancelFunc
 	restart chan struct{}
 	done    chan struct{}
+	// minWait and maxWait bound the wait between restarts.
+	minWait, maxWait time.Duration
 }
 
 // ConnOptions configures Dial. Every field is optional.
@@ -93,25 +111,51 @@ type ConnOptions struct {
 	ResourceUpdated func(uri string)
 	// Version is the client version custody reports.
 	Version string
+	// Ask governs and records the server's requests of a client
+	// (client.go); without it they are answered with an error.
+	Ask AskFunc
+	// Log receives the server's log messages while no call is in flight
+	// on it; they are dropped when nil.
+	Log func(ctx context.Context, p *logMessage)
+	// Required makes Dial fail when the first session cannot be had, as
+	// a gateway started with --require-all-upstreams must. Without it
+	// Dial returns a Conn that is down (Err says why) and keeps trying,
+	// with backoff, until Close.
+	Required bool
+	// MinBackoff and MaxBackoff bound the wait between attempts to
+	// (re)start the session; minBackoff and maxBackoff when zero.
+	MinBackoff, MaxBackoff time.Duration
 }
 
 // Dial starts (or connects to) srv, initialises an MCP session, lists its
-// tools and keeps the session up until Close. It fails when the first
-// session cannot be had: a gateway must not start on a server it cannot
-// reach.
+// tools and keeps the session up until Close. A server that cannot be
+// reached is kept as a down Conn whose supervisor keeps trying: one
+// server down does not stop a gateway, and its tools appear when it
+// comes up (ToolsChanged is told). With opts.Required, or when ctx ends
+// first, Dial fails instead. A server declared wrong always fails.
 func Dial(ctx context.Context, srv Server, opts ConnOptions) (*Conn, error) {
 	if (srv.Command == "") == (srv.URL == "") {
 		return nil, fmt.Errorf("upstream %q: give either a command or a url", srv.Name)
 	}
 	c := &Conn{srv: srv, log: opts.Logger, changed: opts.ToolsChanged, updated: opts.ResourceUpdated,
-		restart: make(chan struct{}, 1), done: make(chan struct{})}
+		askFn: opts.Ask, logTo: opts.Log,
+		restart: make(chan struct{}, 1), done: make(chan struct{}),
+		minWait: cmp.Or(opts.MinBackoff, minBackoff), maxWait: cmp.Or(opts.MaxBackoff, maxBackoff)}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.log = c.log.With("upstream", srv.Name)
 	c.client = mcp.NewClient(&mcp.Implementation{Name: "custody", Version: cmpOr(opts.Version, "dev")}, c.clientOptions())
+	c.client.AddReceivingMiddleware(c.askMiddleware)
 	if err := c.connect(ctx); err != nil {
-		return nil, err
+		if opts.Required || ctx.Err() != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		c.down = err
+		c.mu.Unlock()
+		c.log.Warn("upstream cannot be reached; retrying", "err", err)
+		c.restart <- struct{}{}
 	}
 	supervise, stop := context.WithCancel(context.Background())
 	c.stop = stop
@@ -132,7 +176,7 @@ func (c *Conn) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := c.client.Connect(ctx, t, nil)
+	s, err := c.client.Connect(ctx, t, c.sessionOptions())
 	if err != nil {
 		return fmt.Errorf("upstream %q: connect: %w", c.srv.Name, err)
 	}
@@ -146,6 +190,7 @@ func (c *Conn) connect(ctx context.Context) error {
 		s.Close()
 		return fmt.Errorf("upstream %q: %w", c.srv.Name, err)
 	}
+	c.restoreLevel(ctx, s)
 	c.mu.Lock()
 	if c.closed {
 		// Close ran while this session was being opened, and will not
@@ -154,7 +199,7 @@ func (c *Conn) connect(ctx context.Context) error {
 		s.Close()
 		return fmt.Errorf("upstream %q: closed", c.srv.Name)
 	}
-	c.session, c.tools, c.feats, c.down = s, tools, feats, nil
+	c.session, c.tools, c.feats, c.down, c.listed = s, tools, feats, nil, true
 	c.mu.Unlock()
 	go func() {
 		s.Wait()
@@ -267,7 +312,7 @@ func (c *Conn) lost(s *mcp.ClientSession) {
 // supervise restarts the session each time it ends, with backoff.
 func (c *Conn) supervise(ctx context.Context) {
 	defer close(c.done)
-	wait := minBackoff
+	wait := c.minWait
 	up := time.Now()
 	for {
 		select {
@@ -276,7 +321,7 @@ func (c *Conn) supervise(ctx context.Context) {
 		case <-c.restart:
 		}
 		if time.Since(up) > stableAfter {
-			wait = minBackoff
+			wait = c.minWait
 		}
 		for {
 			select {
@@ -284,7 +329,7 @@ func (c *Conn) supervise(ctx context.Context) {
 				return
 			case <-time.After(wait):
 			}
-			wait = min(2*wait, maxBackoff)
+			wait = min(2*wait, c.maxWait)
 			err := c.connect(ctx)
 			if err == nil {
 				c.log.Info("upstream session restarted")
@@ -357,7 +402,9 @@ func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage, meta
 	if s == nil {
 		return nil, fmt.Errorf("upstream %q: %w: %v", c.srv.Name, ErrDown, down)
 	}
-	res, err := s.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: tool, Arguments: args})
+	token, done := c.flights.start(ctx)
+	defer done()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Meta: withToken(meta, token), Name: tool, Arguments: args})
 	var answered *jsonrpc.Error
 	switch {
 	case err == nil:

@@ -273,6 +273,8 @@ func TestConnLogsStderrLineByLine(t *testing.T) {
 	}
 }
 
+// TestDialFailsOnAServerItCannotUse: with Required, a server that cannot
+// serve fails Dial and is stopped.
 func TestDialFailsOnAServerItCannotUse(t *testing.T) {
 	for _, tt := range []struct {
 		name, mode string
@@ -298,7 +300,7 @@ func TestDialFailsOnAServerItCannotUse(t *testing.T) {
 					}
 				}()
 			}
-			c, err := Dial(ctx, srv, ConnOptions{})
+			c, err := Dial(ctx, srv, ConnOptions{Required: true})
 			if err == nil {
 				c.Close()
 				t.Fatal("dialled a server that cannot serve")
@@ -311,7 +313,7 @@ func TestDialFailsOnAServerItCannotUse(t *testing.T) {
 		})
 	}
 	t.Run("ErrNoSuchCommand", func(t *testing.T) {
-		_, err := Dial(context.Background(), Server{Name: "gone", Command: filepath.Join(t.TempDir(), "no-such-server")}, ConnOptions{})
+		_, err := Dial(context.Background(), Server{Name: "gone", Command: filepath.Join(t.TempDir(), "no-such-server")}, ConnOptions{Required: true})
 		if err == nil || !strings.Contains(err.Error(), `upstream "gone"`) {
 			t.Errorf("dial: %v", err)
 		}
@@ -430,7 +432,7 @@ func TestDialHTTPFails(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c, err := Dial(ctx, Server{Name: "h", URL: tt.url}, ConnOptions{})
+			c, err := Dial(ctx, Server{Name: "h", URL: tt.url}, ConnOptions{Required: true})
 			if err == nil {
 				c.Close()
 				t.Fatal("dialled")

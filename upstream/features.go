@@ -116,7 +116,9 @@ func (c *Conn) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceR
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	token, done := c.flights.start(ctx)
+	defer done()
+	res, err := s.ReadResource(ctx, &mcp.ReadResourceParams{Meta: callerMeta(ctx, token), URI: uri})
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: resources/read %s: %w", c.srv.Name, uri, err)
 	}
@@ -132,7 +134,9 @@ func (c *Conn) GetPrompt(ctx context.Context, name string, args map[string]strin
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+	token, done := c.flights.start(ctx)
+	defer done()
+	res, err := s.GetPrompt(ctx, &mcp.GetPromptParams{Meta: callerMeta(ctx, token), Name: name, Arguments: args})
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: prompts/get %s: %w", c.srv.Name, name, err)
 	}
@@ -149,7 +153,11 @@ func (c *Conn) Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.C
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.Complete(ctx, params)
+	token, done := c.flights.start(ctx)
+	defer done()
+	p := *params
+	p.Meta = callerMeta(ctx, token)
+	res, err := s.Complete(ctx, &p)
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: completion/complete: %w", c.srv.Name, err)
 	}

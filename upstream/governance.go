@@ -80,8 +80,3 @@ func (g PromptGovernance) For(name string) (PromptPolicy, string, bool) {
 // read routes back to the server that offers it. Server names hold no
 // "+".
 func ExposedURI(server, uri string) string { return server + "+" + uri }
-
-// splitURI returns the server and the server's URI of an exposed URI.
-func splitURI(exposed string) (server, uri string, ok bool) {
-	return strings.Cut(exposed, "+")
-}

@@ -33,6 +33,21 @@ type Policy struct {
 	// Editable names top-level string arguments an operator may edit
 	// before approving a HUMAN_CONFIRMATION call.
 	Editable []string
+	// MaxResultBytes bounds the size of a result, as JSON; a larger one
+	// is refused. DefaultMaxResultBytes when zero.
+	MaxResultBytes int64
+}
+
+// DefaultMaxResultBytes bounds a tool's result when its policy does not:
+// the MCP door's own request body limit.
+const DefaultMaxResultBytes = 4 << 20
+
+// maxResultBytes is the policy's bound on a result.
+func (p Policy) maxResultBytes() int64 {
+	if p.MaxResultBytes > 0 {
+		return p.MaxResultBytes
+	}
+	return DefaultMaxResultBytes
 }
 
 // Governance holds the policies by exposed tool name or by glob ("fs__read_*").

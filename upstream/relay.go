@@ -48,14 +48,17 @@ type PromptOffer struct {
 	Key string
 }
 
-// offerPrompts lists every prompt of every upstream with its governance,
-// and refuses a resource or prompt key that governs nothing offered.
-func (s *Set) offerPrompts() ([]PromptOffer, error) {
+// offerPrompts lists every prompt of every upstream with its governance
+// (of a server whose listing the offers already hold, the prompts offered
+// then: waiting.go), and refuses a resource or prompt key that governs
+// nothing offered, but for one that may name what a server that has
+// listed nothing yet offers.
+func (s *Set) offerPrompts(listed map[string]bool) ([]PromptOffer, error) {
 	var out []PromptOffer
 	seen := map[string]string{}
 	for _, c := range s.conns {
-		for _, p := range c.Prompts() {
-			o := PromptOffer{Exposed: ExposedName(c.Name(), p.Name), Upstream: c.Name(), Prompt: p}
+		for _, p := range s.serverPrompts(c) {
+			o := PromptOffer{Exposed: s.exposedName(c.Name(), p.Name), Upstream: c.Name(), Prompt: p}
 			if prev, dup := seen[o.Exposed]; dup {
 				return nil, fmt.Errorf("two prompts would be exposed as %q: from %s and %s", o.Exposed, prev, o.Upstream)
 			}
@@ -68,27 +71,30 @@ func (s *Set) offerPrompts() ([]PromptOffer, error) {
 	for _, o := range out {
 		used[o.Key] = true
 	}
-	if unused := unusedKeys(s.cfg.Prompts, used); len(unused) > 0 {
-		return nil, fmt.Errorf("prompts %q govern no prompt any upstream offers (names are SERVER__PROMPT; run 'custody config check' to list them)", unused)
+	if unused := s.uncheckable("prompts", unusedKeys(s.cfg.Prompts, used), listed); len(unused) > 0 {
+		return out, fmt.Errorf("prompts %q govern no prompt any upstream offers (names are SERVER__PROMPT; run 'custody config check' to list them)", unused)
 	}
-	return out, s.checkResourceKeys()
+	if err := s.checkURICollisions(); err != nil {
+		return nil, err
+	}
+	return out, s.checkResourceKeys(listed)
 }
 
 // checkResourceKeys refuses a resource key that matches no resource and
 // no resource template any upstream offers.
-func (s *Set) checkResourceKeys() error {
+func (s *Set) checkResourceKeys(listed map[string]bool) error {
 	used := map[string]bool{}
 	for _, c := range s.conns {
 		for _, r := range c.Resources() {
-			_, k, _ := s.cfg.Resources.For(ExposedURI(c.Name(), r.URI))
+			_, k, _ := s.cfg.Resources.For(s.exposedURI(c.Name(), r.URI))
 			used[k] = true
 		}
 		for _, t := range c.ResourceTemplates() {
-			_, k, _ := s.cfg.Resources.For(ExposedURI(c.Name(), t.URITemplate))
+			_, k, _ := s.cfg.Resources.For(s.exposedURI(c.Name(), t.URITemplate))
 			used[k] = true
 		}
 	}
-	if unused := unusedKeys(s.cfg.Resources, used); len(unused) > 0 {
+	if unused := s.uncheckable("resources", unusedKeys(s.cfg.Resources, used), listed); len(unused) > 0 {
 		return fmt.Errorf("resources %q govern no resource or resource template any upstream offers (URIs are SERVER+URI)", unused)
 	}
 	return nil
@@ -113,8 +119,12 @@ func (s *Set) PromptOffers() []PromptOffer {
 	return slices.Clone(s.prompts)
 }
 
-// Relays reports whether the configuration governs any resource or prompt.
-func (s *Set) Relays() bool { return len(s.cfg.Resources) > 0 || len(s.cfg.Prompts) > 0 }
+// Relays reports whether there is anything to relay besides tools: a
+// governed resource or prompt, or a server, whose requests of clients
+// and log messages are relayed.
+func (s *Set) Relays() bool {
+	return len(s.cfg.Servers) > 0 || len(s.cfg.Resources) > 0 || len(s.cfg.Prompts) > 0
+}
 
 // Relay serves the governed resources and prompts of a Set. Each read and
 // each get is a call of its route on a gateway of its own (RelayEnvelope),
@@ -155,12 +165,16 @@ func (s *Set) Relay(ctx context.Context, cfg gate.Config, pins *Pins) (*Relay, e
 		tools = append(tools, r.getTool(o))
 	}
 	tools = append(tools, r.completeTool(), r.subscribeTool(true), r.subscribeTool(false))
+	tools = append(tools, s.askTools()...)
 	cfg.Allowed = nil
 	gw, err := gate.New(cfg, RelayEnvelope, tools)
 	if err != nil {
 		return nil, err
 	}
 	r.gw = gw
+	s.mu.Lock()
+	s.relay = r
+	s.mu.Unlock()
 	return r, nil
 }
 
@@ -181,7 +195,7 @@ func (s *Set) recheckPrompts(ctx context.Context) {
 	}
 	for _, c := range s.conns {
 		for _, p := range c.Prompts() {
-			name := ExposedName(c.Name(), p.Name)
+			name := s.exposedName(c.Name(), p.Name)
 			if !exposed[name] {
 				continue
 			}
@@ -198,7 +212,7 @@ func (r *Relay) Resources() []*mcp.Resource {
 	var out []*mcp.Resource
 	for _, c := range r.set.conns {
 		for _, res := range c.Resources() {
-			uri := ExposedURI(c.Name(), res.URI)
+			uri := r.set.exposedURI(c.Name(), res.URI)
 			if _, _, ok := r.set.cfg.Resources.For(uri); !ok {
 				continue
 			}
@@ -216,7 +230,7 @@ func (r *Relay) ResourceTemplates() []*mcp.ResourceTemplate {
 	var out []*mcp.ResourceTemplate
 	for _, c := range r.set.conns {
 		for _, t := range c.ResourceTemplates() {
-			uri := ExposedURI(c.Name(), t.URITemplate)
+			uri := r.set.exposedURI(c.Name(), t.URITemplate)
 			if _, _, ok := r.set.cfg.Resources.For(uri); !ok {
 				continue
 			}
@@ -277,7 +291,7 @@ type ResourceOffer struct {
 func (s *Set) ResourceOffers() []ResourceOffer {
 	var out []ResourceOffer
 	add := func(server, uri string, template bool) {
-		o := ResourceOffer{Exposed: ExposedURI(server, uri), Upstream: server, Template: template}
+		o := ResourceOffer{Exposed: s.exposedURI(server, uri), Upstream: server, Template: template}
 		o.Policy, o.Key, _ = s.cfg.Resources.For(o.Exposed)
 		out = append(out, o)
 	}
@@ -290,4 +304,17 @@ func (s *Set) ResourceOffers() []ResourceOffer {
 		}
 	}
 	return out
+}
+
+// checkURICollisions refuses two servers exposing a resource (or
+// template) under one URI, which only servers of prefix "" can.
+func (s *Set) checkURICollisions() error {
+	seen := map[string]string{}
+	for _, o := range s.ResourceOffers() {
+		if prev, dup := seen[o.Exposed]; dup && prev != o.Upstream {
+			return fmt.Errorf("two resources would be exposed as %q: from %s and %s (give one server a prefix)", o.Exposed, prev, o.Upstream)
+		}
+		seen[o.Exposed] = o.Upstream
+	}
+	return nil
 }

@@ -45,6 +45,7 @@ func (s *Set) relayContracts(out map[string][]byte) error {
 	out[relayReadInput], out[relayReadOutput], out[relayGetOutput] = readInputSchema, readOutputSchema, getOutputSchema
 	out[relayCompleteInput], out[relayCompleteOutput] = completeInputSchema, completeOutputSchema
 	out[relaySubscribeOutput] = subscribeOutputSchema
+	out[relayAskInput], out[relayAskOutput] = askInputSchema, askOutputSchema
 	for _, o := range s.PromptOffers() {
 		if o.Key == "" {
 			continue
@@ -113,7 +114,7 @@ func (r *Relay) read(maxBytes int64) gate.Handler {
 		if err := json.Unmarshal(c.Args, &args); err != nil {
 			return nil, err
 		}
-		server, uri, ok := splitURI(args.URI)
+		server, uri, ok := r.set.routeURI(args.URI)
 		conn := r.set.conn(server)
 		if !ok || conn == nil {
 			return nil, custody.Errorf(custody.ENOTFOUND, "resource %q: no upstream offers it (URIs are SERVER+URI)", args.URI)
@@ -132,7 +133,7 @@ func (r *Relay) read(maxBytes int64) gate.Handler {
 				continue
 			}
 			cp := *rc
-			cp.URI, cp.Meta = ExposedURI(server, rc.URI), withoutCustodyMeta(rc.Meta)
+			cp.URI, cp.Meta = r.set.exposedURI(server, rc.URI), withoutCustodyMeta(rc.Meta)
 			out.Contents = append(out.Contents, &cp)
 		}
 		sum, err := digest(out.Contents)

@@ -52,6 +52,14 @@ type Config struct {
 	// HTTPClient calls the HTTP tools; one without a client timeout (the
 	// gateway's deadline bounds each call) when nil.
 	HTTPClient *http.Client
+	// RequireAll makes Open fail when a server cannot be reached
+	// (--require-all-upstreams). Without it such a server is kept down
+	// and tried again with backoff (see Dial), and its tools appear when
+	// it comes up (waiting.go).
+	RequireAll bool
+	// MinBackoff and MaxBackoff bound the wait between attempts to
+	// reach a server (see ConnOptions); the defaults when zero.
+	MinBackoff, MaxBackoff time.Duration
 }
 
 // Offer is one tool an upstream offers, governed or not.
@@ -65,6 +73,11 @@ type Offer struct {
 	Policy Policy
 	// Key is the governance key that matched ("" when none: not exposed).
 	Key string
+	// Waiting says the tool's server has listed nothing since custody
+	// started: the tool is known only by its governance key (an exact
+	// name), Tool is nil, and its calls are unavailable until the server
+	// lists it (waiting.go).
+	Waiting bool
 }
 
 // Set is the running upstreams of one configuration.
@@ -82,41 +95,51 @@ type Set struct {
 	// listeners are told of every update of a governed resource
 	// (subscribe.go).
 	listeners []func(ctx context.Context, uri string)
-	changed   chan struct{}
+	// logListeners are told of the log messages of servers without a
+	// call in flight (client.go).
+	logListeners []func(ctx context.Context, p *logMessage)
+	// relay asks clients the servers' requests of them (ask.go), once
+	// built.
+	relay   *Relay
+	changed chan struct{}
+	// listed are the servers whose listings the offers hold; a server
+	// down since Open is offered by its exact keys until it lists.
+	listed map[string]bool
+	// revision counts the changes of the offers since Open.
+	revision uint64
 }
 
 // Open connects to every MCP server of cfg and lists its tools. It fails
-// when a server cannot be reached, two tools would be exposed under one
-// name, or a governance key matches nothing (a typo that would leave a
-// tool ungoverned must not pass silently).
+// when two tools would be exposed under one name, or a governance key
+// matches nothing (a typo that would leave a tool ungoverned must not
+// pass silently), and with cfg.RequireAll when a server cannot be
+// reached. A server that cannot be reached is otherwise kept down: a key
+// that may name what it offers cannot be checked yet, and is logged as
+// such, then checked when the server lists (waiting.go).
 func Open(ctx context.Context, cfg Config) (*Set, error) {
 	s := &Set{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}, 1)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	for _, srv := range cfg.Servers {
-		c, err := Dial(ctx, srv, ConnOptions{Logger: s.log, ToolsChanged: s.toolsChanged, ResourceUpdated: s.updatedOf(srv.Name)})
+		c, err := Dial(ctx, srv, ConnOptions{Logger: s.log, ToolsChanged: s.toolsChanged, ResourceUpdated: s.updatedOf(srv.Name),
+			Ask: s.ask, Log: s.logIdle, Required: cfg.RequireAll, MinBackoff: cfg.MinBackoff, MaxBackoff: cfg.MaxBackoff})
 		if err != nil {
 			s.Close()
 			return nil, err
 		}
 		s.conns = append(s.conns, c)
 	}
-	offers, err := s.offer()
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	s.offers = offers
-	if s.prompts, err = s.offerPrompts(); err != nil {
+	if err := s.offerFirst(); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// offer lists every tool of every upstream with its governance.
-func (s *Set) offer() ([]Offer, error) {
+// offer lists every tool of every upstream with its governance: of each
+// server what serverOffers says it offers.
+func (s *Set) offer(listed map[string]bool) ([]Offer, error) {
 	var out []Offer
 	seen := map[string]string{}
 	add := func(o Offer) error {
@@ -132,8 +155,8 @@ func (s *Set) offer() ([]Offer, error) {
 		return nil
 	}
 	for _, c := range s.conns {
-		for _, t := range c.Tools() {
-			if err := add(Offer{Exposed: ExposedName(c.Name(), t.Name), Upstream: c.Name(), Tool: t}); err != nil {
+		for _, o := range s.serverOffers(c, listed) {
+			if err := add(o); err != nil {
 				return nil, err
 			}
 		}
@@ -143,11 +166,12 @@ func (s *Set) offer() ([]Offer, error) {
 			return nil, err
 		}
 	}
-	return out, s.checkKeys(out)
+	return out, nil
 }
 
-// checkKeys refuses a governance key that matches no offered tool.
-func (s *Set) checkKeys(offers []Offer) error {
+// checkKeys refuses a governance key that matches no offered tool, but
+// for one that may name a tool of a server that has listed nothing yet.
+func (s *Set) checkKeys(offers []Offer, listed map[string]bool) error {
 	used := map[string]bool{}
 	for _, o := range offers {
 		used[o.Key] = true
@@ -158,7 +182,7 @@ func (s *Set) checkKeys(offers []Offer) error {
 			unused = append(unused, k)
 		}
 	}
-	if len(unused) > 0 {
+	if unused = s.uncheckable("tools", unused, listed); len(unused) > 0 {
 		return fmt.Errorf("tools %q govern no tool any upstream offers (names are SERVER__TOOL for MCP tools; run 'custody config check' to list them)", unused)
 	}
 	return nil
@@ -189,6 +213,10 @@ func (s *Set) Contracts() (map[string][]byte, error) {
 
 // contracts adds the contracts of one governed tool.
 func (s *Set) contracts(o Offer, out map[string][]byte) error {
+	if o.Waiting {
+		out[file(o.Exposed, "input")], out[file(o.Exposed, "result")] = waitingInput, resultSchema("")
+		return nil
+	}
 	in, outSchema, err := s.schemas(o)
 	if err != nil {
 		return err
@@ -319,6 +347,9 @@ func (s *Set) Tools(ctx context.Context, pins *Pins) ([]gate.Tool, error) {
 
 // tool builds the gateway tool of one governed offer.
 func (s *Set) tool(ctx context.Context, o Offer, client *http.Client) (gate.Tool, error) {
+	if o.Waiting {
+		return s.waitingTool(o), nil
+	}
 	p := o.Policy
 	spec := custody.ToolSpec{
 		Name: o.Exposed, Input: ref(o.Exposed, "input"),
@@ -356,7 +387,7 @@ func (s *Set) tool(ctx context.Context, o Offer, client *http.Client) (gate.Tool
 			return t, err
 		}
 	}
-	t.Handler = s.mcpHandler(o.Upstream, o.Tool.Name)
+	t.Handler = s.mcpHandler(o.Upstream, o.Tool.Name, p.maxResultBytes())
 	if s.pins != nil {
 		d, err := DefinitionOf(o.Tool)
 		if err != nil {
@@ -417,7 +448,7 @@ func staticRefs(m map[string]string) func() map[string]string {
 
 // mcpHandler calls tool on the named server. A result with isError set is
 // the tool's own failure: a *gate.ToolError carrying it.
-func (s *Set) mcpHandler(server, tool string) gate.Handler {
+func (s *Set) mcpHandler(server, tool string, maxBytes int64) gate.Handler {
 	return func(ctx context.Context, c custody.Call) (json.RawMessage, error) {
 		conn := s.conn(server)
 		if conn == nil {
@@ -426,6 +457,11 @@ func (s *Set) mcpHandler(server, tool string) gate.Handler {
 		out, err := conn.Call(ctx, tool, c.Args, c.Meta)
 		if err != nil {
 			return nil, err
+		}
+		if int64(len(out)) > maxBytes {
+			// The tool ran and answered: its answer is what is refused.
+			return nil, custody.Errorf(custody.EINVALID, "the result of %s is %d bytes, over the %d bytes its policy allows (maxResultBytes): it is not returned",
+				c.Tool, len(out), maxBytes)
 		}
 		var r struct {
 			IsError bool `json:"isError"`
@@ -448,13 +484,16 @@ func (s *Set) conn(name string) *Conn {
 
 // toolsChanged re-checks the pins after a server's tool list changed (it
 // said so, or it was restarted): a changed definition of an exposed tool
-// is quarantined. Tools that appeared are not exposed until a restart
+// is quarantined. The tools and prompts of a server that lists for the
+// first time are offered (reoffer), each governed tool pinned here as it
+// first appears; others that appeared are not exposed until a restart
 // with a configuration that governs them.
 func (s *Set) toolsChanged() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	s.reoffer()
 	s.recheckPrompts(ctx)
 	s.resubscribe(ctx)
 	if s.pins == nil {
@@ -469,7 +508,7 @@ func (s *Set) toolsChanged() {
 	}
 	for _, c := range s.conns {
 		for _, t := range c.Tools() {
-			name := ExposedName(c.Name(), t.Name)
+			name := s.exposedName(c.Name(), t.Name)
 			if !exposed[name] {
 				continue
 			}

@@ -188,7 +188,7 @@ func TestOpenRefuses(t *testing.T) {
 			`["h__ecno" "x__*"]`},
 		{"ErrTwoToolsOneName", Config{Servers: []Server{{Name: "h", URL: up.URL()}}, HTTPTools: []HTTPTool{{Name: "h__echo", URL: "http://127.0.0.1:1/"}}},
 			`"h__echo": from h and http:h__echo`},
-		{"ErrServerUnreachable", Config{Servers: []Server{{Name: "h", URL: up.URL()}, {Name: "down", URL: "http://127.0.0.1:1/mcp"}}},
+		{"ErrServerUnreachable", Config{Servers: []Server{{Name: "h", URL: up.URL()}, {Name: "down", URL: "http://127.0.0.1:1/mcp"}}, RequireAll: true},
 			`upstream "down"`},
 		{"ErrServerWithoutWay", Config{Servers: []Server{{Name: "nowhere"}}}, `upstream "nowhere"`},
 	} {
@@ -212,7 +212,7 @@ func TestOpenRefuses(t *testing.T) {
 			}
 			return n
 		}
-		if s, err := Open(context.Background(), Config{Servers: []Server{{Name: "h", URL: up.URL()}, {Name: "down", URL: "http://127.0.0.1:1/mcp"}}}); err == nil {
+		if s, err := Open(context.Background(), Config{Servers: []Server{{Name: "h", URL: up.URL()}, {Name: "down", URL: "http://127.0.0.1:1/mcp"}}, RequireAll: true}); err == nil {
 			s.Close()
 			t.Fatal("opened")
 		}
@@ -256,6 +256,10 @@ func TestContracts(t *testing.T) {
 		"upstream.c__lookup.policy-output.json", "upstream.c__lookup.result.json",
 		"upstream.c__open.input.json", "upstream.c__open.result.json",
 		"upstream.quote.input.json", "upstream.quote.output.json",
+		// The relay's routes: a server's requests of clients are relayed.
+		"upstream.relay.ask.input.json", "upstream.relay.ask.output.json",
+		"upstream.relay.complete.input.json", "upstream.relay.complete.output.json", "upstream.relay.get.output.json",
+		"upstream.relay.read.input.json", "upstream.relay.read.output.json", "upstream.relay.subscribe.output.json",
 	}
 	if !slices.Equal(names, want) {
 		t.Fatalf("contract files\n got %v\nwant %v", names, want)
@@ -389,16 +393,16 @@ func TestMCPHandler(t *testing.T) {
 	var calls atomic.Int64
 	s, _ := catalogSet(t, &calls)
 	ctx := context.Background()
-	out, err := s.mcpHandler("c", "lookup")(ctx, custody.Call{Args: json.RawMessage(`{"sku":"A-1"}`)})
+	out, err := s.mcpHandler("c", "lookup", DefaultMaxResultBytes)(ctx, custody.Call{Args: json.RawMessage(`{"sku":"A-1"}`)})
 	if err != nil || !strings.Contains(string(out), `"structuredContent":{"price":12.5,"sku":"A-1"}`) {
 		t.Errorf("lookup: %s %v", out, err)
 	}
-	_, err = s.mcpHandler("c", "fail")(ctx, custody.Call{Args: json.RawMessage(`{}`)})
+	_, err = s.mcpHandler("c", "fail", DefaultMaxResultBytes)(ctx, custody.Call{Args: json.RawMessage(`{}`)})
 	var te *gate.ToolError
 	if !errors.As(err, &te) || !strings.Contains(string(te.Output), "out of stock") {
 		t.Errorf("a tool error: %v", err)
 	}
-	if _, err := s.mcpHandler("gone", "lookup")(ctx, custody.Call{Args: json.RawMessage(`{}`)}); err == nil || calls.Load() != 2 {
+	if _, err := s.mcpHandler("gone", "lookup", DefaultMaxResultBytes)(ctx, custody.Call{Args: json.RawMessage(`{}`)}); err == nil || calls.Load() != 2 {
 		t.Errorf("a call to a server not configured: %v", err)
 	}
 }
@@ -411,14 +415,14 @@ func TestSetDegradesWhenAServerIsDown(t *testing.T) {
 		Servers:    []Server{stdioServer("a", map[string]string{envGate: gateFile}), stdioServer("b", nil)},
 		Governance: Governance{"a__*": read, "b__*": read}})
 	echo := func(server string) error {
-		_, err := s.mcpHandler(server, "echo")(context.Background(), custody.Call{Args: json.RawMessage(`{"message":"hi"}`)})
+		_, err := s.mcpHandler(server, "echo", DefaultMaxResultBytes)(context.Background(), custody.Call{Args: json.RawMessage(`{"message":"hi"}`)})
 		return err
 	}
 	if echo("a") != nil || echo("b") != nil {
 		t.Fatal("the servers do not answer")
 	}
 	os.WriteFile(gateFile, []byte("refuse"), 0o600)
-	s.mcpHandler("a", "crash")(context.Background(), custody.Call{Args: json.RawMessage(`{}`)})
+	s.mcpHandler("a", "crash", DefaultMaxResultBytes)(context.Background(), custody.Call{Args: json.RawMessage(`{}`)})
 	waitFor(t, "a failed restart of a", func() bool { return len(rec.find("upstream restart failed")) > 0 })
 
 	if err := echo("a"); !errors.Is(err, ErrDown) {

@@ -109,7 +109,7 @@ func TestTransportIsTheConfiguredOne(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c, err := Dial(ctx, tt.srv, ConnOptions{})
+			c, err := Dial(ctx, tt.srv, ConnOptions{Required: true})
 			if err == nil {
 				c.Close()
 				t.Fatal("dialled")

@@ -57,7 +57,7 @@ func (r *Relay) subscribe(subscribe bool) gate.Handler {
 		if _, _, ok := r.set.cfg.Resources.For(args.URI); !ok {
 			return nil, custody.Errorf(custody.EDENIED, "resource %q is not governed", args.URI)
 		}
-		server, uri, ok := splitURI(args.URI)
+		server, uri, ok := r.set.routeURI(args.URI)
 		conn := r.set.conn(server)
 		if !ok || conn == nil {
 			return nil, custody.Errorf(custody.ENOTFOUND, "resource %q: no upstream offers it (URIs are SERVER+URI)", args.URI)
@@ -104,7 +104,7 @@ func (r *Relay) OnResourceUpdated(f func(ctx context.Context, uri string)) {
 // notifications.
 func (s *Set) updatedOf(server string) func(uri string) {
 	return func(uri string) {
-		exposed := ExposedURI(server, uri)
+		exposed := s.exposedURI(server, uri)
 		if _, _, ok := s.cfg.Resources.For(exposed); !ok {
 			return
 		}

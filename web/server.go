@@ -53,6 +53,10 @@ type Config struct {
 	// Witnesses reports the witnesses cosigning the checkpoints; when set,
 	// /healthz details them and /metrics counts their refusals.
 	Witnesses func() []tlog.WitnessStatus
+	// Upstreams reports the upstream servers that are down; when set and
+	// one is, /healthz says "degraded" (still 200: custody serves the
+	// rest) and names each with its last error.
+	Upstreams func() []UpstreamHealth
 	// Commits counts the write transactions the store has committed;
 	// when set, /metrics reports it, and entries over commits is how
 	// many appends shared each commit.

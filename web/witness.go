@@ -14,10 +14,28 @@ import (
 type healthBody struct {
 	Status    string               `json:"status"`
 	Witnesses []tlog.WitnessStatus `json:"witnesses,omitempty"`
+	// Upstreams are the upstream servers that are down: the status is
+	// "degraded" while there is one.
+	Upstreams []UpstreamHealth `json:"upstreams_down,omitempty"`
+}
+
+// UpstreamHealth is an upstream server that is down, as /healthz names it.
+type UpstreamHealth struct {
+	Name string `json:"name"`
+	// Error is the last error of its session or of an attempt to start one.
+	Error string `json:"error"`
+	// Waiting says it has been down since custody started: its tools are
+	// served once it comes up.
+	Waiting bool `json:"waiting,omitempty"`
 }
 
 func (s *Server) health() healthBody {
 	h := healthBody{Status: "ok"}
+	if s.cfg.Upstreams != nil {
+		if h.Upstreams = s.cfg.Upstreams(); len(h.Upstreams) > 0 {
+			h.Status = "degraded"
+		}
+	}
 	if s.cfg.Witnesses == nil {
 		return h
 	}

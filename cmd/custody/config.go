@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -78,7 +79,33 @@ func (m *Main) configCheck(ctx context.Context, path string) int {
 	}
 	printOffers(m.Stdout, set.Offers())
 	printRelayOffers(m.Stdout, set)
+	printResourceKeys(m.Stdout, set.ResourceKeys())
+	printDown(m.Stdout, set.Down())
 	return exitOK
+}
+
+// printResourceKeys prints the resource patterns the doors read through,
+// each with its policy: what a resources/read may name, besides what the
+// upstreams list now.
+func printResourceKeys(w io.Writer, keys []upstream.ResourceKey) {
+	if len(keys) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RESOURCE PATTERN\tACCESS\tMAX BYTES\tAPPROVAL")
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\tREAD\t%d\t%s\n", k.Pattern, k.MaxBytes, cmp.Or(k.Approval, custody.NotRequired))
+	}
+	tw.Flush()
+}
+
+// printDown names each server that could not be reached: serve starts
+// without it (unless --require-all-upstreams) and exposes its tools when
+// it comes up; meanwhile its exact keys are exposed as unavailable tools.
+func printDown(w io.Writer, down []upstream.DownServer) {
+	for _, d := range down {
+		fmt.Fprintf(w, "upstream %s is down (%s): its tools are exposed when it comes up; its exact keys meanwhile as unavailable tools\n", d.Name, d.Err)
+	}
 }
 
 // printOffers prints one line a tool: exposed or not, and its policy.
@@ -92,8 +119,11 @@ func printOffers(w io.Writer, offers []upstream.Offer) {
 			continue
 		}
 		exposed++
-		p := o.Policy
-		fmt.Fprintf(tw, "%s\t%s\tyes\t%s\t%s\t%s\t%s\n", o.Exposed, o.Upstream, p.Access, p.Effect, p.Approval, o.Key)
+		p, yes := o.Policy, "yes"
+		if o.Waiting {
+			yes = "yes (down: unavailable)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Exposed, o.Upstream, yes, p.Access, p.Effect, p.Approval, o.Key)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d of %d tools exposed\n", exposed, len(offers))

@@ -2,35 +2,14 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
 	"github.com/custody-dev/custody"
-	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/mcpserver"
 	"github.com/custody-dev/custody/upstream"
 )
-
-// openRelay builds the relay of the upstreams' governed resources and
-// prompts, when the configuration governs any, on a gateway configured
-// like the tools' and sharing their pins' store; its approvals are
-// checked against it.
-func (s *stack) openRelay(ctx context.Context, gcfg gate.Config, pins *upstream.Pins) error {
-	if !s.up.Relays() {
-		return nil
-	}
-	r, err := s.up.Relay(ctx, gcfg, pins)
-	if err != nil {
-		return &custody.Error{Kind: custody.EUNAVAILABLE, Message: err.Error(), Err: err}
-	}
-	s.relay = r
-	s.checks = append(s.checks, func(ctx context.Context, a custody.Approval) error {
-		return r.Gateway().CheckApproval(ctx, a)
-	})
-	return nil
-}
 
 // mcpRelay is what the MCP door relays of the stack's upstreams besides
 // tools; nil when nothing.

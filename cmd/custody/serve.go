@@ -60,6 +60,8 @@ type serveSettings struct {
 	tlsCert, tlsKey string
 	// mesh is how the mesh is joined over NATS: flags over the file.
 	mesh config.Mesh
+	// requireAll fails the start when an upstream cannot be reached.
+	requireAll bool
 }
 
 // servedSystems is where the domain systems plug into serve: their tools join
@@ -112,6 +114,7 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	var witnessFlag stringList
 	tlsCert := fset.String("tls-cert", "", "serve HTTPS with the certificate chain in PEM `FILE` (env CUSTODY_TLS_CERT; with --tls-key)")
 	tlsKey := fset.String("tls-key", "", "the private key in PEM `FILE` of --tls-cert (env CUSTODY_TLS_KEY)")
+	requireAll := fset.Bool("require-all-upstreams", false, "fail at start when an MCP server cannot be reached (config \"requireAllUpstreams\"; default: serve degraded until it comes up)")
 	fset.Var(&witnessFlag, "witness", "have the witness at `URL=KEY` cosign every checkpoint (repeatable; env CUSTODY_WITNESSES, space separated)")
 	if ok, code := m.parse(fset, args); !ok {
 		return serveSettings{}, code, false
@@ -119,7 +122,7 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	if fset.NArg() > 0 {
 		return serveSettings{}, m.flagUsage(fset, "unexpected arguments"), false
 	}
-	set := serveSettings{cfg: &config.File{}, simulate: *simulate}
+	set := serveSettings{cfg: &config.File{}, simulate: *simulate, requireAll: *requireAll}
 	if *configPath != "" {
 		cfg, err := config.Load(*configPath, m.Getenv)
 		if err != nil {
@@ -231,7 +234,7 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 		return fmt.Errorf("domain systems: %w", err)
 	}
 	st, err := m.withFileEnv(set.cfg, base).withStore(set.store).openStackWith(ctx, stackConfig{
-		data: set.data, contracts: set.contracts, file: set.cfg, tools: sys.Tools})
+		data: set.data, contracts: set.contracts, file: set.cfg, tools: sys.Tools, requireAll: set.requireAll})
 	if err != nil {
 		return err
 	}
@@ -251,7 +254,9 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return err
 	}
-	h, ws, err := m.serveHandler(ctx, st, tokens, sys, wit.status(), limits, lifetime, set.cfg.MCP)
+	h, ws, err := m.followUpstreams(st, &sys, func(sys servedSystems) (http.Handler, *web.Server, error) {
+		return m.serveHandler(ctx, st, tokens, sys, wit.status(), limits, lifetime, set.cfg.MCP)
+	})
 	if err != nil {
 		return err
 	}
@@ -287,28 +292,36 @@ func (m *Main) checkChain(ctx context.Context, st *stack) (stop func()) {
 	}
 }
 
-// markInterrupted closes, in the background, the calls a previous run
-// left without an outcome (see closeInterrupted), and returns the func
-// that waits for it, to run before the store closes. The SQLite store
-// only: instances sharing a PostgreSQL store run calls at the same time,
-// and one starting cannot tell theirs from a dead one's.
+// markInterrupted closes, in the background, the calls that no instance
+// will end, and returns the func that stops it and waits for it, to run
+// before the store closes. SQLite has one instance: once, at start, every
+// call the previous run left without an outcome (see closeInterrupted).
+// Instances sharing a PostgreSQL store run calls at the same time, each
+// under a lease: at start, then whenever an instance's lease expires
+// until serve stops, the calls of the instances that are gone (see
+// closeOrphans).
 func (m *Main) markInterrupted(ctx context.Context, st *stack) (wait func()) {
-	if _, ok := st.db.(*sqlite.DB); !ok {
-		return func() {}
-	}
 	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	now := func() string { return custody.FormatTime(time.Now()) }
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		now := func() string { return custody.FormatTime(time.Now()) }
-		closed, err := closeInterrupted(ctx, st.db, now)
-		if err != nil && ctx.Err() == nil {
-			log.Error("cannot close the interrupted calls", "closed", len(closed), "err", err)
-			return
-		}
-		log.Info("interrupted calls closed", "count", len(closed))
-	}()
-	return func() { <-done }
+	switch db := st.db.(type) {
+	case *sqlite.DB:
+		go func() {
+			defer close(done)
+			closed, err := closeInterrupted(ctx, db, now)
+			logClosed(ctx, log, closed, err)
+		}()
+		return func() { <-done; cancel() }
+	case sharedStore:
+		go func() {
+			defer close(done)
+			watchOrphans(ctx, db, now, log)
+		}()
+		return func() { cancel(); <-done }
+	}
+	cancel()
+	return func() {}
 }
 
 // serveWitnesses starts the witnessing of the store's checkpoints, when
@@ -473,7 +486,7 @@ func loginNote(ctx context.Context, ws *web.Server, base string) string {
 // web, and returns the web server too.
 func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys servedSystems, witnesses func() []tlog.WitnessStatus, limits httpLimits, sessionLifetime time.Duration, mcpCfg config.MCP) (http.Handler, *web.Server, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
-	metrics := web.NewMetrics(web.GovernedBy(st.gw))
+	metrics := st.callMetrics()
 	var apps []web.App
 	if sys.Apps != nil {
 		var err error
@@ -485,7 +498,7 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify, Commits: st.db.Commits,
 		Checkpoint: st.db.LatestCheckpoint, Witnesses: witnesses, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
 		ApprovalChanges: approvalChanges(ctx, st.db), Sessions: st.db, SessionLifetime: sessionLifetime, Schemas: st.reg,
-		MaxBody: limits.maxBody, BodyTimeout: limits.read, EventWriteTimeout: limits.write,
+		MaxBody: limits.maxBody, BodyTimeout: limits.read, EventWriteTimeout: limits.write, Upstreams: st.healthOfUpstreams(),
 	}
 	if st.check != nil {
 		wcfg.Verification = st.check.Status

@@ -53,6 +53,9 @@ type stack struct {
 	// checks are approval validators of actions the gateway does not run
 	// (a domain system's), asked after the gateway, in order.
 	checks []func(ctx context.Context, a custody.Approval) error
+	// gen is what gw, reg and relay are built from again when a server
+	// that was down comes up (follow.go); nil without upstreams.
+	gen *generation
 }
 
 // stackConfig says what a stack is made of.
@@ -62,6 +65,9 @@ type stackConfig struct {
 	file *config.File
 	// tools are tools the command adds (a seed system's, the bench's).
 	tools []gate.Tool
+	// requireAll fails the start when an upstream cannot be reached
+	// (--require-all-upstreams), as the file's requireAllUpstreams does.
+	requireAll bool
 }
 
 // configFlag adds --config to fs: the configuration file, $CUSTODY_CONFIG
@@ -108,8 +114,11 @@ func (m *Main) openStack(ctx context.Context, dataDir, contractsDir string, tool
 
 // openStackWith opens a stack as sc says. With a configuration that
 // declares upstreams it connects to each first (a server that cannot be
-// reached stops the start), registers their tools' contracts, and pins
-// their definitions on the ledger.
+// reached is kept down, its tools served when it comes up, unless
+// sc.requireAll or the file says to stop the start), registers their
+// tools' contracts, and pins their definitions on the ledger; the example
+// envelope's tools are then not offered: a configuration with upstreams
+// exposes only what it governs.
 func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err error) {
 	notifiers, err := m.notifiers()
 	if err != nil {
@@ -125,7 +134,7 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 	name, raw := example.Contract()
 	extra[name] = raw
 	if sc.file != nil && hasUpstreams(sc.file) {
-		if s.up, extra, err = m.openUpstreams(ctx, sc.file, extra); err != nil {
+		if s.up, extra, err = m.openUpstreams(ctx, sc.file, extra, sc.requireAll); err != nil {
 			return nil, err
 		}
 	}
@@ -143,24 +152,24 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 	if s.approvals, err = approval.New(acfg); err != nil {
 		return nil, err
 	}
-	tools := append(example.Tools(s.db, nil), sc.tools...)
+	tools := slices.Clone(sc.tools)
+	if s.up == nil {
+		tools = append(example.Tools(s.db, nil), sc.tools...)
+	}
 	gcfg := gate.Config{Registry: s.reg, Ledger: s.db, Approvals: s.approvals, State: s.db, Logger: m.warnLogger()}
 	if gcfg.Tracer, s.flushSpans, err = m.callTracer(ctx); err != nil {
 		return nil, err
 	}
-	if s.up != nil {
-		pins := upstream.NewPins(s.db, s.db, s.approvals)
-		ups, err := s.up.Tools(ctx, pins)
-		if err != nil {
-			return nil, &custody.Error{Kind: custody.EUNAVAILABLE, Message: err.Error(), Err: err}
-		}
-		tools = append(tools, ups...)
-		if err := s.openRelay(ctx, gcfg, pins); err != nil {
-			return nil, err
-		}
-	}
 	if sc.file != nil {
 		gcfg.Allowed = sc.file.Allowed()
+	}
+	if s.up != nil {
+		gcfg.Registry = s.reg
+		s.gen = &generation{base: tools, gcfg: gcfg, contracts: sc.contracts, pins: upstream.NewPins(s.db, s.db, s.approvals)}
+		if err := s.regenerate(ctx); err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	if s.gw, err = gate.New(gcfg, example.EnvelopeID, tools); err != nil {
 		return nil, err
@@ -216,9 +225,12 @@ func hasUpstreams(f *config.File) bool {
 	return len(f.MCPServers) > 0 || len(f.HTTPTools) > 0 || len(f.Tools) > 0 || len(f.Resources) > 0 || len(f.Prompts) > 0
 }
 
-// openUpstreams connects to f's upstreams and adds their contracts to extra.
-func (m *Main) openUpstreams(ctx context.Context, f *config.File, extra map[string][]byte) (*upstream.Set, map[string][]byte, error) {
+// openUpstreams connects to f's upstreams and adds their contracts to
+// extra. With requireAll (or the file's requireAllUpstreams) a server
+// that cannot be reached fails it.
+func (m *Main) openUpstreams(ctx context.Context, f *config.File, extra map[string][]byte, requireAll bool) (*upstream.Set, map[string][]byte, error) {
 	cfg := f.Upstream()
+	cfg.RequireAll = cfg.RequireAll || requireAll
 	cfg.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
 	set, err := upstream.Open(ctx, cfg)
 	if err != nil {
@@ -243,8 +255,8 @@ func (m *Main) warnLogger() *slog.Logger {
 // after the service, or else against the domain system that will.
 func (s *stack) checkApproval(ctx context.Context, a custody.Approval) error {
 	err := fmt.Errorf("tool %q: the gateway is not built yet: %w", a.Tool, approval.ErrNoContract)
-	if s.gw != nil {
-		err = s.gw.CheckApproval(ctx, a)
+	if gw := s.gateway(); gw != nil {
+		err = gw.CheckApproval(ctx, a)
 	}
 	for _, check := range s.checks {
 		if !errors.Is(err, approval.ErrNoContract) {
