@@ -114,7 +114,9 @@ func newWorkServer() *workServer {
 // sampling and elicitation, and "mute", allowed neither; a go-sdk client
 // with handlers for each on custody's HTTP door.
 type talkEnv struct {
-	db               *sqlite.DB
+	db *sqlite.DB
+	// url is the door's /mcp; client a session on it.
+	url              string
 	client           *mcp.ClientSession
 	work, mute       *workServer
 	progress, logged chan string
@@ -183,6 +185,7 @@ func newTalkEnv(t *testing.T) *talkEnv {
 	mux.Handle("/mcp", srv.HTTPHandler(authAs("agent-7")))
 	door := httptest.NewServer(mux)
 	t.Cleanup(door.Close)
+	e.url = door.URL + "/mcp"
 	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			e.progress <- jsonOf(t, r.Params)

@@ -150,12 +150,37 @@ func withToken(meta map[string]any, token string) map[string]any {
 
 // callerMeta is the _meta of the client's request for the server: the
 // client's own keys, less custody's and with custody's progress token.
-func callerMeta(ctx context.Context, token string) mcp.Meta {
+func (c *Conn) callerMeta(ctx context.Context, token string) mcp.Meta {
 	var meta map[string]any
 	if caller, ok := downstream.From(ctx); ok {
 		meta = caller.Meta
 	}
-	return withToken(custody.ForeignMeta(meta), token)
+	return c.forServer(custody.ForeignMeta(meta), token)
+}
+
+// hopLogLevel is the _meta key of a request's log level (from protocol
+// 2026-07-28, which keeps no level per session).
+const hopLogLevel = hopMeta + "logLevel"
+
+// forServer is withToken with the log level the client wants: the one
+// its request names, else the last it set (logging/setLevel), so that a
+// server on 2026-07-28 logs at it too.
+func (c *Conn) forServer(meta map[string]any, token string) map[string]any {
+	level, _ := meta[hopLogLevel].(string)
+	out := withToken(meta, token)
+	if level == "" {
+		c.mu.Lock()
+		level = string(c.level)
+		c.mu.Unlock()
+	}
+	if level == "" {
+		return out
+	}
+	if out == nil {
+		out = map[string]any{}
+	}
+	out[hopLogLevel] = level
+	return out
 }
 
 // clientOptions are the handlers of what the server sends custody

@@ -404,7 +404,7 @@ func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage, meta
 	}
 	token, done := c.flights.start(ctx)
 	defer done()
-	res, err := s.CallTool(ctx, &mcp.CallToolParams{Meta: withToken(meta, token), Name: tool, Arguments: args})
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Meta: c.forServer(meta, token), Name: tool, Arguments: args})
 	var answered *jsonrpc.Error
 	switch {
 	case err == nil:

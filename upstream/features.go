@@ -118,7 +118,7 @@ func (c *Conn) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceR
 	}
 	token, done := c.flights.start(ctx)
 	defer done()
-	res, err := s.ReadResource(ctx, &mcp.ReadResourceParams{Meta: callerMeta(ctx, token), URI: uri})
+	res, err := s.ReadResource(ctx, &mcp.ReadResourceParams{Meta: c.callerMeta(ctx, token), URI: uri})
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: resources/read %s: %w", c.srv.Name, uri, err)
 	}
@@ -136,7 +136,7 @@ func (c *Conn) GetPrompt(ctx context.Context, name string, args map[string]strin
 	}
 	token, done := c.flights.start(ctx)
 	defer done()
-	res, err := s.GetPrompt(ctx, &mcp.GetPromptParams{Meta: callerMeta(ctx, token), Name: name, Arguments: args})
+	res, err := s.GetPrompt(ctx, &mcp.GetPromptParams{Meta: c.callerMeta(ctx, token), Name: name, Arguments: args})
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: prompts/get %s: %w", c.srv.Name, name, err)
 	}
@@ -156,7 +156,7 @@ func (c *Conn) Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.C
 	token, done := c.flights.start(ctx)
 	defer done()
 	p := *params
-	p.Meta = callerMeta(ctx, token)
+	p.Meta = c.callerMeta(ctx, token)
 	res, err := s.Complete(ctx, &p)
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: completion/complete: %w", c.srv.Name, err)
