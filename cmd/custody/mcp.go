@@ -15,20 +15,28 @@ import (
 // runMCP serves MCP on stdin and stdout for a local agent:
 //
 //	custody mcp --stdio [--data DIR] [--contracts DIR] [--config FILE]
+//	custody mcp --stdio --server URL [--token-file FILE]
 //
-// Calls are recorded with the actor "mcp-stdio". Logs go to stderr: stdout
+// The first serves here, its calls recorded with the actor "mcp-stdio";
+// the second bridges the session to a running custody serve at URL as
+// the agent whose token it is (bridge.go). Logs go to stderr: stdout
 // carries the protocol only.
 func (m *Main) runMCP(ctx context.Context, args []string) int {
-	fs := m.flags("mcp", "--stdio [--data DIR] [--contracts DIR] [--config FILE]")
+	fs := m.flags("mcp", "--stdio [--data DIR] [--contracts DIR] [--config FILE] | --stdio --server URL [--token-file FILE]")
 	stdio := fs.Bool("stdio", false, "serve MCP over stdin and stdout (the only transport here; HTTP is at /mcp of custody serve)")
 	data := m.dataFlag(fs)
 	contracts := m.contractsFlag(fs)
 	configPath := m.configFlag(fs)
+	server := fs.String("server", "", "bridge the session to the custody serve at `URL` (its base URL or its /mcp URL) instead of serving here")
+	tokenFile := fs.String("token-file", "", "with --server: read the agent token from `FILE` (default: env CUSTODY_AGENT_TOKEN)")
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
 	if !*stdio || fs.NArg() > 0 {
 		return m.flagUsage(fs, "--stdio is required")
+	}
+	if *server != "" || *tokenFile != "" {
+		return m.runBridge(ctx, fs, *server, *tokenFile)
 	}
 	st, err := m.configuredStack(ctx, givenData(fs, *data), *contracts, *configPath)
 	if err != nil {
