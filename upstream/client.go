@@ -133,6 +133,9 @@ const hopMeta = "io.modelcontextprotocol/"
 // client's hop, and the client's progress token replaced by custody's
 // (token, or none).
 func withToken(meta map[string]any, token string) map[string]any {
+	if len(meta) == 0 && token == "" {
+		return nil
+	}
 	out := make(map[string]any, len(meta)+1)
 	for k, v := range meta {
 		if k != "progressToken" && !strings.HasPrefix(k, hopMeta) {
