@@ -4,6 +4,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,6 +39,9 @@ type Relay interface {
 	// that no call in flight hears of.
 	SetLevel(ctx context.Context, level mcp.LoggingLevel) error
 	OnLog(f func(ctx context.Context, p *mcp.LoggingMessageParams))
+	// OnListChanged registers the door to hear when the listings may
+	// have changed, to tell the clients.
+	OnListChanged(f func(ctx context.Context))
 }
 
 // relayCapabilities are the server's capabilities with those of what r
@@ -54,10 +58,10 @@ func relayCapabilities(r Relay) *mcp.ServerCapabilities {
 	//lint:ignore SA1019 the SDK's default capabilities, which a nil Capabilities would keep, hold logging
 	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
 	if resources {
-		caps.Resources = &mcp.ResourceCapabilities{Subscribe: true}
+		caps.Resources = &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true}
 	}
 	if prompts {
-		caps.Prompts = &mcp.PromptCapabilities{}
+		caps.Prompts = &mcp.PromptCapabilities{ListChanged: true}
 	}
 	caps.Completions = &mcp.CompletionCapabilities{}
 	return caps
@@ -253,6 +257,40 @@ func (s *Server) relayLogs() {
 			if err := ss.Log(ctx, p); err != nil {
 				s.log.Debug("mcp relay: log message", "err", err)
 			}
+		}
+	})
+}
+
+// listChangedURI and listChangedPrompt name a placeholder the door adds
+// to the SDK's own lists and removes at once, for the SDK to send every
+// session notifications/resources/list_changed and
+// notifications/prompts/list_changed: it sends them on its own changes
+// only. The placeholder is never listed nor served, since the relay
+// answers every resources and prompts method (relayFeatures).
+const (
+	listChangedURI    = "custody://list-changed"
+	listChangedPrompt = "custody-list-changed"
+)
+
+// relayListChanges tells the sessions when the relay's listings may have
+// changed.
+func (s *Server) relayListChanges(caps *mcp.ServerCapabilities) {
+	if s.opts.Relay == nil || caps == nil {
+		return
+	}
+	s.opts.Relay.OnListChanged(func(context.Context) {
+		if caps.Resources != nil {
+			s.srv.AddResource(&mcp.Resource{URI: listChangedURI, Name: listChangedURI},
+				func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+					return nil, mcp.ResourceNotFoundError(listChangedURI)
+				})
+			s.srv.RemoveResources(listChangedURI)
+		}
+		if caps.Prompts != nil {
+			s.srv.AddPrompt(&mcp.Prompt{Name: listChangedPrompt}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return nil, errors.New("not a prompt")
+			})
+			s.srv.RemovePrompts(listChangedPrompt)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,8 +83,8 @@ type relayEnv struct {
 	client *mcp.ClientSession
 	docs   *mcp.Server
 	// updated receives the URI of every resources/updated the client
-	// hears.
-	updated chan string
+	// hears; listChanged "resources" or "prompts" for each list_changed.
+	updated, listChanged chan string
 }
 
 func newRelayEnv(t *testing.T) *relayEnv {
@@ -143,16 +144,19 @@ func newRelayEnv(t *testing.T) *relayEnv {
 	mux.Handle("/mcp", srv.HTTPHandler(authAs("agent-7")))
 	door := httptest.NewServer(mux)
 	t.Cleanup(door.Close)
-	updated := make(chan string, 16)
+	updated, listChanged := make(chan string, 16), make(chan string, 16)
 	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
-		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI }})
+		ResourceUpdatedHandler:     func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { listChanged <- "resources" },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { listChanged <- "prompts" },
+	})
 	hc := &http.Client{Transport: bearer{token: agentToken, next: http.DefaultTransport}}
 	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: door.URL + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { session.Close() })
-	return &relayEnv{db: db, client: session, docs: docs, updated: updated}
+	return &relayEnv{db: db, client: session, docs: docs, updated: updated, listChanged: listChanged}
 }
 
 // last returns the last ledger entry of kind.
@@ -467,4 +471,43 @@ func TestRelaySubscriptions(t *testing.T) {
 			t.Errorf("entry %s", en.Body)
 		}
 	})
+}
+
+// TestRelayListChanged: a server that adds a resource tells custody,
+// which tells its clients; the new listing holds the governed one, under
+// its exposed URI, and never the door's placeholder.
+func TestRelayListChanged(t *testing.T) {
+	e := newRelayEnv(t)
+	ctx := context.Background()
+	e.docs.AddResource(&mcp.Resource{URI: "docs://page/9", Name: "page 9"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "nine"}}}, nil
+	})
+	for got := map[string]bool{}; !got["resources"] || !got["prompts"]; {
+		select {
+		case kind := <-e.listChanged:
+			got[kind] = true
+		case <-time.After(30 * time.Second):
+			t.Fatalf("list_changed heard: %v", got)
+		}
+	}
+	list, err := e.client.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for _, r := range list.Resources {
+		uris = append(uris, r.URI)
+	}
+	if !slices.Contains(uris, "docs+docs://page/9") || slices.Contains(uris, "custody://list-changed") {
+		t.Errorf("resources after the change: %v", uris)
+	}
+	prompts, err := e.client.ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range prompts.Prompts {
+		if p.Name == "custody-list-changed" {
+			t.Errorf("the placeholder prompt is listed")
+		}
+	}
 }

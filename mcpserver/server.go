@@ -130,10 +130,12 @@ func New(gw *gate.Gateway, reg *contract.Registry, opts Options) (*Server, error
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	sub, unsub := s.subscribeHandlers()
+	caps := relayCapabilities(opts.Relay)
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "custody", Title: "custody gateway", Version: opts.Version},
-		&mcp.ServerOptions{Logger: opts.Logger, Instructions: instructions, Capabilities: relayCapabilities(opts.Relay),
+		&mcp.ServerOptions{Logger: opts.Logger, Instructions: instructions, Capabilities: caps,
 			SubscribeHandler: sub, UnsubscribeHandler: unsub})
 	s.relayUpdates()
+	s.relayListChanges(caps)
 	s.relayLogs()
 	for _, spec := range gw.Tools() {
 		gt, _ := gw.Tool(spec.Name)

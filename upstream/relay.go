@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -317,4 +318,22 @@ func (s *Set) checkURICollisions() error {
 		seen[o.Exposed] = o.Upstream
 	}
 	return nil
+}
+
+// OnListChanged registers f to be told (on a goroutine of its own) when
+// what a server offers may have changed: it said its list changed, or it
+// was restarted. The listings of the relay are then as they are now.
+func (r *Relay) OnListChanged(f func(ctx context.Context)) {
+	r.set.mu.Lock()
+	defer r.set.mu.Unlock()
+	r.set.listListeners = append(r.set.listListeners, f)
+}
+
+// tellListChanged tells each of ls that a listing may have changed.
+func tellListChanged(ls []func(ctx context.Context)) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, f := range ls {
+		f(ctx)
+	}
 }

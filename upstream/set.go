@@ -100,8 +100,11 @@ type Set struct {
 	logListeners []func(ctx context.Context, p *logMessage)
 	// relay asks clients the servers' requests of them (ask.go), once
 	// built.
-	relay   *Relay
-	changed chan struct{}
+	relay *Relay
+	// listListeners are told when what a server offers may have changed
+	// (Relay.OnListChanged).
+	listListeners []func(ctx context.Context)
+	changed       chan struct{}
 	// listed are the servers whose listings the offers hold; a server
 	// down since Open is offered by its exact keys until it lists.
 	listed map[string]bool
@@ -496,6 +499,7 @@ func (s *Set) toolsChanged() {
 	s.reoffer()
 	s.recheckPrompts(ctx)
 	s.resubscribe(ctx)
+	go tellListChanged(slices.Clone(s.listListeners))
 	if s.pins == nil {
 		if s.promptPins != nil {
 			s.signalChanged()
