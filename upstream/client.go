@@ -386,7 +386,7 @@ func (c *Conn) SetLevel(ctx context.Context, level mcp.LoggingLevel) error {
 	c.mu.Lock()
 	c.level = level
 	c.mu.Unlock()
-	s, err := c.live()
+	s, err := c.live(ctx)
 	if err != nil {
 		return err
 	}

@@ -65,8 +65,11 @@ func (s Server) Stdio() bool { return s.Command != "" }
 
 // Conn is a supervised session with one upstream MCP server. A stdio
 // server that exits is started again with backoff; a call made while the
-// session is down fails at once, as unavailable, and is never retried
-// behind the caller's back. Conn is safe for concurrent use.
+// session is down waits for it to be back, until the call's context ends
+// (the tool's timeout), and then fails as unavailable. A request that
+// went out is never sent again behind the caller's back: one server's
+// broken session fails the calls in flight on it, not the next one.
+// Conn is safe for concurrent use.
 type Conn struct {
 	srv    Server
 	log    *slog.Logger
@@ -79,6 +82,9 @@ type Conn struct {
 	flights flights
 	askFn   AskFunc
 	logTo   func(ctx context.Context, p *logMessage)
+	// back is closed when a session is had again or Conn closes; nil
+	// while a session is up.
+	back chan struct{}
 	// level is the logging level a client last set ("" for none), set
 	// again on every new session.
 	level logLevel
@@ -139,7 +145,7 @@ func Dial(ctx context.Context, srv Server, opts ConnOptions) (*Conn, error) {
 	}
 	c := &Conn{srv: srv, log: opts.Logger, changed: opts.ToolsChanged, updated: opts.ResourceUpdated,
 		askFn: opts.Ask, logTo: opts.Log,
-		restart: make(chan struct{}, 1), done: make(chan struct{}),
+		restart: make(chan struct{}, 1), done: make(chan struct{}), back: make(chan struct{}),
 		minWait: cmp.Or(opts.MinBackoff, minBackoff), maxWait: cmp.Or(opts.MaxBackoff, maxBackoff)}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -200,6 +206,7 @@ func (c *Conn) connect(ctx context.Context) error {
 		return fmt.Errorf("upstream %q: closed", c.srv.Name)
 	}
 	c.session, c.tools, c.feats, c.down, c.listed = s, tools, feats, nil, true
+	c.wake()
 	c.mu.Unlock()
 	go func() {
 		s.Wait()
@@ -297,6 +304,7 @@ func (c *Conn) lost(s *mcp.ClientSession) {
 	}
 	c.session = nil
 	c.down = errors.New("the session ended")
+	c.back = make(chan struct{})
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
@@ -396,11 +404,9 @@ var ErrDown = errors.New("upstream server is down")
 // is down, the session breaks or ctx ends: the caller decides what that
 // means, and nothing is retried here.
 func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
-	c.mu.Lock()
-	s, down := c.session, c.down
-	c.mu.Unlock()
-	if s == nil {
-		return nil, fmt.Errorf("upstream %q: %w: %v", c.srv.Name, ErrDown, down)
+	s, err := c.live(ctx)
+	if err != nil {
+		return nil, err
 	}
 	token, done := c.flights.start(ctx)
 	defer done()
@@ -430,6 +436,7 @@ func (c *Conn) Close() error {
 	c.closed = true
 	s := c.session
 	c.session = nil
+	c.wake()
 	c.mu.Unlock()
 	c.stop()
 	<-c.done
@@ -437,4 +444,34 @@ func (c *Conn) Close() error {
 		return s.Close()
 	}
 	return nil
+}
+
+// wake lets the calls waiting for a session go on. Called with c.mu held.
+func (c *Conn) wake() {
+	if c.back != nil {
+		close(c.back)
+		c.back = nil
+	}
+}
+
+// live returns the live session, waiting for a session that is down to
+// be back until ctx ends; the error then wraps ErrDown and says why it is
+// down.
+func (c *Conn) live(ctx context.Context) (*mcp.ClientSession, error) {
+	for {
+		c.mu.Lock()
+		s, back, down, closed := c.session, c.back, c.down, c.closed
+		c.mu.Unlock()
+		switch {
+		case s != nil:
+			return s, nil
+		case closed || back == nil:
+			return nil, fmt.Errorf("upstream %q: %w: %v", c.srv.Name, ErrDown, down)
+		}
+		select {
+		case <-back:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("upstream %q: %w: %v (waited for it to be back as long as the call may take)", c.srv.Name, ErrDown, down)
+		}
+	}
 }

@@ -99,20 +99,11 @@ func (c *Conn) Prompts() []*mcp.Prompt {
 	return slices.Clone(c.feats.prompts)
 }
 
-// live returns the live session, or an error wrapping ErrDown.
-func (c *Conn) live() (*mcp.ClientSession, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.session == nil {
-		return nil, fmt.Errorf("upstream %q: %w: %v", c.srv.Name, ErrDown, c.down)
-	}
-	return c.session, nil
-}
 
 // ReadResource runs resources/read of uri (the server's own URI). Like
 // Call it fails at once when the server is down and retries nothing.
 func (c *Conn) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
-	s, err := c.live()
+	s, err := c.live(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +121,7 @@ func (c *Conn) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceR
 
 // GetPrompt runs prompts/get of the server's prompt name with args.
 func (c *Conn) GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
-	s, err := c.live()
+	s, err := c.live(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +140,7 @@ func (c *Conn) GetPrompt(ctx context.Context, name string, args map[string]strin
 // Complete runs completion/complete with params, whose ref names the
 // server's own prompt or resource template.
 func (c *Conn) Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
-	s, err := c.live()
+	s, err := c.live(ctx)
 	if err != nil {
 		return nil, err
 	}

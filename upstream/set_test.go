@@ -414,8 +414,12 @@ func TestSetDegradesWhenAServerIsDown(t *testing.T) {
 	s := openSet(t, Config{Logger: rec.logger(),
 		Servers:    []Server{stdioServer("a", map[string]string{envGate: gateFile}), stdioServer("b", nil)},
 		Governance: Governance{"a__*": read, "b__*": read}})
+	// A call waits for a server that is down as long as its context (a
+	// tool's timeout) lets it.
 	echo := func(server string) error {
-		_, err := s.mcpHandler(server, "echo", DefaultMaxResultBytes)(context.Background(), custody.Call{Args: json.RawMessage(`{"message":"hi"}`)})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := s.mcpHandler(server, "echo", DefaultMaxResultBytes)(ctx, custody.Call{Args: json.RawMessage(`{"message":"hi"}`)})
 		return err
 	}
 	if echo("a") != nil || echo("b") != nil {
@@ -425,7 +429,9 @@ func TestSetDegradesWhenAServerIsDown(t *testing.T) {
 	s.mcpHandler("a", "crash", DefaultMaxResultBytes)(context.Background(), custody.Call{Args: json.RawMessage(`{}`)})
 	waitFor(t, "a failed restart of a", func() bool { return len(rec.find("upstream restart failed")) > 0 })
 
-	if err := echo("a"); !errors.Is(err, ErrDown) {
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := s.mcpHandler("a", "echo", DefaultMaxResultBytes)(ctx, custody.Call{Args: json.RawMessage(`{}`)}); !errors.Is(err, ErrDown) {
 		t.Errorf("a call to the server that is down: %v", err)
 	}
 	for range 3 {

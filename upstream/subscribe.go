@@ -129,7 +129,7 @@ func (c *Conn) resourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNotifi
 // Subscribe runs resources/subscribe of uri (the server's own) and keeps
 // it, to subscribe again after the server restarts.
 func (c *Conn) Subscribe(ctx context.Context, uri string) error {
-	s, err := c.live()
+	s, err := c.live(ctx)
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,10 @@ func TestDialKeepsADownServer(t *testing.T) {
 			if !strings.Contains(c.Err().Error(), `upstream "d"`) {
 				t.Errorf("the error does not name the upstream: %v", c.Err())
 			}
-			if _, err := c.Call(context.Background(), "echo", []byte(`{"message":"hi"}`), nil); !errors.Is(err, ErrDown) {
+			// A call waits for the server as long as its context lets it.
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			if _, err := c.Call(ctx, "echo", []byte(`{"message":"hi"}`), nil); !errors.Is(err, ErrDown) {
 				t.Errorf("a call of a down server: %v", err)
 			}
 			open()
