@@ -16,6 +16,10 @@ const (
 	ApprovalDeclined ApprovalStatus = "declined"
 	ApprovalExpired  ApprovalStatus = "expired"
 	ApprovalConsumed ApprovalStatus = "consumed"
+	// ApprovalVoided ends a request, pending or approved and unused, that
+	// was asked under a tool definition an operator has since replaced by
+	// a re-pin: it can never authorise anything again.
+	ApprovalVoided ApprovalStatus = "voided"
 )
 
 // Approval is a request for a human to authorise one exact action: the tool
@@ -54,6 +58,9 @@ type Approval struct {
 	// itself. An approval authorises its action under that definition
 	// only: once the tool is re-pinned to another, it is void.
 	Definition string `json:"tool_definition_sha256,omitempty"`
+	// Grant is the grant the operator made when approving, besides this
+	// call: a bounded class of further calls (see Grant).
+	Grant string `json:"grant_id,omitempty"`
 }
 
 // RefToolDefinition is the ref under which a call's entries name the

@@ -69,6 +69,13 @@ const (
 	KindApprovalDecided  = "approval.decided"
 	KindApprovalExpired  = "approval.expired"
 	KindApprovalEscalate = "approval.escalated"
+	KindApprovalVoided   = "approval.voided" // a re-pin of its tool voided the approval
 	KindNotifyFailed     = "notify.failed"
-	KindContractBreach   = "contract.breach"
+	// KindGrantCreated records a grant: the operator, the agent, the
+	// tool, the schema of the arguments it allows, its limits and the
+	// tool definition it was made under.
+	KindGrantCreated = "grant.created"
+	// KindGrantRevoked records the revocation of a grant.
+	KindGrantRevoked   = "grant.revoked"
+	KindContractBreach = "contract.breach"
 )

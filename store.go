@@ -62,6 +62,10 @@ type ApprovalStore interface {
 	// newest first: a keyed lookup, whose cost does not grow with the
 	// ledger.
 	ApprovalsFor(ctx context.Context, trace, digest string) ([]Approval, error)
+	// ApprovalsOf lists the requests requester asked for the action with
+	// the given digest, or bound to it by an operator's edit, in any
+	// trace, newest first: a keyed lookup like ApprovalsFor.
+	ApprovalsOf(ctx context.Context, requester, digest string) ([]Approval, error)
 }
 
 // StateStore keeps small JSON documents by namespace and key: budgets,

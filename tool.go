@@ -1,5 +1,7 @@
 package custody
 
+import "time"
+
 // Access says whether a tool only reads or also writes.
 type Access string
 
@@ -73,7 +75,18 @@ type ToolSpec struct {
 	// the ref name (e.g. "vms_update_id"), the value a JSON pointer into
 	// the tool's output (e.g. "/vms_update_id").
 	Refs map[string]string `json:"refs,omitempty"`
+	// ApprovalWait is how long a front door may hold a HUMAN_CONFIRMATION
+	// call open for its operator's decision, running it once approved and
+	// answering in the same call; 0 answers pending_approval at once.
+	ApprovalWait time.Duration `json:"-"`
+	// Grants, when false, forbids grants for the tool: an operator must
+	// approve each of its calls once. Nil or true allows them.
+	Grants *bool `json:"grants,omitempty"`
 }
+
+// GrantsAllowed reports whether an operator may grant a class of calls of
+// the tool instead of approving each call.
+func (s ToolSpec) GrantsAllowed() bool { return s.Grants == nil || *s.Grants }
 
 // Link is a custody link: the argument at Arg (a JSON pointer) must equal a
 // ref recorded earlier in the same trace. With Approval set, the argument

@@ -76,6 +76,15 @@ type Config struct {
 	// it escalates to the next channel, before it expires (see
 	// ExpireDue); DefaultEscalateAt when zero. It must be below 1.
 	EscalateAt float64
+	// Changes, when set, sends the id of every approval that changes, on
+	// this instance or any other sharing the store, until ctx ends (the
+	// store's ApprovalChanges): Await and Watch wake on it. Without it,
+	// or for a change it misses, they re-read every Poll.
+	Changes func(ctx context.Context) (<-chan string, error)
+	// Poll is how often Await and Watch re-read the store besides Changes
+	// (a decision taken by another process on a SQLite store, say);
+	// DefaultPoll when zero.
+	Poll time.Duration
 	// Validate, when set, checks an action an operator is about to
 	// approve, with the arguments as approved (edited or not): the tool's
 	// input contract and the policy that narrows it. An error refuses the
@@ -84,6 +93,15 @@ type Config struct {
 	// error wrapping ErrNoContract: an edit of such an action is refused,
 	// since it cannot be checked, and an unedited one is approved as asked.
 	Validate func(ctx context.Context, a custody.Approval) error
+	// State keeps the grants and counts their uses; it must be kept in
+	// the same store as Ledger. Without it a grant is refused.
+	State custody.StateStore
+	// CheckGrant checks a grant about to be made against the tool it is
+	// for: that the tool takes grants (its policy may forbid them), that
+	// the agent may call it. An error refuses the decision and nothing is
+	// recorded. Without it a grant is refused: no grant is made that
+	// nothing checked.
+	CheckGrant func(ctx context.Context, g custody.Grant) error
 }
 
 // ErrNoContract is wrapped by a Config.Validate error for an action whose
@@ -100,6 +118,10 @@ type Service struct {
 	// escalateAt is Config.EscalateAt.
 	escalateAt float64
 	validate   func(ctx context.Context, a custody.Approval) error
+	state      custody.StateStore
+	checkGrant func(ctx context.Context, g custody.Grant) error
+	// watch wakes the waiters of Await and Watch.
+	watch *watchers
 }
 
 // New returns a Service. It fails when the store or the ledger is missing:
@@ -111,7 +133,8 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Ledger == nil {
 		return nil, errors.New("approval: no ledger")
 	}
-	s := &Service{store: cfg.Store, ledger: cfg.Ledger, notifiers: cfg.Notifiers, now: cfg.Now, ttl: cfg.TTL, validate: cfg.Validate}
+	s := &Service{store: cfg.Store, ledger: cfg.Ledger, notifiers: cfg.Notifiers, now: cfg.Now, ttl: cfg.TTL, validate: cfg.Validate,
+		state: cfg.State, checkGrant: cfg.CheckGrant, watch: newWatchers(cfg.Changes, cfg.Poll)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -239,6 +262,17 @@ func (s *Service) For(ctx context.Context, trace, digest string) ([]custody.Appr
 	return as, nil
 }
 
+// Of returns the approvals requester asked for the action with the given
+// digest, or bound to it by an operator's edit, in any of its traces,
+// newest first.
+func (s *Service) Of(ctx context.Context, requester, digest string) ([]custody.Approval, error) {
+	as, err := s.store.ApprovalsOf(ctx, requester, digest)
+	if err != nil {
+		return nil, storeError("find approvals", err)
+	}
+	return as, nil
+}
+
 // Consume uses the approval id for the action with the given digest: it
 // commits e, the entry of the action that uses it, and the use in one
 // commit, and returns the sealed entry. It succeeds only once, and only
@@ -283,6 +317,9 @@ func Usable(a custody.Approval, digest string, now time.Time) error {
 	case a.Status == custody.ApprovalDeclined:
 		return &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: a.ID,
 			Message: fmt.Sprintf("approval %s was declined by an operator", a.ID)}
+	case a.Status == custody.ApprovalVoided:
+		return &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: a.ID,
+			Message: fmt.Sprintf("approval %s was voided: tool %q was re-pinned to another definition since it was asked", a.ID, a.Tool)}
 	case a.Status == custody.ApprovalExpired || !now.Before(a.ExpiresAt):
 		return &custody.Error{Kind: custody.EEXPIRED, ApprovalRequestID: a.ID, ExpiresAt: a.ExpiresAt,
 			Message: fmt.Sprintf("approval %s expired at %s", a.ID, custody.FormatTime(a.ExpiresAt))}

@@ -24,6 +24,10 @@ type Decision struct {
 	// Only the request's Editable top-level string members may differ; the
 	// digest is rebound to the edited arguments, so only they may run.
 	Arguments json.RawMessage
+	// Grant, with an approval, also grants the requester further calls of
+	// the tool within its terms, with a grant.created entry after the
+	// decision's. Nil approves this call only.
+	Grant *GrantTerms
 }
 
 // decisionBody is the approval.decided ledger body.
@@ -39,6 +43,8 @@ type decisionBody struct {
 	// RequestedDigest is the digest the request was made for; it differs
 	// from Digest when the operator edited the arguments.
 	RequestedDigest string `json:"requested_digest"`
+	// Grant is the id of the grant the decision made, if any.
+	Grant string `json:"grant_id,omitempty"`
 }
 
 // Decide records an operator's decision on the pending request id and
@@ -65,9 +71,14 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (custody.Ap
 	if err := s.checkApproved(ctx, a, a.Digest != before.Digest); err != nil {
 		return custody.Approval{}, err
 	}
+	grant, err := s.decidedGrant(ctx, &a, d, now)
+	if err != nil {
+		return custody.Approval{}, err
+	}
 	body, err := json.Marshal(decisionBody{
 		ID: a.ID, Decision: d.Decision, Operator: d.Operator, Note: d.Note, Tool: a.Tool,
 		Arguments: a.Arguments, Digest: a.Digest, Edited: a.Digest != before.Digest, RequestedDigest: before.Digest,
+		Grant: a.Grant,
 	})
 	if err != nil {
 		return custody.Approval{}, fmt.Errorf("encode decision: %w", err)
@@ -87,7 +98,30 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (custody.Ap
 	if err != nil {
 		return custody.Approval{}, err
 	}
+	if grant != nil {
+		if err := s.createGrant(ctx, *grant); err != nil {
+			return a, &custody.Error{Kind: custody.ErrorKind(err), ApprovalRequestID: a.ID, Err: err,
+				Message: fmt.Sprintf("approval %s was approved for this call, but its grant could not be recorded: %s", a.ID, custody.ErrorMessage(err))}
+		}
+	}
 	return a, nil
+}
+
+// decidedGrant builds and checks the grant d makes, if any, and names it
+// on a; nil when d grants nothing.
+func (s *Service) decidedGrant(ctx context.Context, a *custody.Approval, d Decision, now time.Time) (*custody.Grant, error) {
+	if d.Grant == nil {
+		return nil, nil
+	}
+	g, err := s.newGrant(*a, *d.Grant, d.Operator, d.Note, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkNewGrant(ctx, g); err != nil {
+		return nil, err
+	}
+	a.Grant = g.ID
+	return &g, nil
 }
 
 // checkApproved runs the validator on an action about to be approved;
@@ -130,6 +164,9 @@ func checkDecision(d Decision) error {
 	}
 	if d.Decision == Decline && d.Arguments != nil {
 		return custody.Errorf(custody.EINVALID, "a declined request cannot have edited arguments")
+	}
+	if d.Decision == Decline && d.Grant != nil {
+		return custody.Errorf(custody.EINVALID, "a declined request cannot make a grant")
 	}
 	return nil
 }

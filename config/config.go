@@ -74,6 +74,8 @@ type File struct {
 	// cannot be reached (--require-all-upstreams); without it serve
 	// starts degraded and the server's tools appear when it comes up.
 	RequireAllUpstreams bool `json:"requireAllUpstreams"`
+	// Auth makes custody an OAuth 2.1 resource server (auth.go).
+	Auth *Auth `json:"auth"`
 
 	// warnings are what the file holds that custody ignores (Warnings).
 	warnings []string
@@ -219,12 +221,18 @@ type Policy struct {
 	// MaxRefusalsPerTrace is the tool's refusal budget per trace.
 	MaxRefusalsPerTrace int `json:"maxRefusalsPerTrace"`
 	// MaxResultBytes bounds the size of the tool's result.
-	MaxResultBytes int64           `json:"maxResultBytes"`
-	Timeout        string          `json:"timeout"`
-	Arguments      json.RawMessage `json:"arguments"`
-	Output         json.RawMessage `json:"output"`
-	OpenArguments  bool            `json:"openArguments"`
-	Editable       []string        `json:"editable"`
+	MaxResultBytes int64  `json:"maxResultBytes"`
+	Timeout        string `json:"timeout"`
+	// ApprovalWait is how long a HUMAN_CONFIRMATION call is held open
+	// for its decision ("2m"); none: answered pending_approval at once.
+	ApprovalWait  string          `json:"approvalWait"`
+	Arguments     json.RawMessage `json:"arguments"`
+	Output        json.RawMessage `json:"output"`
+	OpenArguments bool            `json:"openArguments"`
+	Editable      []string        `json:"editable"`
+	// Grants, when false, forbids grants for the tool: every call is
+	// approved once. Left out: an operator may grant a class of calls.
+	Grants *bool `json:"grants"`
 }
 
 // ResourcePolicy governs the resources a key matches: they are read
@@ -305,6 +313,9 @@ func Parse(raw []byte, getenv func(string) string) (*File, error) {
 		return nil, err
 	}
 	if _, err := f.SessionLifetime(); err != nil {
+		return nil, err
+	}
+	if err := f.checkAuth(); err != nil {
 		return nil, err
 	}
 	return &f, nil
@@ -436,6 +447,11 @@ func (f *File) checkPolicies() error {
 				return fmt.Errorf("/tools/%s/timeout: %q is not a positive duration", escape(name), p.Timeout)
 			}
 		}
+		if p.ApprovalWait != "" {
+			if d, err := time.ParseDuration(p.ApprovalWait); err != nil || d <= 0 {
+				return fmt.Errorf("/tools/%s/approvalWait: %q is not a positive duration", escape(name), p.ApprovalWait)
+			}
+		}
 	}
 	for name := range f.Prompts {
 		if _, err := path.Match(name, ""); err != nil {
@@ -495,7 +511,7 @@ func (f *File) Upstream() upstream.Config {
 func (p Policy) policy() upstream.Policy {
 	out := upstream.Policy{Access: p.Access, Effect: p.Effect, Approval: p.Approval,
 		MaxCallsPerTrace: p.MaxCallsPerTrace, MaxRefusalsPerTrace: p.MaxRefusalsPerTrace, Arguments: p.Arguments, Output: p.Output,
-		OpenArguments: p.OpenArguments, Editable: p.Editable, MaxResultBytes: p.MaxResultBytes}
+		OpenArguments: p.OpenArguments, Editable: p.Editable, MaxResultBytes: p.MaxResultBytes, Grants: p.Grants}
 	if out.Approval == "" {
 		out.Approval = custody.NotRequired
 		if p.Effect == custody.EffectConsequential {
@@ -503,30 +519,14 @@ func (p Policy) policy() upstream.Policy {
 		}
 	}
 	out.Timeout, _ = time.ParseDuration(p.Timeout)
+	out.ApprovalWait, _ = time.ParseDuration(p.ApprovalWait)
 	return out
 }
 
 // Allowed returns the check of which agent may use which tool: an agent
 // the file lists may use the tools its globs match; any other agent every
 // governed tool.
-func (f *File) Allowed() func(actor, tool string) bool {
-	if len(f.Agents) == 0 {
-		return nil
-	}
-	agents := f.Agents
-	return func(actor, tool string) bool {
-		a, listed := agents[actor]
-		if !listed {
-			return true
-		}
-		for _, g := range a.Tools {
-			if m, _ := path.Match(g, tool); m {
-				return true
-			}
-		}
-		return false
-	}
-}
+func (f *File) Allowed() func(actor, tool string) bool { return f.AllowedWith(nil) }
 
 // checkHTTP checks that the HTTP durations are positive and that the
 // write timeout outlasts every tool's timeout.
@@ -567,6 +567,26 @@ func (f *File) LongestToolTimeout() time.Duration {
 	}
 	for _, s := range f.MCPServers {
 		longest = max(longest, s.timeout())
+	}
+	return longest
+}
+
+// LongestHeldCall returns the longest time a call of a tool may take
+// when its policy holds it for approval: its approvalWait, then its run
+// (its timeout, else the longest server timeout); 0 when no policy sets
+// an approvalWait.
+func (f *File) LongestHeldCall() time.Duration {
+	var longest time.Duration
+	for _, p := range f.Tools {
+		w, _ := time.ParseDuration(p.ApprovalWait)
+		if w <= 0 {
+			continue
+		}
+		t, _ := time.ParseDuration(p.Timeout)
+		if t <= 0 {
+			t = f.LongestToolTimeout()
+		}
+		longest = max(longest, w+t)
 	}
 	return longest
 }

@@ -70,8 +70,6 @@ func TestApprovedRunsOnce(t *testing.T) {
 	h := newHarness(t)
 	id := h.pending(t, "trace-a", "post_announcement", post)
 	h.decide(t, id, approval.Approve, nil)
-	// The same action in another trace is not authorised by it.
-	h.pending(t, "trace-elsewhere", "post_announcement", post)
 
 	res, err := h.call("trace-a", "post_announcement", `{"message":"DEPLOY AT 5","channel":"ops"}`)
 	if err != nil {
@@ -177,9 +175,6 @@ func TestNamedApproval(t *testing.T) {
 
 	h.decide(t, id, approval.Approve, nil)
 	_, err = h.call("trace-n", "sign", cite("SPEED UP"))
-	h.wantRefused(t, err, custody.EDENIED)
-
-	_, err = h.call("trace-elsewhere", "sign", cite("SLOW DOWN"))
 	h.wantRefused(t, err, custody.EDENIED)
 
 	_, err = h.call("trace-n", "sign", `{"message":"SLOW DOWN","approval_request_id":"8d4f8a70-3c1a-4f57-a8a4-1c2b3d4e5f60"}`)
@@ -353,4 +348,51 @@ func TestApprovalBoundToRequester(t *testing.T) {
 	if _, err := h.call("trace-sign", "sign", `{"message":"SLOW DOWN","approval_request_id":"`+signID+`"}`); err != nil {
 		t.Fatalf("the requester's cited call: %v", err)
 	}
+}
+
+// TestApprovalServesEveryTraceOfItsAgent: an approval belongs to the agent
+// that asked, the exact action and the tool definition, not to the trace
+// it was asked in: a client that restarts (a new MCP session is a new
+// trace) finds it, pending or approved, still once only, whether it cites
+// it or not. (It used to be bound to its trace too, and so stranded by a
+// restart: TestApprovedRunsOnce and TestNamedApproval asserted that.)
+// Another agent still never uses it, and what ended in one trace does not
+// hold up a new request in another.
+func TestApprovalServesEveryTraceOfItsAgent(t *testing.T) {
+	h := newHarness(t)
+	id := h.pending(t, "session-1", "post_announcement", post)
+	if again := h.pending(t, "session-2", "post_announcement", post); again != id {
+		t.Fatalf("a new session reports approval %s, want the pending %s", again, id)
+	}
+	h.decide(t, id, approval.Approve, nil)
+	_, err := h.callAs("agent-2", "session-3", "post_announcement", post)
+	if ce := wantKind(t, err, custody.EPENDING); ce.ApprovalRequestID == id {
+		t.Fatalf("another agent's call reports approval %s: it may never use it", id)
+	}
+	res, err := h.call("session-2", "post_announcement", post)
+	if err != nil {
+		t.Fatalf("the approved call from another session of the agent: %v", err)
+	}
+	if e := h.entry(t, res.Receipt.Seq); e.Refs[approval.RefApproval] != id || e.Trace != "session-2" {
+		t.Errorf("outcome %+v, want trace session-2 citing %s", e, id)
+	}
+	_, err = h.call("session-1", "post_announcement", post)
+	h.wantRefused(t, err, custody.ECONFLICT)
+	if h.ran("post_announcement") != 1 {
+		t.Fatalf("ran %d times, want once", h.ran("post_announcement"))
+	}
+	// Used in session 2, it answers for nothing in session 4: the same
+	// action asked again is a new request.
+	if next := h.pending(t, "session-4", "post_announcement", post); next == id {
+		t.Fatalf("session 4 reports the used approval %s, want a new request", id)
+	}
+
+	signID := h.pending(t, "session-1", "sign", `{"message":"SLOW DOWN"}`)
+	h.decide(t, signID, approval.Approve, nil)
+	cite := `{"message":"SLOW DOWN","approval_request_id":"` + signID + `"}`
+	if _, err := h.call("session-5", "sign", cite); err != nil {
+		t.Fatalf("a cited approval from another session of the agent: %v", err)
+	}
+	_, err = h.call("session-1", "sign", cite)
+	h.wantRefused(t, err, custody.ECONFLICT)
 }

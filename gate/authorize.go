@@ -13,9 +13,11 @@ import (
 
 // authorize is step 4. A HUMAN_CONFIRMATION call needs an approval that is
 // approved, unexpired, unused and bound to the call's action digest: the
-// approval the call cites, or else one of its trace for the same action.
-// Without one, a request is created (or the pending one reported) and the
-// call is refused with pending_approval. The approval is consumed at the
+// approval the call cites, or else one its agent asked for the same action,
+// in any of its traces (a client that restarts gets a new trace).
+// Without one, a grant of the calling agent that covers the call
+// authorises it (see useGrant); else a request is created (or the pending
+// one reported) and the call is refused with pending_approval. The approval is consumed at the
 // intent step, once the call is on the ledger.
 func (g *Gateway) authorize(ctx context.Context, f *flight) error {
 	if f.tool.Spec.Approval != custody.HumanConfirmation {
@@ -38,12 +40,16 @@ func (g *Gateway) authorize(ctx context.Context, f *flight) error {
 		return err
 	}
 	a, ask, err := choose(cands, f.digest, g.now())
-	switch {
-	case a != nil:
+	if a != nil {
 		f.approval = a.ID
 		f.ref(approval.RefApproval, a.ID)
 		return nil
-	case ask:
+	}
+	// No approval of this exact call: a grant of the agent may cover it.
+	if granted, gerr := g.useGrant(ctx, f, action); granted || gerr != nil {
+		return gerr
+	}
+	if ask {
 		return g.ask(ctx, f, action, err, cands)
 	}
 	return err
@@ -53,9 +59,6 @@ func (g *Gateway) authorize(ctx context.Context, f *flight) error {
 func (g *Gateway) authorizeNamed(ctx context.Context, f *flight) error {
 	a, err := g.approvals.Get(ctx, f.named)
 	if err != nil {
-		return err
-	}
-	if err := sameTrace(a, f); err != nil {
 		return err
 	}
 	if err := sameRequester(a, f); err != nil {
@@ -87,33 +90,54 @@ func sameDefinition(a custody.Approval, f *flight) error {
 		a.ID, f.Tool, a.Definition, f.definition())}
 }
 
-// candidates returns the approvals of the call's trace that were requested
-// for its action or, after an operator's edit, bound to it, newest first:
-// a keyed lookup in the approval store. Approvals another agent requested
-// are left out; the call is refused when there are only such.
+// candidates returns the approvals the calling agent requested for the
+// call's action or, after an operator's edit, bound to it, in any of its
+// traces, newest first: a keyed lookup in the approval store. An approval
+// belongs to its agent, not to the session that asked (a client restart
+// is a new trace). Without any, the call's trace is looked up too: when
+// another agent asked there, the call is refused saying so.
 func (g *Gateway) candidates(ctx context.Context, f *flight) ([]custody.Approval, error) {
-	as, err := g.approvals.For(ctx, f.Trace, f.digest)
+	as, err := g.approvals.Of(ctx, f.Actor, f.digest)
 	if err != nil {
 		return nil, err
 	}
+	out := ofCall(as, f, g.now())
+	if len(out) > 0 {
+		return out, nil
+	}
+	if as, err = g.approvals.For(ctx, f.Trace, f.digest); err != nil {
+		return nil, err
+	}
+	for _, a := range as {
+		if a.Tool == f.Tool && a.Definition == f.definition() && a.Requester != f.Actor {
+			return nil, sameRequester(a, f)
+		}
+	}
+	return nil, nil
+}
+
+// ofCall keeps the approvals of as that the call's agent asked for its
+// tool under the definition that would run (another tool's, or one asked
+// under another definition, is void): those of the call's trace, and
+// those of its other traces that still stand, pending or approved and
+// unused, unexpired. What ended in another trace (used, declined,
+// expired) is that trace's history: it neither answers for nor blocks a
+// new request of the same action.
+func ofCall(as []custody.Approval, f *flight, now time.Time) []custody.Approval {
 	var out []custody.Approval
-	var other *custody.Approval
-	for i, a := range as {
-		switch {
-		case a.Tool != f.Tool, a.Definition != f.definition():
-			// Another tool's, or asked under another definition: void.
-		case a.Requester != f.Actor:
-			if other == nil {
-				other = &as[i]
-			}
-		default:
+	for _, a := range as {
+		if a.Tool == f.Tool && a.Definition == f.definition() && a.Requester == f.Actor && (a.Trace == f.Trace || stands(a, now)) {
 			out = append(out, a)
 		}
 	}
-	if len(out) == 0 && other != nil {
-		return nil, sameRequester(*other, f)
-	}
-	return out, nil
+	return out
+}
+
+// stands reports whether a may still be decided or used: pending or
+// approved, unused, before its expiry.
+func stands(a custody.Approval, now time.Time) bool {
+	return a.ConsumedSeq == 0 && now.Before(a.ExpiresAt) &&
+		(a.Status == custody.ApprovalPending || a.Status == custody.ApprovalApproved)
 }
 
 // choose picks among the approvals of an action (newest first): a usable
@@ -169,16 +193,6 @@ func (g *Gateway) ask(ctx context.Context, f *flight, action []byte, lapsed erro
 		e.Message = fmt.Sprintf("%s; a new approval %s is waiting for an operator until %s", custody.ErrorMessage(lapsed), a.ID, custody.FormatTime(a.ExpiresAt))
 	}
 	return e
-}
-
-// sameTrace refuses an approval requested in another trace: an approval
-// belongs to the chain of custody it was asked for.
-func sameTrace(a custody.Approval, f *flight) error {
-	if a.Trace == f.Trace {
-		return nil
-	}
-	return &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: a.ID,
-		Message: fmt.Sprintf("approval %s belongs to another trace", a.ID)}
 }
 
 // sameRequester refuses an approval another principal requested: an

@@ -25,6 +25,9 @@ type flight struct {
 	// approval is the approval that authorises the call, consumed with
 	// its call.started entry.
 	approval string
+	// grant is the grant that authorises the call in place of an
+	// approval, used with its call.started entry.
+	grant *custody.Grant
 	// budgetKey is the call's key in the budget namespace when its tool
 	// has a calls-per-trace budget; budgetCounted says the call was
 	// counted with an entry already.

@@ -117,7 +117,7 @@ func crashWrite(t *testing.T, dir string) {
 		// Approved actions, used as the writes go on.
 		go func() {
 			for i := c; i < len(approved); i += 8 {
-				if _, err := h.call(approved[i].Trace, "post_announcement", post); err != nil {
+				if _, err := h.call(approved[i].Trace, "post_announcement", string(approved[i].Arguments)); err != nil {
 					out.printf("error %v", err)
 				}
 			}
@@ -242,7 +242,10 @@ func TestCrashDuringDecisions(t *testing.T) {
 	for w := range 10 {
 		wg.Go(func() {
 			for i := w; i < 300; i += 10 {
-				if _, err := h.call(fmt.Sprint("trace-", i), "post_announcement", post); custody.ErrorKind(err) != custody.EPENDING {
+				// An action of its own for each: one approval serves every
+				// trace of its agent.
+				args := fmt.Sprintf(`{"message":"DEPLOY AT %d","channel":"ops"}`, i)
+				if _, err := h.call(fmt.Sprint("trace-", i), "post_announcement", args); custody.ErrorKind(err) != custody.EPENDING {
 					t.Errorf("held call %d: %v", i, err)
 				}
 			}
@@ -341,7 +344,9 @@ func TestCrashDuringWrites(t *testing.T) {
 	template := t.TempDir()
 	h := newHarnessIn(t, template)
 	for i := range 300 {
-		id := h.pending(t, fmt.Sprint("trace-", i), "post_announcement", post)
+		// An action of its own for each trace: an approval serves every
+		// trace of its agent, so one action would be approved once.
+		id := h.pending(t, fmt.Sprint("trace-", i), "post_announcement", fmt.Sprintf(`{"message":"DEPLOY AT %d","channel":"ops"}`, i))
 		h.decide(t, id, approval.Approve, nil)
 	}
 	if err := h.db.Close(); err != nil {

@@ -89,6 +89,10 @@ func Bind(env custody.Envelope, impls map[string]Tool) ([]Tool, error) {
 		t.Spec.Name = d.Name
 		t.Spec.Access, t.Spec.Effect, t.Spec.Approval = d.Access, d.Effect, d.Approval
 		t.Spec.Scope, t.Spec.MaxCallsPerTrace = d.Scope, d.MaxCallsPerTrace
+		if d.ApprovalWait > 0 {
+			// An envelope built in Go may hold its calls open for approval.
+			t.Spec.ApprovalWait = d.ApprovalWait
+		}
 		if t.Spec.Description == "" {
 			t.Spec.Description = d.Description
 		}

@@ -38,8 +38,9 @@
 // The digest of a HUMAN_CONFIRMATION action covers the tool name and the
 // arguments without the members that name the approval (the top-level
 // arguments of the tool's approval links), so a call can cite the approval
-// that authorises it. A call that names no approval uses an approval of
-// its trace bound to the same digest; without one a request is created
+// that authorises it. A call that names no approval uses an approval its
+// agent asked for in any of its traces (a client that restarts starts a
+// new one), bound to the same digest; without one a request is created
 // (or the pending one reported) and the call is refused with
 // pending_approval. An approval authorises only the agent that requested
 // it (Call.Actor, recorded on the approval.requested entry): another agent
@@ -201,6 +202,8 @@ type Gateway struct {
 	// approvalMu serialises finding and requesting approvals, so that
 	// concurrent calls of one action share one request.
 	approvalMu sync.Mutex
+	// grantSchemas holds the compiled schema of each grant by id.
+	grantSchemas sync.Map
 	// linked holds the refs some custody link checks, as refKey's tool
 	// and ref ("" tool: a link that takes any tool's), so that only they
 	// are recorded as state.

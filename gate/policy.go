@@ -93,8 +93,8 @@ func (g *Gateway) refusals(ctx context.Context, f *flight) error {
 
 // operatorApproved reports whether an operator's approval authorises
 // exactly this HUMAN_CONFIRMATION call: the approval it cites or, citing
-// none, one of its trace's approvals of the same action, approved,
-// unexpired, unused, asked by the caller in this trace under the
+// none, one of its agent's approvals of the same action, approved,
+// unexpired, unused, asked by the caller in any trace under the
 // definition that would run. It only decides whether the refusal budget
 // applies; the approval step checks the approval again.
 func (g *Gateway) operatorApproved(ctx context.Context, f *flight) bool {
@@ -111,11 +111,11 @@ func (g *Gateway) operatorApproved(ctx context.Context, f *flight) bool {
 	}
 	cands, cited := g.citedApprovals(ctx, f)
 	if !cited {
-		cands, _ = g.approvals.For(ctx, f.Trace, digest)
+		cands, _ = g.approvals.Of(ctx, f.Actor, digest)
 	}
 	now := g.now()
 	for _, a := range cands {
-		if a.Tool == f.Tool && a.Trace == f.Trace && a.Requester == f.Actor && a.Definition == f.definition() &&
+		if a.Tool == f.Tool && a.Requester == f.Actor && a.Definition == f.definition() &&
 			approval.Usable(a, digest, now) == nil {
 			return true
 		}
@@ -385,6 +385,17 @@ func (g *Gateway) approvalLink(ctx context.Context, f *flight, l custody.Link) e
 		return err
 	}
 	return approvedLink(a, g.now())
+}
+
+// sameTrace refuses a custody link to an approval requested in another
+// trace: a link threads one chain of custody. (An approval that
+// authorises a HUMAN_CONFIRMATION call serves any trace of its agent.)
+func sameTrace(a custody.Approval, f *flight) error {
+	if a.Trace == f.Trace {
+		return nil
+	}
+	return &custody.Error{Kind: custody.EDENIED, ApprovalRequestID: a.ID,
+		Message: fmt.Sprintf("approval %s belongs to another trace", a.ID)}
 }
 
 // approvedLink accepts an approval a non-confirmed tool cites: one that an

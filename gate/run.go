@@ -46,6 +46,9 @@ func (g *Gateway) changes(f *flight, kind string) []custody.Change {
 	if kind == custody.KindCallStarted && f.approval != "" {
 		out = append(out, approval.ConsumeChange(f.approval))
 	}
+	if c, ok := grantUse(f, kind); ok {
+		out = append(out, c)
+	}
 	if kind == custody.KindCallSucceeded {
 		out = append(out, g.refChanges(f, f.refs)...)
 	}

@@ -22,7 +22,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		Trace: s.trace(req), Tool: name, Args: arguments(req.Params.Arguments), Actor: s.actor(req), Via: "mcp",
 		Meta: relayedMeta(req.Params.Meta),
 	}
-	res, err := s.gw.Call(s.withCaller(ctx, req.Session, req.Params.Meta, call), call)
+	ctx = s.withCaller(ctx, req.Session, req.Params.Meta, call)
+	res, err := s.gw.Call(ctx, call)
+	res, err = s.awaitHeld(ctx, req, call, res, err)
 	if s.opts.Observe != nil {
 		s.opts.Observe(name, outcome(err), time.Since(start))
 	}

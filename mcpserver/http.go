@@ -89,7 +89,7 @@ func (d *door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	actor, err := d.actor(r)
 	if err != nil {
 		if custody.ErrorKind(err) == custody.EUNAUTHORIZED {
-			w.Header().Set("WWW-Authenticate", "Bearer")
+			w.Header().Set("WWW-Authenticate", d.challenge(err))
 		}
 		httpjson.WriteError(w, err)
 		return

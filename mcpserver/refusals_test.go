@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -154,7 +155,13 @@ func TestMCPRefusals(t *testing.T) {
 // approvalRefusals covers a consequential tool whose approval is missing,
 // still pending, declined, expired, replayed or for other arguments.
 func (e *refusalEnv) approvalRefusals(t *testing.T) {
-	const args = `{"channel":"general","message":"SERVER MAINTENANCE TONIGHT"}`
+	// Each case its own action: an approval serves every session (trace)
+	// of the agent that asked, so cases of one action would share it.
+	n := 0
+	action := func() string {
+		n++
+		return fmt.Sprintf(`{"channel":"general","message":"SERVER MAINTENANCE %d"}`, n)
+	}
 	decide := func(t *testing.T, id, decision string) {
 		t.Helper()
 		if _, err := e.approvals.Decide(t.Context(), id, approval.Decision{Decision: decision, Operator: "op-1"}); err != nil {
@@ -162,6 +169,7 @@ func (e *refusalEnv) approvalRefusals(t *testing.T) {
 		}
 	}
 	t.Run("PendingThenStillPending", func(t *testing.T) {
+		args := action()
 		cs := e.session(t)
 		first := e.refused(t, cs, "post_announcement", args, custody.EPENDING)
 		again := e.refused(t, cs, "post_announcement", args, custody.EPENDING)
@@ -170,18 +178,21 @@ func (e *refusalEnv) approvalRefusals(t *testing.T) {
 		}
 	})
 	t.Run("ErrDeclined", func(t *testing.T) {
+		args := action()
 		cs := e.session(t)
 		d := e.refused(t, cs, "post_announcement", args, custody.EPENDING)
 		decide(t, d.ApprovalRequestID, approval.Decline)
 		e.refused(t, cs, "post_announcement", args, custody.EDENIED)
 	})
 	t.Run("ErrExpired", func(t *testing.T) {
+		args := action()
 		cs := e.session(t)
 		e.refused(t, cs, "post_announcement", args, custody.EPENDING)
 		e.clock.Add(time.Hour)
 		e.refused(t, cs, "post_announcement", args, custody.EEXPIRED)
 	})
 	t.Run("ErrReplayed", func(t *testing.T) {
+		args := action()
 		cs := e.session(t)
 		d := e.refused(t, cs, "post_announcement", args, custody.EPENDING)
 		decide(t, d.ApprovalRequestID, approval.Approve)
@@ -191,6 +202,7 @@ func (e *refusalEnv) approvalRefusals(t *testing.T) {
 		e.refused(t, cs, "post_announcement", args, custody.ECONFLICT)
 	})
 	t.Run("ErrOtherArguments", func(t *testing.T) {
+		args := action()
 		cs := e.session(t)
 		d := e.refused(t, cs, "post_announcement", args, custody.EPENDING)
 		decide(t, d.ApprovalRequestID, approval.Approve)

@@ -49,6 +49,10 @@ type Options struct {
 	// Actor is recorded as the caller of calls that carry no authenticated
 	// identity (the stdio transport); "mcp-stdio" when empty.
 	Actor string
+	// Challenge, when set, is the WWW-Authenticate value of a 401 from
+	// /mcp refusing err (with RFC 9728's resource_metadata); plain Bearer
+	// when nil.
+	Challenge func(err error) string
 	// Observe is told of every call's tool, outcome ("ok" or an error
 	// kind) and duration, for metrics.
 	Observe func(tool, outcome string, d time.Duration)
@@ -81,6 +85,10 @@ type Options struct {
 	// DataDir is the data directory to name in the CLI command that
 	// decides a held call; none when empty (the default directory).
 	DataDir string
+	// MaxApprovalWait caps how long a held call waits for its decision
+	// (a tool's approvalWait, see wait.go): the HTTP server's write
+	// timeout, less a margin for the run and the answer. No cap when zero.
+	MaxApprovalWait time.Duration
 }
 
 // Server is an MCP server whose tools are a gateway's envelope.

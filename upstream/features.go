@@ -99,7 +99,6 @@ func (c *Conn) Prompts() []*mcp.Prompt {
 	return slices.Clone(c.feats.prompts)
 }
 
-
 // ReadResource runs resources/read of uri (the server's own URI). Like
 // Call it fails at once when the server is down and retries nothing.
 func (c *Conn) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {

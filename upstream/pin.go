@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -361,6 +364,9 @@ func (p *Pins) settle(ctx context.Context, name string, q *quarantine) error {
 	if err != nil {
 		return err
 	}
+	if adopted, err := p.adopt(ctx, name, q, a); adopted || err != nil {
+		return err
+	}
 	// An approval not used before the request's expiry can no longer
 	// re-pin (approval.Usable): like a request nobody decided in time,
 	// it is asked again.
@@ -381,7 +387,8 @@ func (p *Pins) settle(ctx context.Context, name string, q *quarantine) error {
 }
 
 // repin pins the approved definition, naming the operator, and uses the
-// approval in the same commit.
+// approval in the same commit; then it voids the approvals asked under
+// the definition it replaced (voidOld).
 func (p *Pins) repin(ctx context.Context, name string, q *quarantine, a custody.Approval) error {
 	if err := approval.Usable(a, a.Digest, p.now()); err != nil {
 		return err
@@ -391,7 +398,78 @@ func (p *Pins) repin(ctx context.Context, name string, q *quarantine, a custody.
 		return err
 	}
 	delete(p.quar, name)
+	return p.voidOld(ctx, name, q, a)
+}
+
+// voidOld voids every approval of name asked under the definition the
+// re-pin approved by a replaced, pending or approved and unused, each
+// with an approval.voided entry naming the re-pin: an approval of one
+// definition never runs another, and the ledger says why it will not.
+// The gateway refuses such an approval anyway (its definition differs);
+// a failure here leaves the re-pin standing and is returned.
+func (p *Pins) voidOld(ctx context.Context, name string, q *quarantine, a custody.Approval) error {
+	_, err := p.approvals.VoidDefinition(ctx, name, q.old.SHA256, approval.Voiding{
+		Actor:  a.Operator,
+		Reason: fmt.Sprintf("%s %s was re-pinned from definition %.12s… to %.12s… (approval %s): an approval asked under the old definition never runs the new one", p.kind.noun, name, q.old.SHA256, q.new.SHA256, a.ID),
+		Refs:   map[string]string{"repin_approval_request_id": a.ID, RefUpstream: q.upstream, p.kind.noun: name},
+		Detail: map[string]any{"repin_approval_request_id": a.ID, "previous_sha256": q.old.SHA256, "sha256": q.new.SHA256, "operator_id": a.Operator},
+	})
+	if err != nil {
+		return fmt.Errorf("void the approvals of %s under its old definition: %w", name, err)
+	}
 	return nil
+}
+
+// adopt ends the quarantine of name when its re-pin request was used by
+// another instance or process on the same store, which re-pinned it: the
+// pin in the store is then the offered definition. adopted says so.
+func (p *Pins) adopt(ctx context.Context, name string, q *quarantine, a custody.Approval) (adopted bool, err error) {
+	if a.Status != custody.ApprovalConsumed {
+		return false, nil
+	}
+	pn, found, err := p.load(ctx, name)
+	if err != nil || !found || pn.SHA256 != q.new.SHA256 {
+		return false, err
+	}
+	p.hashes[name], p.defs[name] = pn.SHA256, pn.Definition
+	delete(p.quar, name)
+	return true, nil
+}
+
+// Settle re-pins every quarantined tool and prompt whose re-pin request
+// an operator approved, however it was decided (the console, the API,
+// the CLI; on this instance or another sharing the store), and returns
+// how many it re-pinned. Serve runs it at start, for the decisions taken
+// while it was stopped, and whenever an approval changes, so that a
+// decision takes effect when it is taken, not at the tool's next call.
+// The tools still in quarantine stay there; the error is the first
+// failure to record a re-pin.
+func (p *Pins) Settle(ctx context.Context) (int, error) {
+	p.mu.Lock()
+	names := slices.Sorted(maps.Keys(p.quar))
+	n := 0
+	var errs []error
+	for _, name := range names {
+		q := p.quar[name]
+		if q == nil {
+			continue
+		}
+		err := p.settle(ctx, name, q)
+		switch {
+		case err == nil:
+			n++
+		case custody.ErrorKind(err) != custody.EDENIED:
+			errs = append(errs, err)
+		}
+	}
+	prompts := p.prompts
+	p.mu.Unlock()
+	if prompts != nil {
+		k, err := prompts.Settle(ctx)
+		n += k
+		errs = append(errs, err)
+	}
+	return n, errors.Join(errs...)
 }
 
 // Pinned returns the pinned definition hash of the tool exposed as name,

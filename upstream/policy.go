@@ -21,6 +21,9 @@ type Policy struct {
 	MaxRefusalsPerTrace int
 	// Timeout bounds each run; the gateway's deadline when zero.
 	Timeout time.Duration
+	// ApprovalWait is how long a front door holds a HUMAN_CONFIRMATION
+	// call open for its decision (custody.ToolSpec.ApprovalWait); 0: not.
+	ApprovalWait time.Duration
 	// Arguments is a schema the arguments must match as well as the
 	// tool's own input schema: a narrowing. Nil: none.
 	Arguments json.RawMessage
@@ -36,6 +39,8 @@ type Policy struct {
 	// MaxResultBytes bounds the size of a result, as JSON; a larger one
 	// is refused. DefaultMaxResultBytes when zero.
 	MaxResultBytes int64
+	// Grants, when false, forbids grants for the tool (custody.ToolSpec).
+	Grants *bool
 }
 
 // DefaultMaxResultBytes bounds a tool's result when its policy does not:

@@ -357,7 +357,7 @@ func (s *Set) tool(ctx context.Context, o Offer, client *http.Client) (gate.Tool
 	spec := custody.ToolSpec{
 		Name: o.Exposed, Input: ref(o.Exposed, "input"),
 		Access: p.Access, Effect: p.Effect, Approval: p.Approval, MaxCallsPerTrace: p.MaxCallsPerTrace,
-		MaxRefusalsPerTrace: p.MaxRefusalsPerTrace,
+		MaxRefusalsPerTrace: p.MaxRefusalsPerTrace, Grants: p.Grants, ApprovalWait: p.ApprovalWait,
 	}
 	if p.Arguments != nil {
 		spec.ArgumentsPolicy = ref(o.Exposed, "policy-arguments")

@@ -213,11 +213,14 @@ func TestApprovalOfAnotherAgent(t *testing.T) {
 	}
 }
 
+// TestApprovals: each case has a store of its own, since an approval
+// serves every trace of the agent that asked: cases sharing one would
+// find each other's approvals of the same action.
 func TestApprovals(t *testing.T) {
-	e := newEnv(t)
 	const args = `{"channel":"general", "message":"LUNCH AT NOON"}`
 
 	t.Run("Pending", func(t *testing.T) {
+		e := newEnv(t)
 		id := e.pending("t-pending", args, custody.EPENDING)
 		if again := e.pending("t-pending", args, custody.EPENDING); again != id {
 			t.Errorf("still pending: a second request %s was made next to %s", again, id)
@@ -236,6 +239,7 @@ func TestApprovals(t *testing.T) {
 	})
 
 	t.Run("Declined", func(t *testing.T) {
+		e := newEnv(t)
 		id := e.pending("t-declined", args, custody.EPENDING)
 		res := e.decide(id, `{"decision":"declined","note":"not today"}`)
 		if res.Status != 200 {
@@ -256,6 +260,7 @@ func TestApprovals(t *testing.T) {
 	})
 
 	t.Run("ApprovedThenReplayed", func(t *testing.T) {
+		e := newEnv(t)
 		id := e.pending("t-approved", args, custody.EPENDING)
 		if res := e.decide(id, `{"decision":"approved","operator_id":"op-1"}`); res.Status != 200 {
 			t.Fatalf("decide: %d %s", res.Status, res.Body)
@@ -274,6 +279,7 @@ func TestApprovals(t *testing.T) {
 	})
 
 	t.Run("DifferentArguments", func(t *testing.T) {
+		e := newEnv(t)
 		id := e.pending("t-diff", args, custody.EPENDING)
 		if res := e.decide(id, `{"decision":"approved"}`); res.Status != 200 {
 			t.Fatalf("decide: %d %s", res.Status, res.Body)
@@ -288,6 +294,7 @@ func TestApprovals(t *testing.T) {
 	})
 
 	t.Run("EditedByOperator", func(t *testing.T) {
+		e := newEnv(t)
 		id := e.pending("t-edit", args, custody.EPENDING)
 		edited := `{"channel":"general","message":"LUNCH AT ONE"}`
 		if res := e.decide(id, `{"decision":"approved","arguments":`+edited+`}`); res.Status != 200 {
@@ -307,6 +314,7 @@ func TestApprovals(t *testing.T) {
 	})
 
 	t.Run("Expired", func(t *testing.T) {
+		e := newEnv(t)
 		id := e.pending("t-expired", args, custody.EPENDING)
 		e.clock.Add(6 * time.Minute)
 		if res := e.decide(id, `{"decision":"approved"}`); res.Status != 409 || res.Error(t).Kind != custody.EEXPIRED {
@@ -318,6 +326,7 @@ func TestApprovals(t *testing.T) {
 	})
 
 	t.Run("ErrNotOperator", func(t *testing.T) {
+		e := newEnv(t)
 		id := e.pending("t-agent", args, custody.EPENDING)
 		for _, tok := range []string{agentToken, auditorToken} {
 			res := e.do("POST", "/v1/approvals/"+id+"/decision", tok, []byte(`{"decision":"approved"}`))
@@ -346,6 +355,7 @@ func TestApprovals(t *testing.T) {
 	})
 
 	t.Run("ErrNotFound", func(t *testing.T) {
+		e := newEnv(t)
 		res := e.decide("00000000-0000-4000-8000-000000000000", `{"decision":"approved"}`)
 		if res.Status != 404 || res.Error(t).Kind != custody.ENOTFOUND {
 			t.Fatalf("%d %s", res.Status, res.Body)

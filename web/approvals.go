@@ -20,7 +20,7 @@ func (s *Server) handleApprovals(w http.ResponseWriter, r *http.Request) {
 	status := custody.ApprovalStatus(r.URL.Query().Get("status"))
 	if !validStatus(status) {
 		s.writeError(w, r, custody.Errorf(custody.EINVALID,
-			"status must be one of pending, approved, declined, expired, consumed"))
+			"status must be one of pending, approved, declined, expired, consumed, voided"))
 		return
 	}
 	list, err := s.cfg.Approvals.List(r.Context(), status)
@@ -37,7 +37,7 @@ func (s *Server) handleApprovals(w http.ResponseWriter, r *http.Request) {
 func validStatus(st custody.ApprovalStatus) bool {
 	switch st {
 	case "", custody.ApprovalPending, custody.ApprovalApproved, custody.ApprovalDeclined,
-		custody.ApprovalExpired, custody.ApprovalConsumed:
+		custody.ApprovalExpired, custody.ApprovalConsumed, custody.ApprovalVoided:
 		return true
 	}
 	return false
@@ -69,6 +69,8 @@ type decisionRequest struct {
 	Operator  string
 	Note      string
 	Arguments json.RawMessage
+	// Grant, with an approval, grants a bounded class of further calls.
+	Grant *approval.GrantTerms
 }
 
 // handleDecision serves POST /v1/approvals/{id}/decision for operators.
@@ -87,7 +89,7 @@ func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, err := s.cfg.Approvals.Decide(r.Context(), r.PathValue("id"), approval.Decision{
-		Decision: req.Decision, Operator: p.ID, Note: req.Note, Arguments: req.Arguments,
+		Decision: req.Decision, Operator: p.ID, Note: req.Note, Arguments: req.Arguments, Grant: req.Grant,
 	})
 	if err != nil {
 		s.writeError(w, r, err)
@@ -116,6 +118,10 @@ func (s *Server) decodeDecision(w http.ResponseWriter, r *http.Request) (decisio
 		case "arguments":
 			if string(raw) != "null" {
 				req.Arguments = raw
+			}
+		case "grant":
+			if string(raw) != "null" {
+				req.Grant, err = decodeGrantTerms(raw)
 			}
 		default:
 			err = custody.Errorf(custody.EINVALID, "unknown member %q in the request body", name)

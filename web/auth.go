@@ -120,6 +120,9 @@ func (s *Server) authenticate(r *http.Request) (Principal, bool, error) {
 			return Principal{}, false, nil
 		}
 		p, ok := s.cfg.Tokens.Lookup(strings.TrimSpace(tok))
+		if !ok && s.cfg.Bearer != nil && strings.TrimSpace(tok) != "" {
+			return s.bearer(r.Context(), strings.TrimSpace(tok))
+		}
 		return p, ok, nil
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil {
@@ -143,12 +146,11 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 func (s *Server) require(h http.HandlerFunc, roles ...Role) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, ok, err := s.authenticate(r)
+		if !ok && err == nil {
+			err = custody.Errorf(custody.EUNAUTHORIZED, "a valid bearer token is required")
+		}
 		if err != nil {
 			s.writeError(w, r, err)
-			return
-		}
-		if !ok {
-			s.writeError(w, r, custody.Errorf(custody.EUNAUTHORIZED, "a valid bearer token is required"))
 			return
 		}
 		if !slices.Contains(roles, p.Role) {

@@ -29,9 +29,9 @@ func (s *Server) handleCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, _ := PrincipalFrom(r.Context())
-	res, err := s.cfg.Gateway.Call(r.Context(), custody.Call{
-		Trace: req.Trace, Tool: req.Tool, Args: req.Arguments, Actor: p.ID, Via: "http",
-	})
+	call := custody.Call{Trace: req.Trace, Tool: req.Tool, Args: req.Arguments, Actor: p.ID, Via: "http"}
+	res, err := s.cfg.Gateway.Call(r.Context(), call)
+	res, err = s.awaitHeld(w, r, call, res, err)
 	s.metrics.ObserveCall(req.Tool, outcome(err), time.Since(start))
 	if err != nil {
 		s.writeCallError(w, r, err, res.Trace)

@@ -126,6 +126,8 @@ type formField struct {
 type formResponse struct {
 	ApprovalRequestID string      `json:"approval_request_id"`
 	Fields            []formField `json:"fields"`
+	// Grant is what the console's "Grant…" offers.
+	Grant grantForm `json:"grant"`
 }
 
 // handleForm serves GET /v1/approvals/{id}/form: the approval's editable
@@ -142,7 +144,7 @@ func (s *Server) handleForm(w http.ResponseWriter, r *http.Request) {
 		args = nil // not an object: nothing to edit field by field
 	}
 	schemas := s.inputSchemas(a.Tool)
-	resp := formResponse{ApprovalRequestID: a.ID, Fields: []formField{}}
+	resp := formResponse{ApprovalRequestID: a.ID, Fields: []formField{}, Grant: s.grantForm(r.Context(), a)}
 	for _, name := range a.Editable {
 		v, ok := args[name]
 		if !ok {

@@ -193,7 +193,8 @@ func TestApprovalForm(t *testing.T) {
 	e := newEnv(t)
 	id := e.choiceApproval("t-form")
 	res := e.do("GET", "/v1/approvals/"+id+"/form", auditorToken, nil)
-	want := `{"approval_request_id":"` + id + `","fields":[{"name":"channel","value":"general","enum":["general","ops","alerts"]},{"name":"message","value":"PATCHING AT NOON"}]}`
+	want := `{"approval_request_id":"` + id + `","fields":[{"name":"channel","value":"general","enum":["general","ops","alerts"]},{"name":"message","value":"PATCHING AT NOON"}],` +
+		`"grant":{"allowed":true,"arguments":{"additionalProperties":false,"properties":{"channel":{"const":"general"},"message":{"const":"PATCHING AT NOON"}},"required":["channel","message"],"type":"object"}}}`
 	if res.Status != 200 || strings.TrimSpace(string(res.Body)) != want {
 		t.Errorf("form: %d %s\nwant %s", res.Status, res.Body, want)
 	}

@@ -32,7 +32,7 @@ func (s *Server) writeCallError(w http.ResponseWriter, r *http.Request, err erro
 	status := httpjson.StatusFor(err)
 	switch {
 	case status == http.StatusUnauthorized:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="custody"`)
+		w.Header().Set("WWW-Authenticate", s.challenge(err))
 	case d.Kind == custody.EPENDING && d.ApprovalRequestID != "":
 		w.Header().Set("Location", "/v1/approvals/"+url.PathEscape(d.ApprovalRequestID))
 	}

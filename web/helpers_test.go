@@ -69,7 +69,9 @@ func newEnvWith(t testing.TB, configure func(*web.Config), apps ...web.App) *env
 	// As in serve, the gateway built after the service checks what an
 	// operator approves.
 	validate := func(ctx context.Context, a custody.Approval) error { return e.gw.CheckApproval(ctx, a) }
-	e.approvals, err = approval.New(approval.Config{Store: db, Ledger: e.ledger, Now: e.clock.Now, Validate: validate})
+	checkGrant := func(ctx context.Context, g custody.Grant) error { return e.gw.CheckGrant(ctx, g) }
+	e.approvals, err = approval.New(approval.Config{Store: db, Ledger: e.ledger, Now: e.clock.Now, Validate: validate, State: db, CheckGrant: checkGrant,
+		Changes: db.ApprovalChanges})
 	if err != nil {
 		t.Fatalf("approvals: %v", err)
 	}

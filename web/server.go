@@ -62,6 +62,13 @@ type Config struct {
 	// many appends shared each commit.
 	Commits func() int64
 	Tokens  Tokens
+	// Bearer, when set, checks a bearer token that is none of Tokens (an
+	// access token of the team's IdP, package identity): its principal,
+	// or a custody EUNAUTHORIZED error saying why it is refused.
+	Bearer func(ctx context.Context, token string) (Principal, error)
+	// Challenge, when set, is the WWW-Authenticate value of a 401 refusing
+	// err (RFC 6750, with RFC 9728's resource_metadata).
+	Challenge func(err error) string
 	// Apps are domain systems mounted at /apps/{Name}/ and linked from
 	// the console.
 	Apps []App
@@ -97,7 +104,15 @@ type Config struct {
 	// connection's write deadline by this much before every event
 	// (DefaultEventWriteTimeout when 0).
 	EventWriteTimeout time.Duration
+	// MaxWait caps how long POST /v1/calls holds a call for its approval
+	// when the client asks with Prefer: wait=N: below the HTTP server's
+	// write timeout, with room for the run and the answer
+	// (DefaultMaxWait when 0).
+	MaxWait time.Duration
 }
+
+// DefaultMaxWait caps Prefer: wait when Config.MaxWait is not set.
+const DefaultMaxWait = 30 * time.Second
 
 // DefaultEventWriteTimeout bounds each write of the event stream.
 const DefaultEventWriteTimeout = 30 * time.Second
@@ -166,8 +181,8 @@ func (c *Config) check() error {
 		return errors.New("web: Config.Tokens is required (it may be empty)")
 	case c.Sessions == nil:
 		return errors.New("web: Config.Sessions is required")
-	case c.MaxBody < 0 || c.BodyTimeout < 0 || c.EventWriteTimeout < 0:
-		return errors.New("web: Config.MaxBody, BodyTimeout and EventWriteTimeout may not be negative")
+	case c.MaxBody < 0 || c.BodyTimeout < 0 || c.EventWriteTimeout < 0 || c.MaxWait < 0:
+		return errors.New("web: Config.MaxBody, BodyTimeout, EventWriteTimeout and MaxWait may not be negative")
 	}
 	return nil
 }
@@ -194,6 +209,8 @@ func (s *Server) api() []route {
 		{"GET", "/v1/approvals/{id}/form", s.require(s.handleForm, readers()...)},
 		{"POST", "/v1/console/login-link", s.require(s.handleLoginLink, readers()...)},
 		{"POST", "/v1/approvals/{id}/decision", s.require(s.handleDecision, RoleOperator)},
+		{"GET", "/v1/grants", s.require(s.handleGrants, readers()...)},
+		{"POST", "/v1/grants/{id}/revoke", s.require(s.handleRevoke, RoleOperator)},
 		{"GET", "/v1/ledger", s.require(s.handleLedger, readers()...)},
 		{"GET", "/v1/ledger/verify", s.require(s.handleVerify, readers()...)},
 		{"GET", "/v1/ledger/checkpoint", s.require(s.handleCheckpoint, readers()...)},

@@ -19,6 +19,7 @@ func coreCommands() map[string]command {
 		"call":      {"call a tool through the gateway and print the result", (*Main).runCall},
 		"config":    {"print the configuration schema, check a file, scan its upstreams for a tools block", (*Main).runConfig},
 		"contracts": {"list the contracts and their named schemas", (*Main).runContracts},
+		"grants":    {"list and revoke grants: an operator's approval of a bounded class of calls", (*Main).runGrants},
 		"ledger":    {"verify, export, show and append to the evidence ledger", (*Main).runLedger},
 		"mcp":       {"serve MCP on stdin and stdout (--stdio)", (*Main).runMCP},
 		"serve":     {"serve the HTTP API, MCP at /mcp and the operator console", (*Main).runServe},

@@ -31,6 +31,9 @@ type Main struct {
 	// ProgressEvery is how often a long run (a ledger verify) reports its
 	// progress when Stderr is not a terminal; 10 seconds when zero.
 	ProgressEvery time.Duration
+	// Now, when set, is the clock serve checks access tokens' expiry by
+	// (tests); time.Now when nil.
+	Now func() time.Time
 }
 
 // NewMain returns a Main on the process's standard streams and environment.

@@ -233,11 +233,16 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return fmt.Errorf("domain systems: %w", err)
 	}
-	st, err := m.withFileEnv(set.cfg, base).withStore(set.store).openStackWith(ctx, stackConfig{
-		data: set.data, contracts: set.contracts, file: set.cfg, tools: sys.Tools, requireAll: set.requireAll})
+	auth, err := m.newServeAuth(set.cfg)
 	if err != nil {
 		return err
 	}
+	st, err := m.withFileEnv(set.cfg, base).withStore(set.store).openStackWith(ctx, stackConfig{
+		data: set.data, contracts: set.contracts, file: set.cfg, tools: sys.Tools, requireAll: set.requireAll, groups: auth.groupsOf()})
+	if err != nil {
+		return err
+	}
+	st.auth = auth
 	defer st.Close()
 	defer m.checkChain(ctx, st)()
 	defer m.markInterrupted(ctx, st)()
@@ -499,6 +504,7 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 		Checkpoint: st.db.LatestCheckpoint, Witnesses: witnesses, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
 		ApprovalChanges: approvalChanges(ctx, st.db), Sessions: st.db, SessionLifetime: sessionLifetime, Schemas: st.reg,
 		MaxBody: limits.maxBody, BodyTimeout: limits.read, EventWriteTimeout: limits.write, Upstreams: st.healthOfUpstreams(),
+		MaxWait: limits.wait, Bearer: st.auth.webBearer(), Challenge: st.auth.challenge(false),
 	}
 	if st.check != nil {
 		wcfg.Verification = st.check.Status
@@ -512,12 +518,13 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 		return nil, nil, err
 	}
 	ms, err := mcpserver.New(st.gw, st.reg, mcpOptions(mcpCfg, mcpserver.Options{Observe: metrics.ObserveCall, Inclusion: st.inclusion, Logger: logger, Relay: st.mcpRelay(),
-		ConsoleURL: st.console}))
+		ConsoleURL: st.console, MaxApprovalWait: limits.wait, Challenge: st.auth.challenge(true)}))
 	if err != nil {
 		return nil, nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", web.LimitBodies(ms.HTTPHandler(mcpAgent(tokens)), limits.maxBody))
+	mux.Handle("/mcp", web.LimitBodies(ms.HTTPHandler(st.auth.mcpAgent(tokens)), limits.maxBody))
+	st.auth.mount(mux)
 	mux.Handle("/", ws.Handler())
 	return telemetry.Continue(mux), ws, nil
 }
@@ -538,6 +545,7 @@ func (m *Main) run(ctx context.Context, ln net.Listener, srv *http.Server, st *s
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() { st.approvals.Run(ctx, expireEvery) })
+	wg.Go(func() { st.followRepins(ctx, m.Stderr) })
 	for _, r := range sys.Runners {
 		wg.Go(func() {
 			if err := r(ctx, st); err != nil && !errors.Is(err, context.Canceled) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/custody-dev/custody/config"
+	"github.com/custody-dev/custody/gate"
 	"github.com/custody-dev/custody/web"
 )
 
@@ -27,19 +28,38 @@ const (
 type httpLimits struct {
 	readHeader, read, write, idle time.Duration
 	maxBody                       int64
+	// wait is how long a held call may wait for its decision (maxWait).
+	wait time.Duration
 }
 
 // httpLimitsOf returns the file's limits, with defaults for those it
 // leaves out. The default write timeout outlasts every tool's timeout.
 func httpLimitsOf(f *config.File) httpLimits {
 	t := f.HTTP.Timeouts()
-	return httpLimits{
+	l := httpLimits{
 		readHeader: cmp.Or(t.ReadHeader, defaultReadHeaderTimeout),
 		read:       cmp.Or(t.Read, web.DefaultBodyTimeout),
-		write:      cmp.Or(t.Write, max(defaultWriteTimeout, f.LongestToolTimeout()+writeMargin)),
+		write:      cmp.Or(t.Write, max(defaultWriteTimeout, f.LongestToolTimeout()+writeMargin, f.LongestHeldCall()+writeMargin)),
 		idle:       cmp.Or(t.Idle, defaultIdleTimeout),
 		maxBody:    cmp.Or(f.HTTP.MaxBodyBytes, web.DefaultMaxBody),
 	}
+	l.wait = l.maxWait(f)
+	return l
+}
+
+// minWait is the least a held call may wait, however tight the write
+// timeout.
+const minWait = time.Second
+
+// maxWait is how long a held call may wait for its decision on either
+// door (a tool's approvalWait on /mcp, Prefer: wait on /v1/calls): what
+// the write timeout leaves once the longest run (a tool's timeout, else
+// the gateway's deadline) and the margin for the answer are taken off,
+// so that an approved call still runs and answers before the server cuts
+// the connection.
+func (l httpLimits) maxWait(f *config.File) time.Duration {
+	run := max(gate.DefaultDeadline, f.LongestToolTimeout())
+	return max(minWait, l.write-run-writeMargin)
 }
 
 // server returns the HTTP server of h. Its ReadTimeout bounds a whole

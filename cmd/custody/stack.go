@@ -41,6 +41,8 @@ type stack struct {
 	gw        *gate.Gateway
 	// up is the configured upstreams; nil without any.
 	up *upstream.Set
+	// auth is the OAuth resource server serve answers with; nil without.
+	auth *serveAuth
 	// relay serves up's governed resources and prompts; nil when the
 	// configuration governs none.
 	relay *upstream.Relay
@@ -68,6 +70,9 @@ type stackConfig struct {
 	// requireAll fails the start when an upstream cannot be reached
 	// (--require-all-upstreams), as the file's requireAllUpstreams does.
 	requireAll bool
+	// groups are the groups of the agents the IdP's tokens named, for
+	// the agents policy's group:NAME keys; nil without auth.
+	groups func(actor string) []string
 }
 
 // configFlag adds --config to fs: the configuration file, $CUSTODY_CONFIG
@@ -148,7 +153,8 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 	if err != nil {
 		return nil, err
 	}
-	acfg := approval.Config{Store: s.db, Ledger: s.db, Notifiers: notifiers, Validate: s.checkApproval, EscalateAt: escalateAt}
+	acfg := approval.Config{Store: s.db, Ledger: s.db, Notifiers: notifiers, Validate: s.checkApproval, EscalateAt: escalateAt,
+		State: s.db, CheckGrant: s.checkGrant, Changes: approvalChanges(context.Background(), s.db)}
 	if s.approvals, err = approval.New(acfg); err != nil {
 		return nil, err
 	}
@@ -161,7 +167,7 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 		return nil, err
 	}
 	if sc.file != nil {
-		gcfg.Allowed = sc.file.Allowed()
+		gcfg.Allowed = sc.file.AllowedWith(sc.groups)
 	}
 	if s.up != nil {
 		gcfg.Registry = s.reg

@@ -39,6 +39,15 @@ func (db *DB) ApprovalsFor(ctx context.Context, trace, digest string) ([]custody
 	return db.queryApprovals(ctx, q, trace, digest)
 }
 
+// ApprovalsOf lists the requests requester asked for the action with the
+// given digest or bound to it by an operator's edit, in any trace, newest
+// first.
+func (db *DB) ApprovalsOf(ctx context.Context, requester, digest string) ([]custody.Approval, error) {
+	const q = `SELECT ` + approvalColumns + ` FROM approvals WHERE requester = $1 AND (digest = $2 OR requested_digest = $2)
+		ORDER BY created_at DESC, id DESC`
+	return db.queryApprovals(ctx, q, requester, digest)
+}
+
 const approvalColumns = `doc, status, consumed_seq`
 
 func (db *DB) queryApprovals(ctx context.Context, q string, args ...any) ([]custody.Approval, error) {
@@ -78,9 +87,9 @@ func createApproval(a custody.Approval) (statement, error) {
 	if err != nil {
 		return statement{}, custody.Errorf(custody.EINVALID, "approval %s: %v", a.ID, err)
 	}
-	const q = `INSERT INTO approvals (id, status, consumed_seq, created_at, trace, digest, requested_digest, doc)
-		VALUES ($1, $2, $3, $4, $5, $6, $6, $7) ON CONFLICT (id) DO NOTHING RETURNING 1`
-	return statement{sql: q, args: []any{a.ID, string(a.Status), a.ConsumedSeq, a.CreatedAt, a.Trace, a.Digest, doc},
+	const q = `INSERT INTO approvals (id, status, consumed_seq, created_at, trace, digest, requested_digest, doc, requester)
+		VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8) ON CONFLICT (id) DO NOTHING RETURNING 1`
+	return statement{sql: q, args: []any{a.ID, string(a.Status), a.ConsumedSeq, a.CreatedAt, a.Trace, a.Digest, doc, a.Requester},
 		read: func(row pgx.Row) error {
 			var one int
 			err := row.Scan(&one)

@@ -118,9 +118,9 @@ func (l *Loader) Approval(a custody.Approval, requestedDigest string) error {
 	if err != nil {
 		return custody.Errorf(custody.EINVALID, "approval %s: %v", a.ID, err)
 	}
-	const q = `INSERT INTO approvals (id, status, consumed_seq, created_at, trace, digest, requested_digest, doc)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
-	if _, err := l.tx.Exec(l.ctx, q, a.ID, string(a.Status), a.ConsumedSeq, a.CreatedAt, a.Trace, a.Digest, requestedDigest, doc); err != nil {
+	const q = `INSERT INTO approvals (id, status, consumed_seq, created_at, trace, digest, requested_digest, doc, requester)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+	if _, err := l.tx.Exec(l.ctx, q, a.ID, string(a.Status), a.ConsumedSeq, a.CreatedAt, a.Trace, a.Digest, requestedDigest, doc, a.Requester); err != nil {
 		return unavailable("load approval "+a.ID, err)
 	}
 	return nil

@@ -32,6 +32,22 @@ func (db *DB) ApprovalsFor(ctx context.Context, trace, digest string) ([]custody
 	return as, nil
 }
 
+// ApprovalsOf lists the requests requester asked for the action with the
+// given digest or bound to it by an operator's edit, in any trace, newest
+// first.
+func (db *DB) ApprovalsOf(ctx context.Context, requester, digest string) ([]custody.Approval, error) {
+	const q = `SELECT doc FROM approvals WHERE requester = ? AND digest = ?
+		UNION SELECT doc FROM approvals WHERE requester = ? AND requested_digest = ?`
+	as, err := db.queryApprovals(ctx, q, requester, digest, requester, digest)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(as, func(a, b custody.Approval) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
+	})
+	return as, nil
+}
+
 // Approvals lists approval requests, newest first; status "" lists all.
 func (db *DB) Approvals(ctx context.Context, status custody.ApprovalStatus) ([]custody.Approval, error) {
 	q := `SELECT doc FROM approvals ORDER BY created_at DESC, id DESC`

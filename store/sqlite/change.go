@@ -83,8 +83,8 @@ func createApproval(ctx context.Context, tx *sql.Tx, a custody.Approval) error {
 	if err != nil {
 		return custody.Errorf(custody.EINVALID, "approval %s: %v", a.ID, err)
 	}
-	const q = `INSERT INTO approvals (status, created_at, doc, trace, digest, requested_digest, id) VALUES (?, ?, ?, ?, ?, ?, ?)`
-	if _, err := tx.ExecContext(ctx, q, string(a.Status), custody.FormatTime(a.CreatedAt), doc, a.Trace, a.Digest, a.Digest, a.ID); err != nil {
+	const q = `INSERT INTO approvals (status, created_at, doc, trace, digest, requested_digest, requester, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	if _, err := tx.ExecContext(ctx, q, string(a.Status), custody.FormatTime(a.CreatedAt), doc, a.Trace, a.Digest, a.Digest, a.Requester, a.ID); err != nil {
 		return unavailable("write approval", fmt.Errorf("approval %s: %w", a.ID, err))
 	}
 	return nil

@@ -262,4 +262,8 @@ func TestApprovalKeysMigrated(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].ID != "ap-old" {
 		t.Fatalf("ApprovalsFor after the migration = %+v, %v", got, err)
 	}
+	// Keyed by its requester too (0006), for its agent's other traces.
+	if got, err := db.ApprovalsOf(ctx, a.Requester, a.Digest); err != nil || len(got) != 1 || got[0].ID != "ap-old" || a.Requester == "" {
+		t.Fatalf("ApprovalsOf(%q) after the migration = %+v, %v", a.Requester, got, err)
+	}
 }

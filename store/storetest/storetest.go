@@ -41,6 +41,7 @@ func Run(t *testing.T, open Open) {
 		{"BudgetUnderConcurrency", testBudgetUnderConcurrency},
 		{"RefLookup", testRefLookup},
 		{"ApprovalsByDigest", testApprovalsByDigest},
+		{"ApprovalsByRequester", testApprovalsByRequester},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -423,5 +424,48 @@ func testApprovalsByDigest(t *testing.T, s custody.Store) {
 	}
 	if got := ids("t3", "d1"); got != "" {
 		t.Fatalf("approvals of t3/d1 = %q, want none", got)
+	}
+}
+
+// testApprovalsByRequester: the approvals of one agent's action are found
+// in every trace it asked in, newest first, through an operator's edit
+// too, and never another agent's.
+func testApprovalsByRequester(t *testing.T, s custody.Store) {
+	ctx := context.Background()
+	a1, a2, a3, other := pending("ap-1", "t1", "d1"), pending("ap-2", "t2", "d1"), pending("ap-3", "t3", "d2"), pending("ap-4", "t1", "d1")
+	a2.CreatedAt = t0.Add(time.Second)
+	other.Requester = "agent-2"
+	for _, a := range []custody.Approval{a1, a2, a3, other} {
+		if _, err := s.Commit(ctx, entry(custody.KindApprovalRequest, a.Trace), custody.CreateApproval(a)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(requester, digest string) string {
+		as, err := s.ApprovalsOf(ctx, requester, digest)
+		if err != nil {
+			t.Fatalf("ApprovalsOf(%s, %s): %v", requester, digest, err)
+		}
+		out := ""
+		for _, a := range as {
+			out += a.ID + " "
+		}
+		return out
+	}
+	if got := ids("agent-1", "d1"); got != "ap-2 ap-1 " {
+		t.Fatalf("approvals of agent-1/d1 = %q, want newest first ap-2 ap-1, from both traces", got)
+	}
+	if got := ids("agent-2", "d1"); got != "ap-4 " {
+		t.Fatalf("approvals of agent-2/d1 = %q, want ap-4 only", got)
+	}
+	edited := a3
+	edited.Digest, edited.Status = "d3", custody.ApprovalApproved
+	if _, err := s.Commit(ctx, entry(custody.KindApprovalDecided, "t3"), custody.UpdateApproval(edited, custody.ApprovalPending)); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids("agent-1", "d3") + "|" + ids("agent-1", "d2"); got != "ap-3 |ap-3 " {
+		t.Fatalf("approvals of agent-1 by the edited and the requested digest = %q, want ap-3 by both", got)
+	}
+	if got := ids("agent-3", "d1"); got != "" {
+		t.Fatalf("approvals of agent-3/d1 = %q, want none", got)
 	}
 }

@@ -168,3 +168,14 @@ func (ws *Worlds) guard(name string, h gate.Handler) gate.Handler {
 		return out, nil
 	}
 }
+
+// noGrants forbids grants for every CONSEQUENTIAL tool the envelope
+// declares: a clinician confirms each such order once, never a class of
+// them.
+func noGrants(tools []gate.Tool) {
+	for i := range tools {
+		if tools[i].Spec.Effect == custody.EffectConsequential {
+			tools[i].Spec.Grants = custody.NoGrants()
+		}
+	}
+}

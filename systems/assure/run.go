@@ -172,6 +172,7 @@ func newRunner(ctx context.Context, cfg Config, reg *contract.Registry, env Enve
 	if err != nil {
 		return nil, err
 	}
+	noGrants(tools)
 	r.gw, err = gate.New(gate.Config{Registry: reg, Ledger: db, Approvals: svc, State: db, Now: cfg.Now, Logger: cfg.Logger}, declared.ID, tools)
 	if err != nil {
 		return nil, custody.Errorf(custody.EINVALID, "the gateway refuses the envelope: %v", err)

@@ -210,6 +210,10 @@ func vmsSpec() custody.ToolSpec {
 		Scope: "corridor", MaxCallsPerTrace: 3,
 		Links: []custody.Link{{Arg: "/approval_request_id", Approval: true}},
 		Refs:  map[string]string{"vms_update_id": "/vms_update_id"},
+
+		// What a public sign says is approved sign by sign, message by
+		// message: never by a grant.
+		Grants: custody.NoGrants(),
 	}
 }
 

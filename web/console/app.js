@@ -116,6 +116,7 @@ function route() {
     loadLedger();
     verify();
   } else if (view === "approval") loadApproval(id);
+  else if (view === "grants") loadGrants();
   else loadInbox();
 }
 
@@ -237,7 +238,9 @@ async function approvalCard(a) {
   const ctx = $("[data-testid=context]", card);
   if (a.context) ctx.appendChild(renderValue(a.context));
   else ctx.closest("details").remove();
-  $("[data-testid=arguments]", card).appendChild(renderArguments(a, await editForm(a)));
+  const form = await decisionForm(a);
+  $("[data-testid=arguments]", card).appendChild(renderArguments(a, form.fields));
+  offerGrant(card, a, form.grant);
   $(".meta", card).textContent = `Tool ${a.tool} · trace ${a.trace_id || "—"} · asked by ${a.requester || "—"} · request ${a.approval_request_id}`;
   $("form", card).addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -246,19 +249,61 @@ async function approvalCard(a) {
   return card;
 }
 
-// editForm returns the approval's editable fields by name, each with the
-// values its tool allows when those are a fixed set.
-async function editForm(a) {
+// decisionForm returns the approval's editable fields by name, each with
+// the values its tool allows when those are a fixed set, and the grant
+// the server prefills from the call (null without one).
+async function decisionForm(a) {
   const fields = new Map();
-  if (!(a.editable || []).length) return fields;
   try {
     const form = await api(`/v1/approvals/${encodeURIComponent(a.approval_request_id)}/form`);
     for (const f of form.fields) fields.set(f.name, f);
+    return { fields, grant: form.grant || null };
   } catch (err) {
-    // Without the form, editable strings are offered as free text; the
-    // server still checks the edited action in full.
+    // Without the form, editable strings are offered as free text (the
+    // server still checks the edited action in full), and no grant.
+    return { fields, grant: null };
   }
-  return fields;
+}
+
+// offerGrant sets up the card's "Grant…": the schema the server
+// prefilled, shown exactly as it would be granted and editable, with a
+// count of calls and a deadline; or why the tool takes no grants.
+function offerGrant(card, a, grant) {
+  const open = $("[data-testid=grant-open]", card);
+  const panel = $("[data-testid=grant-panel]", card);
+  if (!grant) return;
+  if (!grant.allowed) {
+    const why = $("[data-testid=grant-unavailable]", card);
+    why.textContent = `No grant: ${grant.reason || "this tool takes none"}`;
+    why.hidden = false;
+    return;
+  }
+  const id = `grant-${++state.fields}`;
+  panel.id = id;
+  open.setAttribute("aria-controls", id);
+  $("[data-testid=grant-scope]", card).textContent = `Calls of ${a.tool} by ${a.requester || "the same agent"} whose arguments match this schema run without asking.`;
+  $("[data-testid=grant-arguments]", card).value = JSON.stringify(grant.arguments, null, 2);
+  open.hidden = false;
+  open.addEventListener("click", () => {
+    panel.hidden = !panel.hidden;
+    open.setAttribute("aria-expanded", String(!panel.hidden));
+  });
+}
+
+// grantTerms reads the card's grant: its schema, calls and deadline.
+function grantTerms(form) {
+  let schema;
+  try {
+    schema = JSON.parse(form.elements.grant_arguments.value);
+  } catch (err) {
+    throw new Error(`the grant's schema is not JSON: ${err.message}`);
+  }
+  const terms = { arguments: schema };
+  const uses = Number(form.elements.grant_max_uses.value || 0);
+  if (uses > 0) terms.max_uses = uses;
+  const until = form.elements.grant_expires.value;
+  if (until) terms.expires = (until.length === 16 ? until + ":00" : until) + "Z";
+  return terms;
 }
 
 // renderArguments shows the action's arguments; the ones an operator may
@@ -307,10 +352,18 @@ function enumSelect(id, k, v, values) {
 
 async function decide(card, a, decision) {
   const form = $("form", card);
-  const body = { decision, note: form.elements.note.value.trim() };
-  if (decision === "approved") {
+  const body = { decision: decision === "grant" ? "approved" : decision, note: form.elements.note.value.trim() };
+  if (body.decision === "approved") {
     const edited = editedArguments(form, a);
     if (edited) body.arguments = edited;
+  }
+  if (decision === "grant") {
+    try {
+      body.grant = grantTerms(form);
+    } catch (err) {
+      showError(`Could not record the decision: ${err.message}`);
+      return;
+    }
   }
   form.querySelectorAll("button").forEach((b) => (b.disabled = true));
   showViolations(card, []);
@@ -431,6 +484,60 @@ function renderDecided(list) {
     li.appendChild(el("span", `${who}${a.note ? ` — “${a.note}”` : ""}`, { class: "muted" }));
     ul.appendChild(li);
   }
+}
+
+// ---- grants ----
+
+// loadGrants shows every grant, newest first, with a Revoke for those
+// that still stand.
+async function loadGrants() {
+  let list;
+  try {
+    list = await api("/v1/grants");
+  } catch (err) {
+    if (err.message !== "sign in required") showError(err.message);
+    return;
+  }
+  showError("");
+  const ul = $("#grants-list");
+  ul.replaceChildren();
+  for (const g of list.grants) ul.appendChild(grantCard(g));
+  $("#grants-empty").hidden = list.grants.length > 0;
+}
+
+function grantCard(g) {
+  const li = el("li", null, { class: "card", "data-testid": "grant", "data-id": g.grant_id });
+  const head = li.appendChild(el("div", null, { class: "card-head" }));
+  head.appendChild(el("h2", humanize(g.tool)));
+  head.appendChild(el("span", g.status.replace("_", " "), { class: "badge " + g.status, "data-testid": "grant-status" }));
+  const dl = li.appendChild(el("dl", null, { class: "kv" }));
+  const rows = [["Agent", g.agent], ["Calls", g.max_uses ? `${g.uses} of ${g.max_uses}` : String(g.uses)],
+    ["Until", g.expires_at || "—"], ["Granted by", g.operator_id], ["Note", g.note || "—"], ["Grant", g.grant_id]];
+  if (g.revoked_by) rows.push(["Revoked by", `${g.revoked_by}: ${g.revoke_reason || ""}`]);
+  for (const [k, v] of rows) {
+    dl.appendChild(el("dt", k));
+    dl.appendChild(el("dd", v));
+  }
+  li.appendChild(el("h3", "Arguments allowed"));
+  li.appendChild(el("pre", JSON.stringify(g.arguments, null, 2), { "data-testid": "grant-schema", tabindex: "0" }));
+  if (g.status === "revoked") return li;
+  const form = li.appendChild(el("form", null, { class: "stack" }));
+  const id = `revoke-${++state.fields}`;
+  form.appendChild(el("label", "Reason", { for: id }));
+  form.appendChild(el("input", null, { id, name: "reason", required: "", "data-testid": "revoke-reason", autocomplete: "off" }));
+  form.appendChild(el("button", "Revoke", { type: "submit", class: "danger", "data-testid": "revoke" }));
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const reason = form.elements.reason.value.trim();
+    if (!reason) return;
+    try {
+      await api(`/v1/grants/${encodeURIComponent(g.grant_id)}/revoke`, { method: "POST", body: JSON.stringify({ reason }) });
+      loadGrants();
+    } catch (err) {
+      showError(`Could not revoke the grant: ${err.message}`);
+    }
+  });
+  return li;
 }
 
 // ---- ledger ----

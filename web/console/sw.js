@@ -3,7 +3,7 @@
 // ledger page comes from the server.
 "use strict";
 
-const CACHE = "custody-console-v3";
+const CACHE = "custody-console-v4";
 const SHELL = ["/", "/index.html", "/app.js", "/style.css", "/manifest.webmanifest", "/icon.svg", "/icon-192.png", "/icon-512.png"];
 
 self.addEventListener("install", (ev) => {
