@@ -246,18 +246,24 @@ func (s *Server) setLevel(ctx context.Context, req mcp.Request, next mcp.MethodH
 }
 
 // relayLogs passes the upstreams' log messages that no call hears of to
-// every session that set a logging level (the SDK sends none to the
-// others).
+// the session of the stdio door, if it set a logging level (the SDK sends
+// none otherwise). Over HTTP, where several agents share a server, such a
+// message belongs to none of them: it goes to custody's own log.
 func (s *Server) relayLogs() {
 	if s.opts.Relay == nil {
 		return
 	}
 	s.opts.Relay.OnLog(func(ctx context.Context, p *mcp.LoggingMessageParams) {
 		for ss := range s.srv.Sessions() {
+			if ss.ID() != "" {
+				continue
+			}
 			if err := ss.Log(ctx, p); err != nil {
 				s.log.Debug("mcp relay: log message", "err", err)
 			}
+			return
 		}
+		s.log.Info("upstream log message", "logger", p.Logger, "level", p.Level, "data", p.Data)
 	})
 }
 

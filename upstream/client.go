@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,7 +61,18 @@ type flight struct {
 	// token is the progress token custody gave the server; "" when the
 	// client asked for no progress.
 	token string
+	// ended says the call has its answer: the flight lingers a moment
+	// (lingerAfter) for what the server sent before the answer and the
+	// SDK hands custody after it, but is no one to ask anything.
+	ended bool
 }
+
+// lingerAfter is how long a call's flight stays after its answer. The
+// SDK passes a server's notifications to custody on a goroutine of their
+// own, and responses at once: the log messages and progress a server
+// sent just before answering may come after the answer, and are still
+// the caller's.
+const lingerAfter = 2 * time.Second
 
 // flights are the calls in flight on one server.
 type flights struct {
@@ -88,8 +100,13 @@ func (f *flights) start(ctx context.Context) (token string, done func()) {
 	f.mu.Unlock()
 	return fl.token, func() {
 		f.mu.Lock()
-		delete(f.m, fl)
+		fl.ended = true
 		f.mu.Unlock()
+		time.AfterFunc(lingerAfter, func() {
+			f.mu.Lock()
+			delete(f.m, fl)
+			f.mu.Unlock()
+		})
 	}
 }
 
@@ -109,13 +126,17 @@ func (f *flights) byToken(token any) *flight {
 	return nil
 }
 
-// all returns the flights, one a client session.
-func (f *flights) all() []*flight {
+// all returns the flights, one a client session; with active, only the
+// calls that have no answer yet.
+func (f *flights) all(active bool) []*flight {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	seen := map[*mcp.ServerSession]bool{}
 	var out []*flight
 	for fl := range f.m {
+		if active && fl.ended {
+			continue
+		}
 		if !seen[fl.caller.Session] {
 			seen[fl.caller.Session] = true
 			out = append(out, fl)
@@ -251,7 +272,7 @@ func (c *Conn) progress(_ context.Context, req *mcp.ProgressNotificationClientRe
 func (c *Conn) logMessage(ctx context.Context, req *mcp.LoggingMessageRequest) {
 	p := *req.Params
 	p.Logger, p.Meta = c.loggerName(p.Logger), withoutCustodyMeta(p.Meta)
-	list := c.flights.all()
+	list := c.flights.all(false)
 	if len(list) == 0 {
 		if c.logTo != nil {
 			c.logTo(ctx, &p)
@@ -275,7 +296,7 @@ func (c *Conn) loggerName(logger string) string {
 
 // sole returns the one call in flight on the server: the client to ask.
 func (c *Conn) sole() (*flight, error) {
-	list := c.flights.all()
+	list := c.flights.all(true)
 	switch len(list) {
 	case 0:
 		return nil, fmt.Errorf("no call of server %q is in flight: there is no client to ask", c.srv.Name)
