@@ -43,7 +43,10 @@ type Error struct {
 	// Outcome is OutcomeUnknown for a call whose side effect may have
 	// happened though no answer came; "" otherwise.
 	Outcome string
-	Err     error
+	// RetryAfter is how long a caller refused by a rate limit should wait
+	// before calling again; 0 otherwise.
+	RetryAfter time.Duration
+	Err        error
 }
 
 // OutcomeUnknown is the Outcome of a call whose request reached a tool
@@ -115,6 +118,9 @@ type ErrorDetail struct {
 	// Outcome is "unknown" for a call that may have taken effect though
 	// no answer came (Error.Outcome).
 	Outcome string `json:"outcome,omitempty"`
+	// RetryAfter is the whole seconds to wait before calling again, for a
+	// call refused by a rate limit (Error.RetryAfter, rounded up).
+	RetryAfter int64 `json:"retry_after,omitempty"`
 }
 
 // DetailOf returns the part of err that is safe to show a caller: the
@@ -133,6 +139,9 @@ func DetailOf(err error) ErrorDetail {
 	}
 	if !e.ExpiresAt.IsZero() {
 		d.ExpiresAt = FormatTime(e.ExpiresAt)
+	}
+	if e.RetryAfter > 0 {
+		d.RetryAfter = int64((e.RetryAfter + time.Second - 1) / time.Second)
 	}
 	return d
 }

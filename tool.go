@@ -82,6 +82,10 @@ type ToolSpec struct {
 	// Grants, when false, forbids grants for the tool: an operator must
 	// approve each of its calls once. Nil or true allows them.
 	Grants *bool `json:"grants,omitempty"`
+	// Conditions are CEL conditions over each call (condition.go).
+	Conditions []Condition `json:"conditions,omitempty"`
+	// Rates limit how many calls of the tool run per window (rate.go).
+	Rates []Rate `json:"rates,omitempty"`
 }
 
 // GrantsAllowed reports whether an operator may grant a class of calls of

@@ -233,6 +233,12 @@ type Policy struct {
 	// Grants, when false, forbids grants for the tool: every call is
 	// approved once. Left out: an operator may grant a class of calls.
 	Grants *bool `json:"grants"`
+	// DenyWhen, ApproveWhen and AllowWhen are CEL conditions over each
+	// call (conditions.go); Rate its rate limits.
+	DenyWhen    Exprs `json:"denyWhen"`
+	ApproveWhen Exprs `json:"approveWhen"`
+	AllowWhen   Exprs `json:"allowWhen"`
+	Rate        Rates `json:"rate"`
 }
 
 // ResourcePolicy governs the resources a key matches: they are read
@@ -452,6 +458,9 @@ func (f *File) checkPolicies() error {
 				return fmt.Errorf("/tools/%s/approvalWait: %q is not a positive duration", escape(name), p.ApprovalWait)
 			}
 		}
+		if err := p.checkRules(name); err != nil {
+			return err
+		}
 	}
 	for name := range f.Prompts {
 		if _, err := path.Match(name, ""); err != nil {
@@ -494,7 +503,7 @@ func (f *File) Upstream() upstream.Config {
 	cfg.RequireAll = f.RequireAllUpstreams
 	cfg.Governance = upstream.Governance{}
 	for name, p := range f.Tools {
-		cfg.Governance[name] = p.policy()
+		cfg.Governance[name] = withRules(p.policy(), p, name)
 	}
 	cfg.Resources = upstream.ResourceGovernance{}
 	for uri, p := range f.Resources {

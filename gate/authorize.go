@@ -20,7 +20,7 @@ import (
 // one reported) and the call is refused with pending_approval. The approval is consumed at the
 // intent step, once the call is on the ledger.
 func (g *Gateway) authorize(ctx context.Context, f *flight) error {
-	if f.tool.Spec.Approval != custody.HumanConfirmation {
+	if f.tool.Spec.Approval != custody.HumanConfirmation && f.held == nil {
 		return nil
 	}
 	action, err := withoutMembers(f.Args, f.tool.approvalArgs)

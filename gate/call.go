@@ -38,6 +38,9 @@ type flight struct {
 	// request.
 	refusalKey string
 	asked      bool
+	// held is the approveWhen condition that holds the call for a
+	// human's approval; nil when none does.
+	held *custody.Condition
 	// refusal is the error a call.refused entry records.
 	refusal *custody.Error
 	// refs thread the chain of custody onto every entry of the call.
@@ -160,7 +163,7 @@ func (g *Gateway) approveCall(ctx context.Context, f *flight) error {
 	if err := g.policy(ctx, f); err != nil {
 		return err
 	}
-	return g.authorize(ctx, f)
+	return f.explainHold(g.authorize(ctx, f))
 }
 
 // lookupTool finds the called tool in the envelope: a tool outside it is

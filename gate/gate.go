@@ -6,8 +6,9 @@
 //     within ±2^53), trace id; the tool is in the envelope and the trace
 //     has not used the tool's refusals-per-trace budget
 //  2. contract: the exact argument bytes against the tool's input schema
-//  3. policy:   the tool is in the envelope, the calls-per-trace budget,
-//     the resource scope and the custody links
+//  3. policy:   the tool is in the envelope, its CEL conditions
+//     (conditions.go), its rate limits (rate.go), the calls-per-trace
+//     budget, the resource scope and the custody links
 //  4. approval: HUMAN_CONFIRMATION tools need an approved, unexpired,
 //     unused approval bound to the action's digest
 //  5. intent:   WRITE tools (and approved actions) get a call.started
@@ -182,6 +183,9 @@ type Config struct {
 	// Tracer, when set, makes each call a span with a child span for
 	// each stage (see SpanCall); nil turns tracing off at no cost.
 	Tracer trace.Tracer
+	// Groups, when set, returns the groups of an agent (a call's Actor),
+	// which conditions see as agent.groups.
+	Groups func(actor string) []string
 }
 
 // Gateway is the chokepoint. It is safe for concurrent use.
@@ -195,6 +199,7 @@ type Gateway struct {
 	maxArgs   int
 	log       *slog.Logger
 	allowed   func(actor, tool string) bool
+	groups    func(actor string) []string
 	tracer    trace.Tracer
 	envelope  string
 	tools     map[string]*tool
@@ -226,6 +231,8 @@ type tool struct {
 	refLinks bool
 	// maxRefusals is the tool's refusal budget per trace; 0 is none.
 	maxRefusals int
+	// rules are the tool's compiled conditions; nil when it has none.
+	rules *rules
 }
 
 // New builds a gateway offering tools, in that order, as the envelope
@@ -238,7 +245,7 @@ func New(cfg Config, envelope string, tools []Tool) (*Gateway, error) {
 	}
 	g := &Gateway{
 		reg: cfg.Registry, ledger: cfg.Ledger, approvals: cfg.Approvals, state: cfg.State,
-		now: cfg.Now, deadline: cfg.Deadline, maxArgs: cfg.MaxArgBytes, log: cfg.Logger, allowed: cfg.Allowed, tracer: cfg.Tracer,
+		now: cfg.Now, deadline: cfg.Deadline, maxArgs: cfg.MaxArgBytes, log: cfg.Logger, allowed: cfg.Allowed, tracer: cfg.Tracer, groups: cfg.Groups,
 		envelope: envelope, tools: make(map[string]*tool, len(tools)),
 	}
 	if g.now == nil {
@@ -305,6 +312,9 @@ func (g *Gateway) compile(t Tool) (*tool, error) {
 	if err := ct.parseLinks(); err != nil {
 		return nil, err
 	}
+	if err := g.compileRules(ct); err != nil {
+		return nil, err
+	}
 	for k, p := range s.Refs {
 		if _, err := splitPointer(p); err != nil || k == "" {
 			return nil, fmt.Errorf("ref %q: %q is not a JSON pointer", k, p)
@@ -315,8 +325,8 @@ func (g *Gateway) compile(t Tool) (*tool, error) {
 			return nil, fmt.Errorf("editable %q must name a top-level argument", f)
 		}
 	}
-	if (s.MaxCallsPerTrace > 0 || s.MaxRefusalsPerTrace > 0 || ct.scopeArg != "" || ct.refLinks) && g.state == nil {
-		return nil, errors.New("a calls-per-trace or refusals-per-trace budget, a trace scope or a custody link to a ref needs a state store")
+	if (s.MaxCallsPerTrace > 0 || s.MaxRefusalsPerTrace > 0 || ct.scopeArg != "" || ct.refLinks || len(s.Rates) > 0) && g.state == nil {
+		return nil, errors.New("a calls-per-trace or refusals-per-trace budget, a rate limit, a trace scope or a custody link to a ref needs a state store")
 	}
 	ct.maxRefusals = s.MaxRefusalsPerTrace
 	if ct.maxRefusals == 0 && s.MaxCallsPerTrace > 0 {

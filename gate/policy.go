@@ -19,6 +19,12 @@ func (g *Gateway) policy(ctx context.Context, f *flight) error {
 	if err := g.admit(ctx, f); err != nil {
 		return err
 	}
+	if err := g.conditions(ctx, f); err != nil {
+		return err
+	}
+	if err := g.rate(ctx, f); err != nil {
+		return err
+	}
 	if err := g.budget(ctx, f); err != nil {
 		return err
 	}
@@ -76,6 +82,7 @@ func (g *Gateway) budget(ctx context.Context, f *flight) error {
 func (g *Gateway) refusals(ctx context.Context, f *flight) error {
 	max := f.tool.maxRefusals
 	if max <= 0 {
+		f.refusalKey = f.traceKey() // counted for the conditions alone
 		return nil
 	}
 	f.refusalKey = f.Trace + "/" + f.Tool

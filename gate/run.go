@@ -49,6 +49,7 @@ func (g *Gateway) changes(f *flight, kind string) []custody.Change {
 	if c, ok := grantUse(f, kind); ok {
 		out = append(out, c)
 	}
+	out = append(out, g.rateChanges(f, kind)...)
 	if kind == custody.KindCallSucceeded {
 		out = append(out, g.refChanges(f, f.refs)...)
 	}

@@ -281,6 +281,9 @@ func detailText(d custody.ErrorDetail, tool, decideAt string) string {
 	if d.TraceID != "" {
 		fmt.Fprintf(&b, "trace_id: %s\n", d.TraceID)
 	}
+	if d.RetryAfter > 0 {
+		fmt.Fprintf(&b, "retry_after: %d seconds\n", d.RetryAfter)
+	}
 	if d.Kind == custody.EPENDING {
 		b.WriteString(decideAt)
 	}

@@ -41,6 +41,10 @@ type Policy struct {
 	MaxResultBytes int64
 	// Grants, when false, forbids grants for the tool (custody.ToolSpec).
 	Grants *bool
+	// Conditions and Rates are the tool's CEL conditions and rate limits
+	// (custody.ToolSpec).
+	Conditions []custody.Condition
+	Rates      []custody.Rate
 }
 
 // DefaultMaxResultBytes bounds a tool's result when its policy does not:

@@ -232,6 +232,9 @@ func (s *Set) contracts(o Offer, out map[string][]byte) error {
 	if in, err = withoutID(in); err != nil {
 		return fmt.Errorf("input schema: %w", err)
 	}
+	if err := checkConditions(o.Policy, in); err != nil {
+		return err
+	}
 	out[file(o.Exposed, "input")] = in
 	switch {
 	case o.Tool == nil:
@@ -358,6 +361,7 @@ func (s *Set) tool(ctx context.Context, o Offer, client *http.Client) (gate.Tool
 		Name: o.Exposed, Input: ref(o.Exposed, "input"),
 		Access: p.Access, Effect: p.Effect, Approval: p.Approval, MaxCallsPerTrace: p.MaxCallsPerTrace,
 		MaxRefusalsPerTrace: p.MaxRefusalsPerTrace, Grants: p.Grants, ApprovalWait: p.ApprovalWait,
+		Conditions: p.Conditions, Rates: p.Rates,
 	}
 	if p.Arguments != nil {
 		spec.ArgumentsPolicy = ref(o.Exposed, "policy-arguments")

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/httpjson"
@@ -35,6 +36,9 @@ func (s *Server) writeCallError(w http.ResponseWriter, r *http.Request, err erro
 		w.Header().Set("WWW-Authenticate", s.challenge(err))
 	case d.Kind == custody.EPENDING && d.ApprovalRequestID != "":
 		w.Header().Set("Location", "/v1/approvals/"+url.PathEscape(d.ApprovalRequestID))
+	case d.RetryAfter > 0:
+		// A rate limit's refusal says when its window ends (RFC 9110).
+		w.Header().Set("Retry-After", strconv.FormatInt(d.RetryAfter, 10))
 	}
 	writeJSON(w, status, errorBody{Error: d})
 }

@@ -168,6 +168,7 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 	}
 	if sc.file != nil {
 		gcfg.Allowed = sc.file.AllowedWith(sc.groups)
+		gcfg.Groups = sc.groups
 	}
 	if s.up != nil {
 		gcfg.Registry = s.reg
