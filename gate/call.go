@@ -145,16 +145,24 @@ func (g *Gateway) admitCall(ctx context.Context, f *flight, sp *callSpan) error 
 // validateCall runs steps 1 and 2: the call's bytes, its tool and its
 // arguments against the input contract.
 func (g *Gateway) validateCall(ctx context.Context, f *flight) error {
-	if err := g.decode(ctx, f); err != nil {
-		return err
+	for _, c := range validateChecks() {
+		if err := c.run(g, ctx, f); err != nil {
+			return err
+		}
 	}
-	if err := g.lookupTool(ctx, f); err != nil {
-		return err
+	return nil
+}
+
+// validateChecks are the checks of steps 1 and 2, in order (see
+// policyChecks).
+func validateChecks() []check {
+	return []check{
+		{RuleTrace, (*Gateway).decode},
+		{RuleEnvelope, (*Gateway).lookupTool},
+		{RuleRefusals, (*Gateway).refusals},
+		{RuleContract, (*Gateway).checkContract},
+		{RuleArguments, (*Gateway).checkArguments},
 	}
-	if err := g.refusals(ctx, f); err != nil {
-		return err
-	}
-	return g.checkInput(ctx, f)
 }
 
 // approveCall runs steps 3 and 4: the envelope's policy and the approval

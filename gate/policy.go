@@ -16,22 +16,33 @@ import (
 // policy is step 3: the calls-per-trace budget, the resource scope and the
 // custody links. The tool being in the envelope was settled by lookupTool.
 func (g *Gateway) policy(ctx context.Context, f *flight) error {
-	if err := g.admit(ctx, f); err != nil {
-		return err
+	for _, c := range policyChecks() {
+		if err := c.run(g, ctx, f); err != nil {
+			return err
+		}
 	}
-	if err := g.conditions(ctx, f); err != nil {
-		return err
+	return nil
+}
+
+// check is one check of a call before it runs, named by the rule it
+// enforces (Decision.Rule).
+type check struct {
+	rule string
+	run  func(g *Gateway, ctx context.Context, f *flight) error
+}
+
+// policyChecks are the checks of step 3, in the order they decide. Call
+// and Decide both run them from here, so that a replay decides by the
+// rules the gateway enforces.
+func policyChecks() []check {
+	return []check{
+		{RuleAdmit, (*Gateway).admit},
+		{RuleCondition, (*Gateway).conditions},
+		{RuleRate, (*Gateway).rate},
+		{RuleBudget, (*Gateway).budget},
+		{RuleScope, (*Gateway).scope},
+		{RuleLink, (*Gateway).links},
 	}
-	if err := g.rate(ctx, f); err != nil {
-		return err
-	}
-	if err := g.budget(ctx, f); err != nil {
-		return err
-	}
-	if err := g.scope(ctx, f); err != nil {
-		return err
-	}
-	return g.links(ctx, f)
 }
 
 // admit asks the tool itself whether it takes calls now: a tool whose

@@ -14,10 +14,21 @@ import (
 //
 // A tool with an arguments policy must match it as well: the policy only
 // narrows what the tool's own contract accepts.
-func (g *Gateway) checkInput(_ context.Context, f *flight) error {
-	if err := g.validate(f.tool.Spec.Input, f.Args); err != nil {
+func (g *Gateway) checkInput(ctx context.Context, f *flight) error {
+	if err := g.checkContract(ctx, f); err != nil {
 		return err
 	}
+	return g.checkArguments(ctx, f)
+}
+
+// checkContract checks the arguments against the tool's input contract.
+func (g *Gateway) checkContract(_ context.Context, f *flight) error {
+	return g.validate(f.tool.Spec.Input, f.Args)
+}
+
+// checkArguments checks the arguments against the arguments policy that
+// narrows the tool's contract, when it has one.
+func (g *Gateway) checkArguments(_ context.Context, f *flight) error {
 	return g.validatePolicy(f.tool.Spec.ArgumentsPolicy, f.Args)
 }
 

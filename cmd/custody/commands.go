@@ -22,6 +22,7 @@ func coreCommands() map[string]command {
 		"grants":    {"list and revoke grants: an operator's approval of a bounded class of calls", (*Main).runGrants},
 		"ledger":    {"verify, export, show and append to the evidence ledger", (*Main).runLedger},
 		"mcp":       {"serve MCP on stdin and stdout (--stdio)", (*Main).runMCP},
+		"policy":    {"replay the recorded calls under a new configuration: what would change", (*Main).runPolicy},
 		"serve":     {"serve the HTTP API, MCP at /mcp and the operator console", (*Main).runServe},
 		"store":     {"back a SQLite data directory up while serve runs, or copy it into PostgreSQL", (*Main).runStore},
 		"validate":  {"validate JSON documents against a schema", (*Main).runValidate},
