@@ -499,20 +499,8 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 			return nil, nil, fmt.Errorf("domain apps: %w", err)
 		}
 	}
-	wcfg := web.Config{
-		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify, Commits: st.db.Commits,
-		Checkpoint: st.db.LatestCheckpoint, Witnesses: witnesses, Tokens: tokens, Apps: apps, Metrics: metrics, Logger: logger,
-		ApprovalChanges: approvalChanges(ctx, st.db), Sessions: st.db, SessionLifetime: sessionLifetime, Schemas: st.reg,
-		MaxBody: limits.maxBody, BodyTimeout: limits.read, EventWriteTimeout: limits.write, Upstreams: st.healthOfUpstreams(),
-		MaxWait: limits.wait, Bearer: st.auth.webBearer(), Challenge: st.auth.challenge(false),
-	}
-	if st.check != nil {
-		wcfg.Verification = st.check.Status
-	}
-	if sq, ok := st.db.(*sqlite.DB); ok {
-		// Write health and Merkle proofs are the SQLite store's.
-		wcfg.Health, wcfg.Proofs = sq.Health, sq
-	}
+	wcfg := webConfig(ctx, st, tokens, limits, sessionLifetime, metrics, logger)
+	wcfg.Witnesses, wcfg.Apps = witnesses, apps
 	ws, err := web.New(wcfg)
 	if err != nil {
 		return nil, nil, err
@@ -527,6 +515,26 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 	st.auth.mount(mux)
 	mux.Handle("/", ws.Handler())
 	return telemetry.Continue(mux), ws, nil
+}
+
+// webConfig is the configuration of the API and console on st: serve's,
+// and the console of custody mcp --stdio (mcp_console.go).
+func webConfig(ctx context.Context, st *stack, tokens web.Tokens, limits httpLimits, sessionLifetime time.Duration, metrics *web.Metrics, logger *slog.Logger) web.Config {
+	wcfg := web.Config{
+		Gateway: st.gw, Approvals: st.approvals, Ledger: st.db, Verify: st.db.Verify, Commits: st.db.Commits,
+		Checkpoint: st.db.LatestCheckpoint, Tokens: tokens, Metrics: metrics, Logger: logger,
+		ApprovalChanges: approvalChanges(ctx, st.db), Sessions: st.db, SessionLifetime: sessionLifetime, Schemas: st.reg,
+		MaxBody: limits.maxBody, BodyTimeout: limits.read, EventWriteTimeout: limits.write, Upstreams: st.healthOfUpstreams(),
+		MaxWait: limits.wait, Bearer: st.auth.webBearer(), Challenge: st.auth.challenge(false),
+	}
+	if st.check != nil {
+		wcfg.Verification = st.check.Status
+	}
+	if sq, ok := st.db.(*sqlite.DB); ok {
+		// Write health and Merkle proofs are the SQLite store's.
+		wcfg.Health, wcfg.Proofs = sq.Health, sq
+	}
+	return wcfg
 }
 
 // announce prints where the server listens and how to get in.

@@ -195,6 +195,12 @@ func (m *Main) configuredStack(ctx context.Context, data, contracts, configPath 
 	if err != nil {
 		return nil, err
 	}
+	return m.configuredStackOf(ctx, data, contracts, f)
+}
+
+// configuredStackOf is configuredStack of the configuration f, already
+// loaded: nil for none.
+func (m *Main) configuredStackOf(ctx context.Context, data, contracts string, f *config.File) (*stack, error) {
 	set := serveSettings{llm: m.env("CUSTODY_LLM", "template"), llmEdge: m.env("CUSTODY_LLM_EDGE", ""), cfg: f}
 	if f != nil {
 		set.systems = f.Systems
