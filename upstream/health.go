@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -26,6 +27,23 @@ func (c *Conn) Listed() bool {
 	return c.listed
 }
 
+// urlSecrets matches what a URL in an error may carry that is a secret:
+// its user information and its query.
+var urlSecrets = regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s"'@]*@|\?[^\s"']*`)
+
+// redactURLs removes the user information and the query of every URL in
+// an error's text, which /healthz shows to anyone: a token in a server's
+// URL must not be.
+func redactURLs(msg string) string {
+	return urlSecrets.ReplaceAllStringFunc(msg, func(m string) string {
+		if strings.HasPrefix(m, "?") {
+			return "?…"
+		}
+		scheme, _, _ := strings.Cut(m, "//")
+		return scheme + "//…@"
+	})
+}
+
 // DownServer is an upstream MCP server without a session.
 type DownServer struct {
 	Name string
@@ -45,7 +63,7 @@ func (s *Set) Down() []DownServer {
 		if err == nil {
 			continue
 		}
-		out = append(out, DownServer{Name: c.Name(), Err: err.Error(), Waiting: !c.Listed()})
+		out = append(out, DownServer{Name: c.Name(), Err: redactURLs(err.Error()), Waiting: !c.Listed()})
 	}
 	return out
 }

@@ -105,3 +105,17 @@ func TestBarePrefixesCollideOnResources(t *testing.T) {
 		t.Fatalf("two servers exposing doc://readme: %v", err)
 	}
 }
+
+// TestDownErrorsHideURLSecrets: what /healthz shows of a server that is
+// down keeps no credential a URL carried.
+func TestDownErrorsHideURLSecrets(t *testing.T) {
+	got := redactURLs(`connect: Post "https://bot:s3cret@mcp.example.com/mcp?token=abc&x=1": dial tcp: refused; GET http://h/p?key=k2`)
+	for _, secret := range []string{"s3cret", "bot:", "abc", "k2"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("%q is in %s", secret, got)
+		}
+	}
+	if !strings.Contains(got, "mcp.example.com/mcp") || !strings.Contains(got, "dial tcp: refused") {
+		t.Errorf("too much removed: %s", got)
+	}
+}
