@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,10 +38,14 @@ type workServer struct {
 	// heard, when set, is waited on after each progress notification,
 	// as a long-running tool's work takes time between them.
 	heard chan struct{}
+	// logsHeard, when set, is how many log messages the client must hear
+	// (on heardLogs) before work answers.
+	logsHeard atomic.Int32
+	heardLogs chan struct{}
 }
 
 func newWorkServer() *workServer {
-	w := &workServer{srv: mcp.NewServer(&mcp.Implementation{Name: "work", Version: "1"}, nil)}
+	w := &workServer{srv: mcp.NewServer(&mcp.Implementation{Name: "work", Version: "1"}, nil), heardLogs: make(chan struct{}, 16)}
 	obj := json.RawMessage(`{"type":"object"}`)
 	text := func(s string) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
@@ -67,6 +72,15 @@ func newWorkServer() *workServer {
 		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "working"})
 		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Logger: "inner", Data: "below the level"})
 		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "inner", Data: "done"})
+		// As a tool that works on between its messages, wait until the
+		// client heard the two at its level.
+		for range w.logsHeard.Load() {
+			select {
+			case <-w.heardLogs:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 		return text("worked"), nil
 	})
 	w.srv.AddTool(&mcp.Tool{Name: "ask", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -193,6 +207,10 @@ func newTalkEnv(t *testing.T) *talkEnv {
 		},
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			e.logged <- r.Params.Logger + ": " + jsonOf(t, r.Params.Data)
+			select {
+			case e.work.heardLogs <- struct{}{}:
+			default:
+			}
 		},
 		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Model: "m-1", Role: "assistant", Content: &mcp.TextContent{Text: "teal"}}, nil
@@ -291,6 +309,7 @@ func TestProgressReachesTheClientUnderItsToken(t *testing.T) {
 
 func TestLogMessagesReachTheClientAtItsLevel(t *testing.T) {
 	e := newTalkEnv(t)
+	e.work.logsHeard.Store(2)
 	ctx := context.Background()
 	if err := e.client.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)

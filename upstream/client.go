@@ -72,7 +72,7 @@ type flight struct {
 // own, and responses at once: the log messages and progress a server
 // sent just before answering may come after the answer, and are still
 // the caller's.
-const lingerAfter = 2 * time.Second
+const lingerAfter = 5 * time.Second
 
 // flights are the calls in flight on one server.
 type flights struct {
