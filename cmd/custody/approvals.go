@@ -26,23 +26,7 @@ func approvalsCommands() map[string]command {
 
 // runApprovals dispatches `custody approvals SUBCOMMAND`.
 func (m *Main) runApprovals(ctx context.Context, args []string) int {
-	cmds := approvalsCommands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(m.Stderr, "usage: custody approvals SUBCOMMAND [flags]\n\nsubcommands:")
-		for _, name := range slices.Sorted(maps.Keys(cmds)) {
-			fmt.Fprintf(m.Stderr, "  %-8s %s\n", name, cmds[name].summary)
-		}
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
-	}
-	c, ok := cmds[args[0]]
-	if !ok {
-		fmt.Fprintf(m.Stderr, "custody approvals: unknown subcommand %q\n", args[0])
-		return exitUsage
-	}
-	return c.run(m, ctx, args[1:])
+	return m.dispatchGroup(ctx, "approvals", approvalsCommands(), args)
 }
 
 // runApprovalsList prints the requests, newest first, as a table or JSON.
@@ -230,4 +214,25 @@ func (m *Main) runExpire(ctx context.Context, args []string) int {
 		return m.fail(err)
 	}
 	return m.printJSON(map[string]int{"expired": n})
+}
+
+// dispatchGroup runs the subcommand of `custody GROUP SUBCOMMAND` that
+// args name, or says which there are.
+func (m *Main) dispatchGroup(ctx context.Context, group string, cmds map[string]command, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintf(m.Stderr, "usage: custody %s SUBCOMMAND [flags]\n\nsubcommands:\n", group)
+		for _, name := range slices.Sorted(maps.Keys(cmds)) {
+			fmt.Fprintf(m.Stderr, "  %-8s %s\n", name, cmds[name].summary)
+		}
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(m.Stderr, "custody %s: unknown subcommand %q\n", group, args[0])
+		return exitUsage
+	}
+	return c.run(m, ctx, args[1:])
 }

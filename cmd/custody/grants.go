@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -26,23 +24,7 @@ func grantsCommands() map[string]command {
 
 // runGrants dispatches `custody grants SUBCOMMAND`.
 func (m *Main) runGrants(ctx context.Context, args []string) int {
-	cmds := grantsCommands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(m.Stderr, "usage: custody grants SUBCOMMAND [flags]\n\nsubcommands:")
-		for _, name := range slices.Sorted(maps.Keys(cmds)) {
-			fmt.Fprintf(m.Stderr, "  %-8s %s\n", name, cmds[name].summary)
-		}
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
-	}
-	c, ok := cmds[args[0]]
-	if !ok {
-		fmt.Fprintf(m.Stderr, "custody grants: unknown subcommand %q\n", args[0])
-		return exitUsage
-	}
-	return c.run(m, ctx, args[1:])
+	return m.dispatchGroup(ctx, "grants", grantsCommands(), args)
 }
 
 // grantStore is the store a grants command reads and the approval service

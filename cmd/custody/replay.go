@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -28,23 +26,7 @@ func policyCommands() map[string]command {
 
 // runPolicy dispatches `custody policy SUBCOMMAND`.
 func (m *Main) runPolicy(ctx context.Context, args []string) int {
-	cmds := policyCommands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(m.Stderr, "usage: custody policy SUBCOMMAND [flags]\n\nsubcommands:")
-		for _, name := range slices.Sorted(maps.Keys(cmds)) {
-			fmt.Fprintf(m.Stderr, "  %-8s %s\n", name, cmds[name].summary)
-		}
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
-	}
-	c, ok := cmds[args[0]]
-	if !ok {
-		fmt.Fprintf(m.Stderr, "custody policy: unknown subcommand %q\n", args[0])
-		return exitUsage
-	}
-	return c.run(m, ctx, args[1:])
+	return m.dispatchGroup(ctx, "policy", policyCommands(), args)
 }
 
 // runPolicyReplay replays the ledger's calls under --config: it verifies
