@@ -22,10 +22,16 @@ import (
 // upstreamBenchResult is the last line `custody bench upstream` prints:
 // the rates with 16 callers, the added p50 with one.
 type upstreamBenchResult struct {
+	Door         string  `json:"door"`
+	Callers      int     `json:"callers"`
 	DirectPerS   float64 `json:"direct_calls_per_s"`
 	GovernedPerS float64 `json:"governed_calls_per_s"`
 	Ratio        float64 `json:"ratio"`
 	AddedP50us   int64   `json:"added_p50_us"`
+	// CPUPerCallUS is the served gateway's own process CPU over the
+	// governed calls made, in µs; absent behind no door, or where the
+	// system does not say.
+	CPUPerCallUS float64 `json:"cpu_per_call_us,omitempty"`
 }
 
 // upstreamBench is what one `bench upstream` run drives.
@@ -36,25 +42,37 @@ type upstreamBench struct {
 	arguments json.RawMessage
 	load      bench.Load
 	rounds    int
+	// door is how the governed side reaches the gateway: doorMCP,
+	// doorV1 or doorNone.
+	door string
+	// cpuprofile, when set, is where the served gateway writes its CPU
+	// profile.
+	cpuprofile string
 }
 
 // runBenchUpstream measures the cost of governing an upstream MCP tool:
 //
-//	custody bench upstream [--command CMD --arg A ... --tool NAME --arguments JSON] [--seconds S | --calls N] [--rounds N]
+//	custody bench upstream [--door mcp|v1|none] [--command CMD --arg A ... --tool NAME --arguments JSON] [--seconds S | --calls N] [--rounds N]
 //
 // One READ tool of a stdio MCP server is driven directly (an MCP client
 // session with the server) and through custody (the same server behind a
 // gateway on a temporary data directory, each call validated, recorded
 // and made durable), the two taking turns: with 16 callers for the
-// rates, then one caller for the latency each adds. By default the server
+// rates, then one caller for the latency each adds. The governed side
+// goes through a real front door by default: a `custody serve` process
+// on a loopback port, called over /mcp by one go-sdk session per caller
+// (--door mcp) or with POST /v1/calls (--door v1); --door none calls the
+// gateway in process, behind no door. By default the server
 // is custody's own small Go server (its echo tool); --command runs any
 // other, such as the official filesystem server. With --calls N each side
 // makes exactly N calls at each load, split over its rounds, instead of
 // running for --seconds. The last line is one JSON object.
 func (m *Main) runBenchUpstream(ctx context.Context, args []string) int {
-	fs := m.flags("bench upstream", "[--command CMD [--arg A]... --tool NAME --arguments JSON] [--seconds S | --calls N] [--rounds N]")
+	fs := m.flags("bench upstream", "[--door mcp|v1|none] [--command CMD [--arg A]... --tool NAME --arguments JSON] [--seconds S | --calls N] [--rounds N]")
 	b := upstreamBench{}
 	var cmdArgs stringList
+	fs.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the served gateway to `FILE` (doors mcp and v1)")
+	fs.StringVar(&b.door, "door", doorMCP, "the governed side's `DOOR`: mcp (a serve process's /mcp), v1 (its POST /v1/calls) or none (the gateway in process)")
 	fs.StringVar(&b.command, "command", "", "the stdio MCP server's `COMMAND` (default: custody's own small Go server)")
 	fs.Var(&cmdArgs, "arg", "an `ARGUMENT` of --command (repeat for more)")
 	fs.StringVar(&b.tool, "tool", "echo", "the READ tool to call")
@@ -64,6 +82,9 @@ func (m *Main) runBenchUpstream(ctx context.Context, args []string) int {
 	fs.IntVar(&b.rounds, "rounds", 3, "split each side's time, or its calls, into `N` turns, alternating with the other side's")
 	if ok, code := m.parse(fs, args); !ok {
 		return code
+	}
+	if b.door != doorMCP && b.door != doorV1 && b.door != doorNone {
+		return m.flagUsage(fs, "--door must be mcp, v1 or none")
 	}
 	if *seconds <= 0 || b.rounds < 1 || !json.Valid([]byte(*arguments)) {
 		return m.flagUsage(fs, "--seconds and --rounds must be positive and --arguments JSON")
@@ -100,20 +121,23 @@ func (m *Main) benchUpstream(ctx context.Context, b upstreamBench) (upstreamBenc
 		return upstreamBenchResult{}, fmt.Errorf("bench: start the server: %w", err)
 	}
 	defer direct.Close()
-	st, err := m.benchStack(ctx, dir, b)
+	gov, err := m.governedDoor(ctx, dir, b)
 	if err != nil {
 		return upstreamBenchResult{}, err
 	}
-	defer st.Close()
-	var res upstreamBenchResult
-	fmt.Fprintf(m.Stdout, "%s %s, tool %s\n", b.command, strings.Join(b.args, " "), b.tool)
+	defer gov.close()
+	res := upstreamBenchResult{Door: b.door, Callers: 16}
+	fmt.Fprintf(m.Stdout, "%s %s, tool %s, governed through door %s\n", b.command, strings.Join(b.args, " "), b.tool, b.door)
+	cpu0, cpuKnown := gov.cpu()
+	var governedCalls int64
 	for _, callers := range []int{16, 1} {
 		load := b.load
 		load.Callers = callers
-		ds, gs := directSide(direct, b), governedSide(st, b)
+		ds, gs := directSide(direct, b), gov.side(callers)
 		if err := m.benchRounds(ctx, load, b.rounds, ds, gs); err != nil {
 			return res, err
 		}
+		governedCalls += int64(gs.Count())
 		dRate, dP50, dP99 := ds.Summary()
 		gRate, gP50, gP99 := gs.Summary()
 		fmt.Fprintf(m.Stdout, "%d callers: direct %d calls, %.0f calls/s p50 %d µs p99 %d µs; governed %d calls, %.0f calls/s p50 %d µs p99 %d µs\n",
@@ -127,7 +151,48 @@ func (m *Main) benchUpstream(ctx context.Context, b upstreamBench) (upstreamBenc
 			res.AddedP50us = gP50 - dP50
 		}
 	}
+	if cpu1, ok := gov.cpu(); ok && cpuKnown && governedCalls > 0 {
+		res.CPUPerCallUS = bench.Round(float64((cpu1-cpu0).Microseconds())/float64(governedCalls), 1)
+		fmt.Fprintf(m.Stdout, "served gateway CPU: %v over %d governed calls, %.0f µs a call\n", (cpu1 - cpu0).Round(time.Millisecond), governedCalls, res.CPUPerCallUS)
+	}
 	return res, nil
+}
+
+// governed is the governed side of a bench: how its calls reach the
+// gateway.
+type governed struct {
+	side  func(callers int) *bench.Side
+	cpu   func() (time.Duration, bool)
+	close func()
+}
+
+// governedDoor opens the gateway b.door names: a served one for mcp and
+// v1, an in-process stack for none.
+func (m *Main) governedDoor(ctx context.Context, dir string, b upstreamBench) (governed, error) {
+	if b.door == doorNone {
+		st, err := m.benchStack(ctx, dir, b)
+		if err != nil {
+			return governed{}, err
+		}
+		return governed{
+			side:  func(int) *bench.Side { return governedSide(st, b) },
+			cpu:   func() (time.Duration, bool) { return 0, false },
+			close: func() { st.Close() },
+		}, nil
+	}
+	s, err := m.startServed(ctx, dir, b)
+	if err != nil {
+		return governed{}, err
+	}
+	g := governed{side: func(int) *bench.Side { return s.v1Side(b) }, cpu: s.cpu, close: func() { s.Close() }}
+	if b.door == doorMCP {
+		if err := s.connect(ctx, 16); err != nil {
+			s.Close()
+			return governed{}, err
+		}
+		g.side = func(callers int) *bench.Side { return s.mcpSide(b, callers) }
+	}
+	return g, nil
 }
 
 // benchStack opens a gateway fronting the bench server as upstream "b".

@@ -62,6 +62,8 @@ type serveSettings struct {
 	mesh config.Mesh
 	// requireAll fails the start when an upstream cannot be reached.
 	requireAll bool
+	// cpuprofile, when set, is where a CPU profile of the whole run goes.
+	cpuprofile string
 }
 
 // servedSystems is where the domain systems plug into serve: their tools join
@@ -87,7 +89,15 @@ func (m *Main) runServe(ctx context.Context, args []string) int {
 	if !ok {
 		return code
 	}
-	if err := m.serve(ctx, set); err != nil {
+	stopProfile, err := startCPUProfile(set.cpuprofile)
+	if err != nil {
+		return m.fail(err)
+	}
+	err = m.serve(ctx, set)
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
+	if err != nil {
 		return m.fail(err)
 	}
 	return exitOK
@@ -97,6 +107,7 @@ func (m *Main) runServe(ctx context.Context, args []string) int {
 func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	fset := m.flags("serve", "[--config FILE] [--addr HOST:PORT] [--data DIR] [--store postgres://...] [--contracts DIR] [--systems peas,mesh] [--simulate] [--llm URL] [--nats URL]")
 	addr := fset.String("addr", "", "`HOST:PORT` to listen on (env CUSTODY_ADDR, default 127.0.0.1:8080)")
+	cpuprofile := fset.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`, saved at shutdown (go tool pprof reads it)")
 	data := m.dataFlag(fset)
 	store := m.storeFlag(fset)
 	contracts := m.contractsFlag(fset)
@@ -122,7 +133,7 @@ func (m *Main) serveFlags(args []string) (serveSettings, int, bool) {
 	if fset.NArg() > 0 {
 		return serveSettings{}, m.flagUsage(fset, "unexpected arguments"), false
 	}
-	set := serveSettings{cfg: &config.File{}, simulate: *simulate, requireAll: *requireAll}
+	set := serveSettings{cfg: &config.File{}, simulate: *simulate, requireAll: *requireAll, cpuprofile: *cpuprofile}
 	if *configPath != "" {
 		cfg, err := config.Load(*configPath, m.Getenv)
 		if err != nil {

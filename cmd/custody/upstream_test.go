@@ -308,17 +308,6 @@ func mcpSession(t *testing.T, base, token string) *mcp.ClientSession {
 	return cs
 }
 
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
@@ -422,34 +411,56 @@ func TestHTTPTools(t *testing.T) {
 	}
 }
 
-// TestBenchUpstream runs a short bench upstream against the mcptest
-// server, a fixed count of calls on each side at each load, and checks
-// its counts and its last line.
+// TestBenchUpstream runs a short bench upstream through each door, a
+// fixed count of calls on each side at each load, and checks its counts
+// and its last line. Through /mcp and /v1 the governed side is a custody
+// serve process (the test binary, as custody) fronting custody's own
+// small server.
 func TestBenchUpstream(t *testing.T) {
-	t.Setenv(mcptest.EnvServe, "1")
+	t.Setenv(envRunMain, "1")
+	for _, door := range []string{doorMCP, doorV1, doorNone} {
+		t.Run(door, func(t *testing.T) {
+			var out, errOut strings.Builder
+			m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: os.Getenv}
+			code := m.Run(context.Background(), []string{"bench", "upstream", "--door", door, "--calls", "40", "--rounds", "2"})
+			if code != exitOK {
+				t.Fatalf("exit %d: %s %s", code, out.String(), errOut.String())
+			}
+			for _, callers := range []string{"16", "1"} {
+				if !regexp.MustCompile(`(?m)^` + callers + ` callers: direct 40 calls, .*; governed 40 calls, `).MatchString(out.String()) {
+					t.Errorf("at %s callers, not 40 calls on each side in:\n%s", callers, out.String())
+				}
+			}
+			all := strings.Split(strings.TrimSpace(out.String()), "\n")
+			var res map[string]any
+			if err := json.Unmarshal([]byte(all[len(all)-1]), &res); err != nil {
+				t.Fatalf("last line %q: %v", all[len(all)-1], err)
+			}
+			if res["door"] != door || res["callers"] != float64(16) {
+				t.Errorf("door and callers in %v", res)
+			}
+			for _, k := range []string{"direct_calls_per_s", "governed_calls_per_s", "ratio", "added_p50_us"} {
+				if _, ok := res[k].(float64); !ok {
+					t.Errorf("no %s in %v", k, res)
+				}
+			}
+			if res["direct_calls_per_s"].(float64) <= 0 || res["governed_calls_per_s"].(float64) <= 0 {
+				t.Errorf("rates %v", res)
+			}
+			// The served gateway's CPU is read from /proc where there is one.
+			_, statErr := os.Stat("/proc/self/stat")
+			if _, ok := res["cpu_per_call_us"]; ok != (door != doorNone && statErr == nil) {
+				t.Errorf("cpu_per_call_us in %v, door %s", res, door)
+			}
+		})
+	}
+}
+
+func TestBenchUpstreamRefusesUnknownDoor(t *testing.T) {
 	var out, errOut strings.Builder
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: os.Getenv}
-	code := m.Run(context.Background(), []string{"bench", "upstream", "--command", os.Args[0], "--calls", "40", "--rounds", "2"})
-	if code != exitOK {
-		t.Fatalf("exit %d: %s %s", code, out.String(), errOut.String())
-	}
-	for _, callers := range []string{"16", "1"} {
-		if !regexp.MustCompile(`(?m)^` + callers + ` callers: direct 40 calls, .*; governed 40 calls, `).MatchString(out.String()) {
-			t.Errorf("at %s callers, not 40 calls on each side in:\n%s", callers, out.String())
-		}
-	}
-	all := strings.Split(strings.TrimSpace(out.String()), "\n")
-	var res map[string]float64
-	if err := json.Unmarshal([]byte(all[len(all)-1]), &res); err != nil {
-		t.Fatalf("last line %q: %v", all[len(all)-1], err)
-	}
-	for _, k := range []string{"direct_calls_per_s", "governed_calls_per_s", "ratio", "added_p50_us"} {
-		if _, ok := res[k]; !ok {
-			t.Errorf("no %s in %v", k, res)
-		}
-	}
-	if res["direct_calls_per_s"] <= 0 || res["governed_calls_per_s"] <= 0 {
-		t.Errorf("rates %v", res)
+	if code := m.Run(context.Background(), []string{"bench", "upstream", "--door", "ssh"}); code == exitOK || !strings.Contains(errOut.String(), "--door must be mcp, v1 or none") {
+		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 }
 
