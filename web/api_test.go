@@ -532,6 +532,25 @@ func TestMetrics(t *testing.T) {
 	if after := commitsMetric(t, string(e.do("GET", "/metrics", "", nil).Body)); after <= before {
 		t.Errorf("custody_ledger_commits_total went from %d to %d over a refused call", before, after)
 	}
+	// The runtime's allocation counter only grows, and a call allocates.
+	alloc := func() int64 {
+		return metricValue(t, string(e.do("GET", "/metrics", "", nil).Body), "go_memstats_alloc_bytes_total")
+	}
+	a0 := alloc()
+	e.call("t-m", "write_note", `{"title":"a","text":"b"}`)
+	if a1 := alloc(); a0 <= 0 || a1 <= a0 {
+		t.Errorf("go_memstats_alloc_bytes_total %d, then %d after a call", a0, a1)
+	}
+}
+
+func metricValue(t *testing.T, body, name string) int64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + name + ` (\d+)$`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no %s in:\n%s", name, body)
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
 }
 
 func commitsMetric(t *testing.T, body string) int64 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,6 +146,18 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Witnesses != nil {
 		s.writeWitnesses(w)
 	}
+	writeRuntime(w)
+}
+
+// writeRuntime writes the Go runtime's own counters under their usual
+// Prometheus names: the bytes the process allocated, its collections.
+func writeRuntime(w io.Writer) {
+	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(sample)
+	fmt.Fprintf(w, "# HELP go_memstats_alloc_bytes_total Total number of bytes allocated on the heap, even if freed.\n"+
+		"# TYPE go_memstats_alloc_bytes_total counter\ngo_memstats_alloc_bytes_total %d\n", sample[0].Value.Uint64())
+	fmt.Fprintf(w, "# HELP go_gc_cycles_total Garbage collection cycles completed.\n"+
+		"# TYPE go_gc_cycles_total counter\ngo_gc_cycles_total %d\n", sample[1].Value.Uint64())
 }
 
 func (s *Server) ledgerEntries(ctx context.Context) (int64, error) {

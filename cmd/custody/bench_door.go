@@ -197,6 +197,24 @@ func (s *servedBench) cpu() (time.Duration, bool) {
 	return processCPU(s.cmd.Process.Pid)
 }
 
+// allocated returns the bytes the served gateway has allocated so far, as
+// its /metrics says (go_memstats_alloc_bytes_total).
+func (s *servedBench) allocated() (int64, bool) {
+	resp, err := s.client.Get(s.base + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_alloc_bytes_total "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
 // Close ends the sessions and the served gateway.
 func (s *servedBench) Close() error {
 	for _, cs := range s.sessions {

@@ -32,6 +32,9 @@ type upstreamBenchResult struct {
 	// governed calls made, in µs; absent behind no door, or where the
 	// system does not say.
 	CPUPerCallUS float64 `json:"cpu_per_call_us,omitempty"`
+	// AllocPerCallBytes is what the served gateway allocated over the
+	// governed calls made, per call; absent behind no door.
+	AllocPerCallBytes int64 `json:"alloc_per_call_bytes,omitempty"`
 }
 
 // upstreamBench is what one `bench upstream` run drives.
@@ -129,6 +132,7 @@ func (m *Main) benchUpstream(ctx context.Context, b upstreamBench) (upstreamBenc
 	res := upstreamBenchResult{Door: b.door, Callers: 16}
 	fmt.Fprintf(m.Stdout, "%s %s, tool %s, governed through door %s\n", b.command, strings.Join(b.args, " "), b.tool, b.door)
 	cpu0, cpuKnown := gov.cpu()
+	alloc0, allocKnown := gov.allocated()
 	var governedCalls int64
 	for _, callers := range []int{16, 1} {
 		load := b.load
@@ -155,15 +159,20 @@ func (m *Main) benchUpstream(ctx context.Context, b upstreamBench) (upstreamBenc
 		res.CPUPerCallUS = bench.Round(float64((cpu1-cpu0).Microseconds())/float64(governedCalls), 1)
 		fmt.Fprintf(m.Stdout, "served gateway CPU: %v over %d governed calls, %.0f µs a call\n", (cpu1 - cpu0).Round(time.Millisecond), governedCalls, res.CPUPerCallUS)
 	}
+	if alloc1, ok := gov.allocated(); ok && allocKnown && governedCalls > 0 {
+		res.AllocPerCallBytes = (alloc1 - alloc0) / governedCalls
+		fmt.Fprintf(m.Stdout, "served gateway allocation: %d bytes a call\n", res.AllocPerCallBytes)
+	}
 	return res, nil
 }
 
 // governed is the governed side of a bench: how its calls reach the
 // gateway.
 type governed struct {
-	side  func(callers int) *bench.Side
-	cpu   func() (time.Duration, bool)
-	close func()
+	side      func(callers int) *bench.Side
+	cpu       func() (time.Duration, bool)
+	allocated func() (int64, bool)
+	close     func()
 }
 
 // governedDoor opens the gateway b.door names: a served one for mcp and
@@ -175,16 +184,17 @@ func (m *Main) governedDoor(ctx context.Context, dir string, b upstreamBench) (g
 			return governed{}, err
 		}
 		return governed{
-			side:  func(int) *bench.Side { return governedSide(st, b) },
-			cpu:   func() (time.Duration, bool) { return 0, false },
-			close: func() { st.Close() },
+			side:      func(int) *bench.Side { return governedSide(st, b) },
+			cpu:       func() (time.Duration, bool) { return 0, false },
+			allocated: func() (int64, bool) { return 0, false },
+			close:     func() { st.Close() },
 		}, nil
 	}
 	s, err := m.startServed(ctx, dir, b)
 	if err != nil {
 		return governed{}, err
 	}
-	g := governed{side: func(int) *bench.Side { return s.v1Side(b) }, cpu: s.cpu, close: func() { s.Close() }}
+	g := governed{side: func(int) *bench.Side { return s.v1Side(b) }, cpu: s.cpu, allocated: s.allocated, close: func() { s.Close() }}
 	if b.door == doorMCP {
 		if err := s.connect(ctx, 16); err != nil {
 			s.Close()

@@ -452,6 +452,9 @@ func TestBenchUpstream(t *testing.T) {
 			if _, ok := res["cpu_per_call_us"]; ok != (door != doorNone && statErr == nil) {
 				t.Errorf("cpu_per_call_us in %v, door %s", res, door)
 			}
+			if n, ok := res["alloc_per_call_bytes"].(float64); ok != (door != doorNone) || ok && n <= 0 {
+				t.Errorf("alloc_per_call_bytes in %v, door %s", res, door)
+			}
 		})
 	}
 }
