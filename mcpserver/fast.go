@@ -70,7 +70,7 @@ func (d *door) fastCall(w http.ResponseWriter, r *http.Request, actor string, bo
 	// notifications/cancelled does.
 	ctx, done := d.s.inflight.start(context.WithoutCancel(r.Context()), ss.ID(), req.ID)
 	defer done()
-	res, err := d.s.callTool(ctx, &mcp.CallToolRequest{
+	res, err := d.s.callToolJSON(ctx, &mcp.CallToolRequest{
 		Session: ss,
 		Params:  &mcp.CallToolParamsRaw{Name: req.Params.Name, Arguments: req.Params.Arguments, Meta: req.Params.Meta},
 		Extra:   &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{UserID: actor}, Header: r.Header},
@@ -87,16 +87,8 @@ func (d *door) fastCall(w http.ResponseWriter, r *http.Request, actor string, bo
 
 // writeResult writes the JSON-RPC response to request id, as the SDK
 // would: the result, or err as a JSON-RPC error.
-func (d *door) writeResult(w http.ResponseWriter, id jsonrpc.ID, res *mcp.CallToolResult, err error) {
-	out := &jsonrpc.Response{ID: id, Error: err}
-	if err == nil {
-		if res.Content == nil {
-			res.Content = []mcp.Content{} // as the SDK does: never "null"
-		}
-		if out.Result, err = json.Marshal(res); err != nil {
-			out.Error = err
-		}
-	}
+func (d *door) writeResult(w http.ResponseWriter, id jsonrpc.ID, res json.RawMessage, err error) {
+	out := &jsonrpc.Response{ID: id, Error: err, Result: res}
 	msg, err := jsonrpc.EncodeMessage(out)
 	if err != nil {
 		d.s.log.Error("mcp: encode a tools/call response", "err", err)

@@ -91,6 +91,9 @@ type Conn struct {
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
+	// raw is session's connection where custody sends a tools/call itself
+	// (rawcall.go); nil where the SDK does.
+	raw     *rawConn
 	tools   []*mcp.Tool
 	feats   features        // resources, templates and prompts (features.go)
 	subs    map[string]bool // the server's URIs custody subscribed to
@@ -182,9 +185,19 @@ func (c *Conn) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var rt *rawTransport
+	if c.srv.Stdio() {
+		rt = &rawTransport{next: t}
+		t = rt
+	}
 	s, err := c.client.Connect(ctx, t, c.sessionOptions())
 	if err != nil {
 		return fmt.Errorf("upstream %q: connect: %w", c.srv.Name, err)
+	}
+	var raw *rawConn
+	if rt != nil {
+		raw = rt.conn
+		raw.version = s.InitializeResult().ProtocolVersion
 	}
 	tools, err := listTools(ctx, s)
 	if err != nil {
@@ -205,7 +218,7 @@ func (c *Conn) connect(ctx context.Context) error {
 		s.Close()
 		return fmt.Errorf("upstream %q: closed", c.srv.Name)
 	}
-	c.session, c.tools, c.feats, c.down, c.listed = s, tools, feats, nil, true
+	c.session, c.raw, c.tools, c.feats, c.down, c.listed = s, raw, tools, feats, nil, true
 	c.wake()
 	c.mu.Unlock()
 	go func() {
@@ -302,7 +315,7 @@ func (c *Conn) lost(s *mcp.ClientSession) {
 		c.mu.Unlock()
 		return
 	}
-	c.session = nil
+	c.session, c.raw = nil, nil
 	c.down = errors.New("the session ended")
 	c.back = make(chan struct{})
 	closed := c.closed
@@ -410,22 +423,58 @@ func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage, meta
 	}
 	token, done := c.flights.start(ctx)
 	defer done()
-	res, err := s.CallTool(ctx, &mcp.CallToolParams{Meta: c.forServer(meta, token), Name: tool, Arguments: args})
+	params := &mcp.CallToolParams{Meta: c.forServer(meta, token), Name: tool, Arguments: args}
+	for {
+		raw := c.rawOf(s)
+		if raw == nil {
+			return c.callSDK(ctx, s, params)
+		}
+		out, err := c.callRaw(ctx, raw, params)
+		switch {
+		case errors.Is(err, errNotSent):
+			// The session had ended before the call went out: wait for
+			// the next one, as a call made while it restarts does.
+			c.lost(s)
+			if s, err = c.live(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		case errors.Is(err, errNotRaw):
+			return c.callSDK(ctx, s, params)
+		}
+		return out, err
+	}
+}
+
+// rawOf returns the raw connection of session s; nil where the SDK makes
+// the calls, or s is no longer the session.
+func (c *Conn) rawOf(s *mcp.ClientSession) *rawConn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.session != s {
+		return nil
+	}
+	return c.raw
+}
+
+// callSDK makes a tools/call through the SDK's client session.
+func (c *Conn) callSDK(ctx context.Context, s *mcp.ClientSession, params *mcp.CallToolParams) (json.RawMessage, error) {
+	res, err := s.CallTool(ctx, params)
 	var answered *jsonrpc.Error
 	switch {
 	case err == nil:
 	case errors.As(err, &answered) || ctx.Err() != nil:
 		// The server answered with an error, or the caller gave up: the
 		// gateway knows what that means.
-		return nil, fmt.Errorf("upstream %q: tools/call %s: %w", c.srv.Name, tool, err)
+		return nil, fmt.Errorf("upstream %q: tools/call %s: %w", c.srv.Name, params.Name, err)
 	default:
 		// The request went out and the session broke before an answer
 		// came (a crash, garbage on stdout): it may have run.
-		return nil, fmt.Errorf("upstream %q: tools/call %s: %w: %w", c.srv.Name, tool, gate.ErrOutcomeUnknown, err)
+		return nil, fmt.Errorf("upstream %q: tools/call %s: %w: %w", c.srv.Name, params.Name, gate.ErrOutcomeUnknown, err)
 	}
 	out, err := json.Marshal(res)
 	if err != nil {
-		return nil, fmt.Errorf("upstream %q: tools/call %s: encode result: %w", c.srv.Name, tool, err)
+		return nil, fmt.Errorf("upstream %q: tools/call %s: encode result: %w", c.srv.Name, params.Name, err)
 	}
 	return out, nil
 }
@@ -435,7 +484,7 @@ func (c *Conn) Close() error {
 	c.mu.Lock()
 	c.closed = true
 	s := c.session
-	c.session = nil
+	c.session, c.raw = nil, nil
 	c.wake()
 	c.mu.Unlock()
 	c.stop()

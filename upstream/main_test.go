@@ -31,6 +31,9 @@ const (
 	// envGate names a file the child reads as it starts: when it holds
 	// "refuse", the child exits at once instead of serving.
 	envGate = "CUSTODY_UPSTREAM_TEST_GATE"
+	// envCancelled names a file the block tool writes once its call is
+	// cancelled.
+	envCancelled = "CUSTODY_UPSTREAM_TEST_CANCELLED"
 	// envPIDFile names a file the child writes its process id to.
 	envPIDFile = "CUSTODY_UPSTREAM_TEST_PIDFILE"
 	// envStderr is written to the child's stderr before it serves.
@@ -148,6 +151,9 @@ func addBlock(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "block", Description: "Wait until cancelled."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			<-ctx.Done()
+			if f := os.Getenv(envCancelled); f != "" {
+				os.WriteFile(f, []byte("cancelled"), 0o600)
+			}
 			return nil, nil, ctx.Err()
 		})
 }
