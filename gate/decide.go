@@ -52,6 +52,10 @@ type Decision struct {
 	Message string
 	// Digest is the action digest of a held call.
 	Digest string
+	// Unchecked names the rules that applied to the call but that Decide
+	// did not check: RuleLink when the tool has custody links. A verdict
+	// other than Denied is then what the other rules decide.
+	Unchecked []string
 	// Changes are the state changes the gateway commits with the call's
 	// first entry under this decision (its counts against budgets and
 	// rate limits), for a replay to apply to the state it keeps.
@@ -62,7 +66,8 @@ type Decision struct {
 // gateway's state store, without running the tool, asking for an
 // approval or appending to the ledger. It runs the checks Call runs
 // (validateChecks, policyChecks) but the custody links, which name what
-// earlier calls returned: a replay produces no outputs. A call the policy
+// earlier calls returned: a replay produces no outputs (Decision.Unchecked
+// says when a tool has links). A call the policy
 // lets go on that needs a human's approval (its tool's approval policy,
 // or an approveWhen) is Held, whatever approvals exist. waiting, when not
 // nil, reports whether an approval of the action is already waiting for
@@ -74,22 +79,30 @@ type Decision struct {
 func (g *Gateway) Decide(ctx context.Context, c custody.Call, waiting func(actor, digest string) bool) (Decision, error) {
 	f := &flight{Call: c, start: g.now()}
 	checks := append(validateChecks(), policyChecks()...)
+	var unchecked []string
 	for _, ch := range checks {
 		if ch.rule == RuleLink {
+			if len(f.tool.Spec.Links) > 0 {
+				unchecked = append(unchecked, RuleLink)
+			}
 			continue
 		}
 		if err := ch.run(g, ctx, f); err != nil {
-			return g.decideRefused(f, ch.rule, err)
+			d, err := g.decideRefused(f, ch.rule, err)
+			d.Unchecked = unchecked
+			return d, err
 		}
 	}
 	if f.tool.Spec.Approval == custody.HumanConfirmation || f.held != nil {
-		return g.decideHeld(f, waiting)
+		d, err := g.decideHeld(f, waiting)
+		d.Unchecked = unchecked
+		return d, err
 	}
 	kind := custody.KindCallSucceeded
 	if f.tool.intent {
 		kind = custody.KindCallStarted
 	}
-	return Decision{Verdict: Allowed, Changes: g.changes(f, kind)}, nil
+	return Decision{Verdict: Allowed, Changes: g.changes(f, kind), Unchecked: unchecked}, nil
 }
 
 // decideRefused is the decision of a call a check refused with err.

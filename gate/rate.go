@@ -3,16 +3,16 @@ package gate
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/custody-dev/custody"
+	"github.com/custody-dev/custody/internal/ratewindow"
 )
 
-// nsRate counts the calls that ran in each window of each rate limit.
-const nsRate = "rate"
+// nsRate counts the calls that ran in each window of each rate limit;
+// the stores prune the windows long past (ratewindow.Stale).
+const nsRate = ratewindow.NS
 
 // checkRates refuses a rate limit it cannot enforce.
 func checkRates(rates []custody.Rate) error {
@@ -66,9 +66,7 @@ func (g *Gateway) rateChanges(f *flight, kind string) []custody.Change {
 }
 
 // rateKey returns the state key of the window of r that holds now, and
-// when the window ends. Windows are fixed, aligned on the Unix epoch, so
-// that every gateway agrees on them. The key is a JSON array, so that no
-// choice of names makes two keys alike.
+// when the window ends (ratewindow.Key).
 func rateKey(f *flight, r custody.Rate, now time.Time) (string, time.Time) {
 	start := now.Truncate(r.Every)
 	var who, what string
@@ -85,8 +83,7 @@ func rateKey(f *flight, r custody.Rate, now time.Time) (string, time.Time) {
 			what = f.Tool
 		}
 	}
-	b, _ := json.Marshal([5]string{string(r.Per), who, what, r.Every.String(), strconv.FormatInt(start.Unix(), 10)})
-	return string(b), start.Add(r.Every)
+	return ratewindow.Key(string(r.Per), who, what, r.Every, start), start.Add(r.Every)
 }
 
 // rateRefusal is the denial of a call past a rate limit, saying when to

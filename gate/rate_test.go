@@ -143,3 +143,55 @@ func TestRateAcrossInstances(t *testing.T) {
 		t.Fatalf("%d calls succeeded, %d ran, %d denied; want 10, 10, 54", okCalls, ran.Load(), len(denied))
 	}
 }
+
+// rateRows counts the rate windows kept in the store.
+func rateRows(t *testing.T, st custody.StateStore) int {
+	t.Helper()
+	docs, err := st.States(context.Background(), "rate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(docs)
+}
+
+// TestRatePrunedStaysExact: pruning the store's rate windows never
+// touches a window a limit still counts in: a call past the limit is
+// still denied after a prune, the window's row goes only once it ended a
+// window ago, and the limit holds in the windows after as before.
+func TestRatePrunedStaysExact(t *testing.T) {
+	r := newRuled(t, nil, []custody.Rate{{Per: custody.PerAgent, Calls: 2, Every: time.Hour}}, nil)
+	ctx := context.Background()
+	prune := func(want int64) {
+		t.Helper()
+		n, err := r.db.PruneRates(ctx, r.clk.Now())
+		if err != nil || n != want {
+			t.Fatalf("prune at %s: %d, %v; want %d pruned", r.clk.Now().Format("15:04"), n, err, want)
+		}
+	}
+	window := func(at string) {
+		t.Helper()
+		for i := range 2 {
+			if err := r.call("agent-1", "t1", `{"n":1}`); err != nil {
+				t.Fatalf("%s: call %d within the limit: %v", at, i, err)
+			}
+		}
+		prune(0)
+		if err := r.call("agent-1", "t1", `{"n":1}`); custody.ErrorKind(err) != custody.EDENIED {
+			t.Fatalf("%s: the call past the limit after a prune: %v, want EDENIED", at, err)
+		}
+	}
+	r.clk.Add(15 * time.Minute) // 09:15
+	window("09:15")
+	r.clk.Add(time.Hour) // 10:15: the 09:00 window ended 15 minutes ago
+	prune(0)
+	window("10:15")
+	if n := rateRows(t, r.db); n != 2 {
+		t.Fatalf("%d rate rows, want the windows of 09:00 and 10:00", n)
+	}
+	r.clk.Add(time.Hour) // 11:15: the 09:00 window ended an hour ago
+	prune(1)
+	window("11:15")
+	if n := rateRows(t, r.db); n != 2 {
+		t.Fatalf("%d rate rows, want the windows of 10:00 and 11:00", n)
+	}
+}

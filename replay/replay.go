@@ -3,9 +3,17 @@
 // (its tool, agent, exact arguments, trace and time) is decided again, in
 // ledger order, by gate.Gateway.Decide under the new configuration, with
 // the trace counts and rate windows the new decisions leave kept in
-// memory, and compared with what happened. The chain is verified as it is
-// read, with the Verifier `custody ledger verify` uses; a ledger that does
-// not verify is refused.
+// memory, and compared with what happened. The tools of MCP servers are
+// those the ledger's pins define, as they were pinned when each call was
+// made; no server is started. The chain is verified as it is read, with
+// the Verifier `custody ledger verify` uses; a ledger that does not
+// verify is refused.
+//
+// What a replay cannot know it reports, call by call and counted in
+// Report.NotReplayed, rather than guess: calls custody itself failed,
+// calls that ran under a grant or a human's approval that the new policy
+// would still hold, calls of tools with custody links, of tools no pin
+// defines, and calls refused while their tool was in quarantine.
 package replay
 
 import (
@@ -50,6 +58,9 @@ type Call struct {
 	Trace    string       `json:"trace"`
 	Recorded gate.Verdict `json:"recorded"`
 	Replayed gate.Verdict `json:"replayed"`
+	// NotReplayed is why the replay does not know what the new policy
+	// makes of the call (NotGrant, NotLink, ...); "" when it does.
+	NotReplayed string `json:"not_replayed,omitempty"`
 	// Rule, Where and Message say why the new policy denies or holds it.
 	Rule    string `json:"rule,omitempty"`
 	Where   string `json:"where,omitempty"`
@@ -57,7 +68,7 @@ type Call struct {
 }
 
 // Changed reports whether the new policy decides the call otherwise.
-func (c Call) Changed() bool { return c.Recorded != c.Replayed }
+func (c Call) Changed() bool { return c.NotReplayed == "" && c.Recorded != c.Replayed }
 
 // Change is the calls of one tool and agent that go from one verdict to
 // another.
@@ -84,18 +95,20 @@ type Report struct {
 	Calls   int      `json:"calls"`
 	Changed int      `json:"changed"`
 	Changes []Change `json:"changes"`
-	// Skipped counts the recorded calls custody itself failed (the store
-	// or the ledger unavailable): no policy decided them.
-	Skipped int `json:"skipped"`
+	// NotReplayed counts, by reason, the recorded calls since
+	// Options.Since whose new decision the replay does not know: they
+	// count in neither Calls nor Changed.
+	NotReplayed []Unreplayed `json:"not_replayed"`
 	// Notes say what a replay does not decide.
 	Notes []string `json:"notes"`
-	// Decisions are every replayed call, in ledger order.
+	// Decisions are every call since Options.Since, replayed or not, in
+	// ledger order.
 	Decisions []Call `json:"-"`
 }
 
 // Notes a report carries: what a replay cannot know.
 var notes = []string{
-	"custody links and grants are not replayed: a call that needs an approval is held, whatever approvals or grants exist",
+	"a call that needs an approval is held: no approval is asked or given, and none of the recorded approvals or grants is used",
 	"agents' groups from an identity provider are not known to a replay",
 }
 
@@ -106,7 +119,7 @@ func Run(ctx context.Context, l custody.Ledger, o Offer, opts Options) (*Report,
 		return nil, err
 	}
 	v := ledger.NewKeysVerifier(opts.Keys...)
-	rep := &Report{Notes: notes}
+	rep := &Report{Notes: notes, NotReplayed: []Unreplayed{}}
 	for after := int64(0); ; {
 		es, err := l.Entries(ctx, custody.Query{After: after, Limit: pageSize})
 		if err != nil {
@@ -153,9 +166,12 @@ func checkpoints(ctx context.Context, l custody.Ledger, v *ledger.Verifier, rep 
 
 // replayer decides recorded calls one after the other.
 type replayer struct {
-	gw  *gate.Gateway
-	mem *memory
-	now time.Time
+	offer Offer
+	gw    *gate.Gateway
+	svc   *approval.Service
+	mem   *memory
+	pins  *pins
+	now   time.Time
 	// open are the calls whose call.started has no outcome yet, by
 	// what identifies a call, oldest first.
 	open map[string][]int64
@@ -165,18 +181,31 @@ type replayer struct {
 
 // newReplayer builds the gateway of o on memory.
 func newReplayer(o Offer) (*replayer, error) {
-	r := &replayer{mem: newMemory(), open: map[string][]int64{}, waiting: map[[2]string]time.Time{}}
-	clock := func() time.Time { return r.now }
-	svc, err := approval.New(approval.Config{Store: r.mem, Ledger: r.mem, State: r.mem, Now: clock})
+	r := &replayer{mem: newMemory(), pins: newPins(), open: map[string][]int64{}, waiting: map[[2]string]time.Time{}}
+	var err error
+	r.svc, err = approval.New(approval.Config{Store: r.mem, Ledger: r.mem, State: r.mem, Now: r.clock})
 	if err != nil {
 		return nil, err
 	}
-	r.gw, err = gate.New(gate.Config{Registry: o.Registry, Ledger: r.mem, Approvals: svc, State: r.mem, Now: clock,
-		Allowed: o.Allowed, Logger: slog.New(slog.DiscardHandler)}, o.Envelope, o.Tools)
-	if err != nil {
-		return nil, custody.Errorf(custody.EINVALID, "%v", err)
+	if err := r.build(o); err != nil {
+		return nil, err
 	}
 	return r, nil
+}
+
+// clock is the replayer's time: the recorded time of the call it decides.
+func (r *replayer) clock() time.Time { return r.now }
+
+// build makes the gateway of o, on the replayer's memory, the one that
+// decides the next calls.
+func (r *replayer) build(o Offer) error {
+	gw, err := gate.New(gate.Config{Registry: o.Registry, Ledger: r.mem, Approvals: r.svc, State: r.mem, Now: r.clock,
+		Allowed: o.Allowed, Logger: slog.New(slog.DiscardHandler)}, o.Envelope, o.Tools)
+	if err != nil {
+		return custody.Errorf(custody.EINVALID, "%v", err)
+	}
+	r.offer, r.gw = o, gw
+	return nil
 }
 
 // body is what a replay reads of a call entry's body.
@@ -193,6 +222,9 @@ type body struct {
 // entry takes the next entry: a call's first entry is decided, the
 // outcome of a call that started closes it.
 func (r *replayer) entry(ctx context.Context, e *custody.Entry, since time.Time, rep *Report) error {
+	if isPin(e.Kind) {
+		return r.pins.entry(e)
+	}
 	if !isCall(e.Kind) {
 		return nil
 	}
@@ -213,46 +245,67 @@ func (r *replayer) entry(ctx context.Context, e *custody.Entry, since time.Time,
 		r.open[key] = r.open[key][1:]
 		return nil
 	}
+	at, err := time.Parse(custody.TimeFormat, e.At)
+	if err != nil {
+		return fmt.Errorf("seq %d: time %q: %w", e.Seq, e.At, err)
+	}
+	reported := since.IsZero() || !at.Before(since)
 	recorded, ok := recordedVerdict(e, b)
 	if !ok {
-		rep.Skipped++
+		if reported {
+			c := Call{Seq: e.Seq, At: e.At, Tool: b.Tool, Agent: e.Actor, Trace: trace, NotReplayed: NotFailed}
+			r.report(rep, c)
+		}
 		return nil
 	}
 	if e.Kind == custody.KindCallStarted {
 		r.open[key] = append(r.open[key], e.Seq)
 	}
-	at, err := time.Parse(custody.TimeFormat, e.At)
-	if err != nil {
-		return fmt.Errorf("seq %d: time %q: %w", e.Seq, e.At, err)
+	if err := r.rebuild(ctx); err != nil {
+		return err
 	}
-	c, err := r.decide(ctx, custody.Call{Tool: b.Tool, Trace: trace, Actor: e.Actor, Args: args}, at)
+	quarantined := r.pins.quarantined[b.Tool]
+	c, d, err := r.decide(ctx, custody.Call{Tool: b.Tool, Trace: trace, Actor: e.Actor, Args: args}, at)
 	if err != nil {
 		return fmt.Errorf("seq %d: %w", e.Seq, err)
 	}
 	c.Seq, c.At, c.Recorded = e.Seq, e.At, recorded
-	if !since.IsZero() && at.Before(since) {
-		return nil
+	ran := e.Kind != custody.KindCallRefused
+	c.NotReplayed = notReplayed(c, ran && e.Refs[approval.RefApproval] != "", ran && e.Refs[custody.RefGrant] != "", quarantined, d)
+	if d.Rule == gate.RuleEnvelope && r.offer.unpinned(c.Agent, c.Tool) {
+		c.NotReplayed = NotUnpinned
+	}
+	if reported {
+		r.report(rep, c)
+	}
+	return nil
+}
+
+// report adds a call since Options.Since to the report.
+func (r *replayer) report(rep *Report, c Call) {
+	rep.Decisions = append(rep.Decisions, c)
+	if c.NotReplayed != "" {
+		countUnreplayed(rep, c.NotReplayed, c.Seq)
+		return
 	}
 	rep.Calls++
 	if c.Changed() {
 		rep.Changed++
 	}
-	rep.Decisions = append(rep.Decisions, c)
-	return nil
 }
 
 // decide decides one call at its time and keeps the state it leaves.
-func (r *replayer) decide(ctx context.Context, c custody.Call, at time.Time) (Call, error) {
+func (r *replayer) decide(ctx context.Context, c custody.Call, at time.Time) (Call, gate.Decision, error) {
 	r.now = at
 	d, err := r.gw.Decide(ctx, c, r.isWaiting)
 	if err != nil {
-		return Call{}, err
+		return Call{}, d, err
 	}
 	r.mem.apply(d.Changes)
 	if d.Verdict == gate.Held && !r.isWaiting(c.Actor, d.Digest) {
 		r.waiting[[2]string{c.Actor, d.Digest}] = at
 	}
-	return Call{Tool: c.Tool, Agent: c.Actor, Trace: c.Trace, Replayed: d.Verdict, Rule: d.Rule, Where: d.Where, Message: d.Message}, nil
+	return Call{Tool: c.Tool, Agent: c.Actor, Trace: c.Trace, Replayed: d.Verdict, Rule: d.Rule, Where: d.Where, Message: d.Message}, d, nil
 }
 
 // isWaiting reports whether an approval the replay asked for the agent's

@@ -78,6 +78,11 @@ func (m *Main) runPolicyReplay(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "custody policy replay: %s: FAILED at seq %d: %s; nothing was replayed\n", m.storeName(*data), ve.Seq, ve.Reason)
 		return exitFailed
 	}
+	var ce *replay.ConfigError
+	if errors.As(err, &ce) {
+		fmt.Fprintf(m.Stderr, "custody policy replay: config %s: %v\n", *cfgPath, err)
+		return exitUsage
+	}
 	if err != nil {
 		return m.fail(err)
 	}
@@ -113,25 +118,29 @@ func parseSince(s string) (time.Duration, error) {
 
 // printReplay prints a replay's changes as a table.
 func printReplay(w io.Writer, rep *replay.Report) {
-	fmt.Fprintf(w, "verified %d entries (head %.16s); replayed %d calls: %d would change", rep.Entries, rep.Head, rep.Calls, rep.Changed)
-	if rep.Skipped > 0 {
-		fmt.Fprintf(w, "; %d failed in custody itself, not replayed", rep.Skipped)
-	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "verified %d entries (head %.16s); replayed %d calls: %d would change\n", rep.Entries, rep.Head, rep.Calls, rep.Changed)
 	if len(rep.Changes) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TOOL\tAGENT\tCHANGE\tCALLS\tRULES\tEXAMPLE SEQS")
 		for _, c := range rep.Changes {
-			seqs := make([]string, len(c.Seqs))
-			for i, s := range c.Seqs {
-				seqs[i] = strconv.FormatInt(s, 10)
-			}
 			fmt.Fprintf(tw, "%s\t%s\t%s → %s\t%d\t%s\t%s\n", c.Tool, c.Agent, c.From, c.To, c.Count,
-				strings.Join(c.Rules, ", "), strings.Join(seqs, ", "))
+				strings.Join(c.Rules, ", "), joinSeqs(c.Seqs))
 		}
 		tw.Flush()
+	}
+	for _, u := range rep.NotReplayed {
+		fmt.Fprintf(w, "not replayed: %d calls %s (seqs %s)\n", u.Count, u.Note, joinSeqs(u.Seqs))
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+}
+
+// joinSeqs lists seqs separated by commas.
+func joinSeqs(seqs []int64) string {
+	out := make([]string, len(seqs))
+	for i, s := range seqs {
+		out[i] = strconv.FormatInt(s, 10)
+	}
+	return strings.Join(out, ", ")
 }

@@ -64,6 +64,9 @@ type writer struct {
 	// appended says whether this instance appended anything: only then
 	// does Close sign a final checkpoint.
 	appended bool
+	// ratesPruned is when the stale rate windows were last pruned
+	// (rates.go).
+	ratesPruned time.Time
 	// batches counts committed transactions.
 	batches atomic.Int64
 	// syncq takes committed groups to their barrier.
@@ -131,6 +134,7 @@ func (db *DB) run() {
 			if w.checkpointDue() {
 				w.commit([]*request{newCheckpointRequest(cpTick)})
 			}
+			w.pruneRatesIfDue()
 		}
 	}
 }

@@ -85,6 +85,9 @@ type writer struct {
 	// does Close sign a final checkpoint, so that a store opened only to
 	// read is not written to.
 	appended bool
+	// ratesPruned is when the stale rate windows were last pruned
+	// (rates.go).
+	ratesPruned time.Time
 	// batches counts committed transactions, so that tests can see the
 	// group commit at work.
 	batches atomic.Int64
@@ -153,6 +156,7 @@ func (db *DB) run() {
 			clear(buf) // let the requests be collected
 		case <-tick.C:
 			w.checkpointIfPending(false)
+			w.pruneRatesIfDue()
 		}
 	}
 }
