@@ -83,6 +83,9 @@ func checkServerShape(ptr string, s map[string]any) error {
 	if _, ok := s["headers"]; ok && command && !url && !serverURL {
 		return fmt.Errorf("%s/headers: a server custody starts with a command takes no headers, which are for a server at a url", ptr)
 	}
+	if _, ok := s["oauth"]; ok && command && !url && !serverURL {
+		return fmt.Errorf("%s/oauth: oauth is for a server at a url; a server custody starts with a command takes its credentials in env", ptr)
+	}
 	typ, _ := s["type"].(string)
 	switch {
 	case typ == "stdio" && !command:

@@ -58,7 +58,7 @@ func (h host) Upstreams(ctx context.Context, path string) (*upstream.Set, error)
 	if err != nil || f == nil || !hasUpstreams(f) {
 		return nil, err
 	}
-	up, _, err := h.m.openUpstreams(ctx, f, map[string][]byte{}, false)
+	up, _, err := h.m.openUpstreams(ctx, f, map[string][]byte{}, false, nil)
 	return up, err
 }
 

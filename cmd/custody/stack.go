@@ -138,15 +138,20 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 	extra := map[string][]byte{}
 	name, raw := example.Contract()
 	extra[name] = raw
+	// The store first: it keeps the upstreams' OAuth tokens.
+	if s.db, err = m.openStore(sc.data); err != nil {
+		return nil, err
+	}
 	if sc.file != nil && hasUpstreams(sc.file) {
-		if s.up, extra, err = m.openUpstreams(ctx, sc.file, extra, sc.requireAll); err != nil {
+		tokens, err := upstreamTokens(sc.file, s.db)
+		if err != nil {
+			return nil, err
+		}
+		if s.up, extra, err = m.openUpstreams(ctx, sc.file, extra, sc.requireAll, tokens); err != nil {
 			return nil, err
 		}
 	}
 	if s.reg, err = contract.Load(contract.Options{Contracts: seedContracts(), Dir: sc.contracts, Extra: extra}); err != nil {
-		return nil, err
-	}
-	if s.db, err = m.openStore(sc.data); err != nil {
 		return nil, err
 	}
 	escalateAt, err := m.escalateAt()
@@ -240,10 +245,12 @@ func hasUpstreams(f *config.File) bool {
 
 // openUpstreams connects to f's upstreams and adds their contracts to
 // extra. With requireAll (or the file's requireAllUpstreams) a server
-// that cannot be reached fails it.
-func (m *Main) openUpstreams(ctx context.Context, f *config.File, extra map[string][]byte, requireAll bool) (*upstream.Set, map[string][]byte, error) {
+// that cannot be reached fails it. tokens keeps the OAuth tokens of the
+// servers that need them (nil: in memory only).
+func (m *Main) openUpstreams(ctx context.Context, f *config.File, extra map[string][]byte, requireAll bool, tokens *upstream.TokenVault) (*upstream.Set, map[string][]byte, error) {
 	cfg := f.Upstream()
 	cfg.RequireAll = cfg.RequireAll || requireAll
+	cfg.Tokens = tokens
 	cfg.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
 	set, err := upstream.Open(ctx, cfg)
 	if err != nil {

@@ -84,9 +84,16 @@ func Write(name string, priv ed25519.PrivateKey) error {
 	if err != nil {
 		return fmt.Errorf("encode signing key: %w", err)
 	}
+	return install(name, text, "signing key")
+}
+
+// install puts text in the file name (mode 0600), durably and never over
+// an existing file (the error then wraps fs.ErrExist); what names the key
+// in errors.
+func install(name string, text []byte, what string) error {
 	tmp, err := writeTemp(name, text, 0o600)
 	if err != nil {
-		return fmt.Errorf("write signing key: %w", err)
+		return fmt.Errorf("write %s: %w", what, err)
 	}
 	err = os.Link(tmp, name)
 	os.Remove(tmp)
@@ -98,7 +105,7 @@ func Write(name string, priv ed25519.PrivateKey) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("install signing key: %w", err)
+		return fmt.Errorf("install %s: %w", what, err)
 	}
 	removeLeftovers(name)
 	return syncDir(filepath.Dir(name))

@@ -30,6 +30,7 @@ CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries
 BEGIN SELECT RAISE(ABORT, 'ledger entries are append-only'); END;
 CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries
 BEGIN SELECT RAISE(ABORT, 'ledger entries are append-only'); END;
+` + undoUpstreamTokens + `;
 ` + undoRequester + `;
 DELETE FROM schema_migrations WHERE version >= 5`
 

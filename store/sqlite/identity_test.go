@@ -563,7 +563,7 @@ func TestOpenGivesOldLedgerAnID(t *testing.T) {
 	raw.Close()
 	rawExec(t, dir, `DELETE FROM checkpoints WHERE size = 6`, `DROP TABLE meta`,
 		`ALTER TABLE checkpoints DROP COLUMN ledger`, `DROP TABLE tlog_cosignatures`, `DROP TABLE tlog_checkpoints`,
-		`DROP TABLE tlog_nodes`, undoRequester, `DELETE FROM schema_migrations WHERE version >= 3`)
+		`DROP TABLE tlog_nodes`, undoUpstreamTokens, undoRequester, `DELETE FROM schema_migrations WHERE version >= 3`)
 	os.Remove(filepath.Join(dir, ledgerIDFile))
 	os.Remove(filepath.Join(dir, recordFile))
 
