@@ -1,8 +1,10 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 )
@@ -19,6 +21,26 @@ type Auth struct {
 	// when empty).
 	Leeway string `json:"leeway"`
 	// Scopes are the scopes the metadata lists as supported.
+	Scopes []string `json:"scopes"`
+	// Console, when set, signs operators and auditors in to the console
+	// at the team's OpenID provider.
+	Console *AuthConsole `json:"console"`
+}
+
+// AuthConsole is custody's client at the OpenID provider operators and
+// auditors sign in at: the authorization code flow with PKCE, the
+// provider's endpoints and keys found by its discovery document. Roles
+// come from the values of RolesClaim: one of Operators makes an
+// operator, else one of Auditors an auditor; anyone else is refused.
+type AuthConsole struct {
+	Issuer       string   `json:"issuer"`
+	ClientID     string   `json:"clientId"`
+	ClientSecret string   `json:"clientSecret"`
+	RolesClaim   string   `json:"rolesClaim"`
+	Operators    []string `json:"operators"`
+	Auditors     []string `json:"auditors"`
+	// Scopes are asked for beside openid, profile and email: one some
+	// providers need before they put groups in the ID token, say.
 	Scopes []string `json:"scopes"`
 }
 
@@ -48,13 +70,30 @@ func (a *Auth) LeewayDuration() time.Duration {
 
 // checkAuth checks what the schema cannot.
 func (f *File) checkAuth() error {
-	if f.Auth == nil || f.Auth.Leeway == "" {
+	if f.Auth == nil {
 		return nil
 	}
-	if d, err := time.ParseDuration(f.Auth.Leeway); err != nil || d < 0 {
-		return fmt.Errorf("/auth/leeway: %q is not a duration such as \"30s\"", f.Auth.Leeway)
+	if f.Auth.Leeway != "" {
+		if d, err := time.ParseDuration(f.Auth.Leeway); err != nil || d < 0 {
+			return fmt.Errorf("/auth/leeway: %q is not a duration such as \"30s\"", f.Auth.Leeway)
+		}
+	}
+	if c := f.Auth.Console; c != nil {
+		for _, v := range c.Operators {
+			if slices.Contains(c.Auditors, v) {
+				return fmt.Errorf("/auth/console: %q is in both operators and auditors: name each value of the roles claim once", v)
+			}
+		}
 	}
 	return nil
+}
+
+// ConsoleRedirect returns the address the console's OpenID provider
+// sends a signed-in browser back to (register it at the provider):
+// callbackPath under the console's public URL (console_url), else under
+// auth.resource.
+func (f *File) ConsoleRedirect(callbackPath string) string {
+	return strings.TrimSuffix(cmp.Or(f.ConsoleURL, f.Auth.Resource), "/") + callbackPath
 }
 
 // groupPrefix marks an agents key that names a group of the token.

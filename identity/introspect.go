@@ -65,7 +65,7 @@ func (v *Verifier) acceptIntrospected(is *issuer, claims map[string]any) (Princi
 	if iss := claimString(claims, "iss"); iss != "" && iss != is.cfg.Issuer {
 		return Principal{}, time.Time{}, refuse(ErrUnknownIssuer, nil)
 	}
-	if err := v.checkTimes(claims); err != nil {
+	if err := v.cfg.checkTimes(claims, refuse); err != nil {
 		return Principal{}, time.Time{}, err
 	}
 	if aud := claimStrings(claims, "aud"); len(aud) > 0 &&

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/custody-dev/custody"
 )
 
 // issuer is one trusted issuer with its metadata and keys, fetched on
@@ -25,22 +27,41 @@ type issuer struct {
 	algs      []jose.SignatureAlgorithm
 
 	mu        sync.Mutex
-	meta      *serverMetadata
+	meta      *ServerMetadata
 	keys      jose.JSONWebKeySet
 	fetchedAt time.Time // of the last fetch of the keys, or its attempt
 }
 
-// serverMetadata is what custody reads of the OIDC discovery or RFC 8414
-// metadata.
-type serverMetadata struct {
+// ServerMetadata is what custody reads of an issuer's OIDC discovery or
+// RFC 8414 metadata.
+type ServerMetadata struct {
 	Issuer                string `json:"issuer"`
 	JWKSURI               string `json:"jwks_uri"`
 	IntrospectionEndpoint string `json:"introspection_endpoint"`
+	AuthorizationEndpoint string `json:"authorization_endpoint"`
+	TokenEndpoint         string `json:"token_endpoint"`
+	UserinfoEndpoint      string `json:"userinfo_endpoint"`
+	// The lists are empty when the issuer does not publish them.
+	ScopesSupported                   []string `json:"scopes_supported"`
+	ClaimsSupported                   []string `json:"claims_supported"`
+	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
+	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
+	IDTokenSigningAlgValuesSupported  []string `json:"id_token_signing_alg_values_supported"`
+	// URL is where the document was found.
+	URL string `json:"-"`
+}
+
+// checkIssuerURL refuses an issuer identifier that is no absolute URL.
+func checkIssuerURL(iss string) error {
+	if u, err := url.Parse(iss); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("issuer %q must be an absolute URL", iss)
+	}
+	return nil
 }
 
 func newIssuer(c Issuer, v *Config) (*issuer, error) {
-	if u, err := url.Parse(c.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("issuer %q must be an absolute URL", c.Issuer)
+	if err := checkIssuerURL(c.Issuer); err != nil {
+		return nil, err
 	}
 	if c.AgentClaim == "" {
 		c.AgentClaim = defaultAgentClaim
@@ -74,30 +95,61 @@ var signatureAlgs = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512
 
 // metadata returns the issuer's metadata, fetching it once it is needed.
 // A failed fetch is retried no sooner than KeyRefresh later.
-func (is *issuer) metadata(ctx context.Context) (*serverMetadata, error) {
+func (is *issuer) metadata(ctx context.Context) (*ServerMetadata, error) {
 	is.mu.Lock()
 	defer is.mu.Unlock()
 	return is.metadataLocked(ctx)
 }
 
-func (is *issuer) metadataLocked(ctx context.Context) (*serverMetadata, error) {
+func (is *issuer) metadataLocked(ctx context.Context) (*ServerMetadata, error) {
 	if is.meta != nil {
 		return is.meta, nil
 	}
 	var errs []error
+	mismatch := false
 	for _, u := range metadataURLs(is.cfg.Issuer) {
-		var m serverMetadata
+		var m ServerMetadata
 		err := is.getJSON(ctx, u, &m)
 		if err == nil && m.Issuer != is.cfg.Issuer {
-			err = fmt.Errorf("%s names the issuer %q, not %q", u, m.Issuer, is.cfg.Issuer)
+			err, mismatch = fmt.Errorf("%s names the issuer %q, not %q", u, m.Issuer, is.cfg.Issuer), true
 		}
 		if err == nil {
+			m.URL = u
 			is.meta = &m
 			return &m, nil
 		}
 		errs = append(errs, err)
 	}
-	return nil, fmt.Errorf("metadata of %s: %w", is.cfg.Issuer, errors.Join(errs...))
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	err := &custody.Error{Kind: custody.EUNAVAILABLE, Err: errors.Join(errs...),
+		Message: fmt.Sprintf("metadata of %s: %s", is.cfg.Issuer, strings.Join(msgs, "; "))}
+	if mismatch {
+		// Reaching the issuer again will not mend its configuration.
+		err.Kind = custody.EINVALID
+	}
+	return nil, err
+}
+
+// Discover fetches the metadata of the issuer iss (OpenID Connect
+// discovery, then RFC 8414) with client, as custody reads it when it
+// first needs it. Errors: EINVALID when a document names another issuer,
+// EUNAVAILABLE when none could be fetched.
+func Discover(ctx context.Context, client *http.Client, iss string) (ServerMetadata, error) {
+	if err := checkIssuerURL(iss); err != nil {
+		return ServerMetadata{}, &custody.Error{Kind: custody.EINVALID, Message: err.Error()}
+	}
+	if client == nil {
+		client = &http.Client{Timeout: defaultHTTPTimeout}
+	}
+	is := &issuer{cfg: Issuer{Issuer: iss}, v: &Config{Client: client}}
+	m, err := is.metadata(ctx)
+	if err != nil {
+		return ServerMetadata{}, err
+	}
+	return *m, nil
 }
 
 // metadataURLs are where an issuer's metadata may be: OpenID Connect
@@ -156,6 +208,11 @@ func (is *issuer) getJSON(ctx context.Context, u string, v any) error {
 	if err != nil {
 		return err
 	}
+	return is.doJSON(req, v)
+}
+
+// doJSON sends req and decodes its 200 answer, a JSON document, into v.
+func (is *issuer) doJSON(req *http.Request, v any) error {
 	req.Header.Set("Accept", "application/json")
 	resp, err := is.v.Client.Do(req)
 	if err != nil {
@@ -163,7 +220,7 @@ func (is *issuer) getJSON(ctx context.Context, u string, v any) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", u, resp.Status)
+		return fmt.Errorf("%s %s: %s", req.Method, req.URL.Redacted(), resp.Status)
 	}
 	return json.NewDecoder(io.LimitReader(resp.Body, maxMetadataBytes)).Decode(v)
 }

@@ -20,11 +20,11 @@ func (v *Verifier) verifyJWT(ctx context.Context, token string, h jwtHeader, unv
 	if !slices.Contains(is.algs, alg) {
 		return Principal{}, refuse(ErrAlg, nil)
 	}
-	claims, err := is.verifySignature(ctx, token, h.Kid, alg)
+	claims, err := is.verifySignature(ctx, token, h.Kid, alg, refuse)
 	if err != nil {
 		return Principal{}, err
 	}
-	if err := v.checkTimes(claims); err != nil {
+	if err := v.cfg.checkTimes(claims, refuse); err != nil {
 		return Principal{}, err
 	}
 	if !slices.ContainsFunc(claimStrings(claims, "aud"), func(a string) bool { return slices.Contains(is.audiences, a) }) {
@@ -34,8 +34,9 @@ func (v *Verifier) verifyJWT(ctx context.Context, token string, h jwtHeader, unv
 }
 
 // verifySignature returns the claims of token once its signature
-// verifies with one of the issuer's keys named kid.
-func (is *issuer) verifySignature(ctx context.Context, token, kid string, alg jose.SignatureAlgorithm) (map[string]any, error) {
+// verifies with one of the issuer's keys named kid; a refusal is made by
+// refuse.
+func (is *issuer) verifySignature(ctx context.Context, token, kid string, alg jose.SignatureAlgorithm, refuse func(reason, cause error) error) (map[string]any, error) {
 	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{alg})
 	if err != nil {
 		return nil, refuse(ErrSignature, err)

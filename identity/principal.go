@@ -2,7 +2,9 @@
 // custody's own, or an access token of the team's identity provider, for
 // which custody is an OAuth 2.1 resource server (RFC 9068 JWT access
 // tokens checked against the issuer's published keys, opaque tokens
-// through RFC 7662 introspection, RFC 9728 protected resource metadata).
+// through RFC 7662 introspection, RFC 9728 protected resource metadata),
+// and who signed in to the console at the team's OpenID provider
+// (Console: the authorization code flow with PKCE, the ID token verified).
 //
 // A token is never kept, logged or echoed: caches are keyed by its
 // SHA-256, refusals name the reason only.

@@ -201,17 +201,18 @@ func claimStrings(claims map[string]any, name string) []string {
 	return nil
 }
 
-// checkTimes checks exp (required) and nbf against now with leeway.
-func (v *Verifier) checkTimes(claims map[string]any) error {
-	now := v.cfg.Now()
+// checkTimes checks exp (required) and nbf against now with leeway; a
+// refusal is made by refuse.
+func (c *Config) checkTimes(claims map[string]any, refuse func(reason, cause error) error) error {
+	now := c.Now()
 	exp, ok := claimTime(claims, "exp")
 	if !ok {
 		return refuse(ErrExpired, errors.New("no exp claim"))
 	}
-	if now.After(exp.Add(v.cfg.Leeway)) {
+	if now.After(exp.Add(c.Leeway)) {
 		return refuse(ErrExpired, nil)
 	}
-	if nbf, ok := claimTime(claims, "nbf"); ok && now.Add(v.cfg.Leeway).Before(nbf) {
+	if nbf, ok := claimTime(claims, "nbf"); ok && now.Add(c.Leeway).Before(nbf) {
 		return refuse(ErrNotYetValid, nil)
 	}
 	return nil

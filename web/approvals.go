@@ -89,7 +89,7 @@ func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, err := s.cfg.Approvals.Decide(r.Context(), r.PathValue("id"), approval.Decision{
-		Decision: req.Decision, Operator: p.ID, Note: req.Note, Arguments: req.Arguments, Grant: req.Grant,
+		Decision: req.Decision, Operator: p.ID, OperatorName: p.Name, Note: req.Note, Arguments: req.Arguments, Grant: req.Grant,
 	})
 	if err != nil {
 		s.writeError(w, r, err)

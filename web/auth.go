@@ -24,10 +24,13 @@ const (
 	RoleAuditor  Role = "auditor"
 )
 
-// Principal is who holds a token.
+// Principal is who holds a token, or whom the team's OpenID provider
+// signed in to the console: then ID is ISSUER#SUBJECT and Name the
+// display name the provider gave.
 type Principal struct {
 	ID   string `json:"id"`
 	Role Role   `json:"role"`
+	Name string `json:"name,omitempty"`
 }
 
 // Tokens maps a bearer token to its principal.

@@ -27,6 +27,7 @@ func (s *Server) mountConsole(mux *http.ServeMux) error {
 	mux.HandleFunc("GET /login", s.handleLoginPage)
 	mux.HandleFunc("POST /login", s.handleLogin)
 	mux.HandleFunc("POST /logout", s.handleLogout)
+	s.mountIdP(mux)
 	return nil
 }
 

@@ -32,6 +32,11 @@ type loginView struct {
 	Code    string
 	For     Principal
 	Problem string
+	// IdP names the OpenID provider the page offers to sign in at, if
+	// any; SignedIn is who it has just signed in, for the page that
+	// takes them on to the console.
+	IdP      string
+	SignedIn *Principal
 }
 
 // LoginLink mints a single-use login code for the operator or auditor
@@ -103,6 +108,7 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 // renderLogin writes the sign-in page with a fresh anti-forgery value.
 func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, status int, v loginView) {
 	v.CSRF = secret()
+	v.IdP = s.idpLabel()
 	http.SetCookie(w, &http.Cookie{
 		Name: csrfCookie, Value: v.CSRF, Path: "/login", HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(LoginCodeLifetime / time.Second),
@@ -139,11 +145,22 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.renderLogin(w, r, http.StatusUnauthorized, loginView{Problem: problem})
 		return
 	}
+	if !s.startSession(w, r, id, g) {
+		return
+	}
+	s.log.Info("console login", "principal", g.p.ID, "role", g.p.Role)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// startSession gives the browser the cookie of the session id, ending
+// the session its old cookie named; false when that failed and the
+// error is written.
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, id string, g grant) bool {
 	if old, err := r.Cookie(sessionCookie); err == nil {
 		// The browser's earlier session ends with this one's start.
 		if _, err := s.sessions.revoke(r.Context(), old.Value); err != nil {
 			s.writeError(w, r, err)
-			return
+			return false
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Path: "/login", MaxAge: -1})
@@ -152,8 +169,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
 		Expires: g.expires, MaxAge: int(g.expires.Sub(s.cfg.Now()) / time.Second),
 	})
-	s.log.Info("console login", "principal", g.p.ID, "role", g.p.Role)
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	return true
 }
 
 // sameForm reports whether the form's anti-forgery value is the cookie's.
@@ -179,7 +195,7 @@ func (s *Server) signIn(ctx context.Context, code, token string) (id string, g g
 		s.log.Warn("console login refused", "known", ok, "role", p.Role)
 		return "", grant{}, "That is not an operator or auditor token.", nil
 	}
-	id, g, err = s.sessions.open(ctx, p)
+	id, g, err = s.sessions.open(ctx, grant{p: p})
 	if err != nil {
 		return "", grant{}, "", fmt.Errorf("console login of %s: %w", p.ID, err)
 	}

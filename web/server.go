@@ -66,6 +66,10 @@ type Config struct {
 	// access token of the team's IdP, package identity): its principal,
 	// or a custody EUNAUTHORIZED error saying why it is refused.
 	Bearer func(ctx context.Context, token string) (Principal, error)
+	// IdP, when set, signs operators and auditors in to the console at the
+	// team's OpenID provider (web/oidc.go), beside the sign-in link and
+	// the token form.
+	IdP *ConsoleIdP
 	// Challenge, when set, is the WWW-Authenticate value of a 401 refusing
 	// err (RFC 6750, with RFC 9728's resource_metadata).
 	Challenge func(err error) string
@@ -160,7 +164,7 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.Now == nil {
 		s.cfg.Now = time.Now
 	}
-	s.sessions = newSessions(s.cfg.Sessions, s.cfg.Tokens, s.cfg.Now, s.cfg.SessionLifetime)
+	s.sessions = newSessions(s.cfg.Sessions, s.cfg.Tokens, s.cfg.IdP, s.cfg.Now, s.cfg.SessionLifetime)
 	mux, err := s.routes()
 	if err != nil {
 		return nil, err

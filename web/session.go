@@ -36,18 +36,25 @@ const (
 // present. Being in the store, a session outlives a restart, and every
 // gateway sharing a PostgreSQL store honours it, its sign-out and its
 // code's single use alike. A grant names its principal by id and role;
-// one the tokens no longer give that role opens nothing.
+// one the tokens no longer give that role opens nothing, nor does one
+// the OpenID provider signed in once the console trusts another provider
+// or the values of the roles claim it kept no longer give that role.
 type sessions struct {
 	state    custody.StateStore
 	tokens   Tokens
+	idp      *ConsoleIdP
 	now      func() time.Time
 	lifetime time.Duration
 }
 
-// grant is what a code or a session stands for: a principal, until when.
+// grant is what a code or a session stands for: a principal, until when,
+// and, for someone the OpenID provider signed in, its issuer and the
+// values of the roles claim that gave the role.
 type grant struct {
 	p       Principal
 	expires time.Time
+	issuer  string
+	roles   []string
 }
 
 // grantDoc is a grant as the state keeps it.
@@ -57,16 +64,21 @@ type grantDoc struct {
 	Expires   string `json:"expires"`
 	// Revoked is set when the session was signed out.
 	Revoked bool `json:"revoked,omitempty"`
+	// Issuer, Name and Roles are set for a sign-in at the OpenID
+	// provider.
+	Issuer string   `json:"issuer,omitempty"`
+	Name   string   `json:"name,omitempty"`
+	Roles  []string `json:"roles,omitempty"`
 }
 
 // newSessions returns the sign-ins kept in state, for principals of
-// tokens, whose sessions last lifetime (DefaultSessionLifetime when zero
-// or less).
-func newSessions(state custody.StateStore, tokens Tokens, now func() time.Time, lifetime time.Duration) *sessions {
+// tokens and of idp (nil: none), whose sessions last lifetime
+// (DefaultSessionLifetime when zero or less).
+func newSessions(state custody.StateStore, tokens Tokens, idp *ConsoleIdP, now func() time.Time, lifetime time.Duration) *sessions {
 	if lifetime <= 0 {
 		lifetime = DefaultSessionLifetime
 	}
-	return &sessions{state: state, tokens: tokens, now: now, lifetime: lifetime}
+	return &sessions{state: state, tokens: tokens, idp: idp, now: now, lifetime: lifetime}
 }
 
 // secret returns 32 random bytes in unpadded base64url: 256 bits, which
@@ -87,7 +99,7 @@ func stateKey(secret string) string {
 // stops working.
 func (s *sessions) mintCode(ctx context.Context, p Principal) (string, time.Time, error) {
 	code := secret()
-	g := grant{p, s.now().Add(LoginCodeLifetime)}
+	g := grant{p: p, expires: s.now().Add(LoginCodeLifetime)}
 	if err := s.put(ctx, nsLoginCodes, code, g, false); err != nil {
 		return "", time.Time{}, err
 	}
@@ -127,14 +139,15 @@ func (s *sessions) exchange(ctx context.Context, code string) (string, grant, bo
 	if n != 1 {
 		return "", grant{}, false, nil
 	}
-	id, sg, err := s.open(ctx, g.p)
+	id, sg, err := s.open(ctx, grant{p: g.p})
 	return id, sg, err == nil, err
 }
 
-// open starts a session for p and returns its id and grant.
-func (s *sessions) open(ctx context.Context, p Principal) (string, grant, error) {
+// open starts a session for g's principal (and issuer and roles), from
+// now for the sessions' lifetime, and returns its id and grant.
+func (s *sessions) open(ctx context.Context, g grant) (string, grant, error) {
 	id := secret()
-	g := grant{p, s.now().Add(s.lifetime)}
+	g.expires = s.now().Add(s.lifetime)
 	if err := s.put(ctx, nsSessions, id, g, false); err != nil {
 		return "", grant{}, err
 	}
@@ -161,7 +174,8 @@ func (s *sessions) revoke(ctx context.Context, id string) (bool, error) {
 
 // put keeps g under the hash of secret in ns.
 func (s *sessions) put(ctx context.Context, ns, secret string, g grant, revoked bool) error {
-	doc, err := json.Marshal(grantDoc{Principal: g.p.ID, Role: g.p.Role, Expires: custody.FormatTime(g.expires), Revoked: revoked})
+	doc, err := json.Marshal(grantDoc{Principal: g.p.ID, Role: g.p.Role, Expires: custody.FormatTime(g.expires), Revoked: revoked,
+		Issuer: g.issuer, Name: g.p.Name, Roles: g.roles})
 	if err != nil {
 		return fmt.Errorf("encode a console sign-in: %w", err)
 	}
@@ -172,7 +186,8 @@ func (s *sessions) put(ctx context.Context, ns, secret string, g grant, revoked 
 }
 
 // get returns the grant kept under the hash of secret in ns while it is
-// unexpired, not revoked, and its principal still holds its role.
+// unexpired, not revoked, and its principal still holds its role: by a
+// token, or by the roles claim of the provider that signed it in.
 func (s *sessions) get(ctx context.Context, ns, secret string) (grant, bool, error) {
 	raw, err := s.state.State(ctx, ns, stateKey(secret))
 	if custody.ErrorKind(err) == custody.ENOTFOUND {
@@ -190,10 +205,13 @@ func (s *sessions) get(ctx context.Context, ns, secret string) (grant, bool, err
 		return grant{}, false, fmt.Errorf("read a console sign-in: its expiry %q: %w", d.Expires, err)
 	}
 	p, held := s.tokens.holder(d.Principal, d.Role)
+	if d.Issuer != "" {
+		p, held = s.idp.holder(d)
+	}
 	if d.Revoked || !held || !s.now().Before(expires) {
 		return grant{}, false, nil
 	}
-	return grant{p, expires}, true, nil
+	return grant{p: p, expires: expires, issuer: d.Issuer, roles: d.Roles}, true, nil
 }
 
 // holder returns the principal of id, when a token still gives it role

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/custody-dev/custody"
 	"github.com/custody-dev/custody/config"
+	"github.com/custody-dev/custody/identity"
 	"github.com/custody-dev/custody/upstream"
 )
 
@@ -67,9 +69,10 @@ func (m *Main) openOffers(ctx context.Context, path string) (*config.File, *upst
 }
 
 // configCheck checks a file, connects to its upstreams and lists every
-// tool they offer with what custody would do with it.
+// tool they offer with what custody would do with it, then explains the
+// auth set-up serve would use, having reached each issuer.
 func (m *Main) configCheck(ctx context.Context, path string) int {
-	_, set, err := m.openOffers(ctx, path)
+	f, set, err := m.openOffers(ctx, path)
 	if err != nil {
 		return m.fail(err)
 	}
@@ -81,6 +84,9 @@ func (m *Main) configCheck(ctx context.Context, path string) int {
 	printRelayOffers(m.Stdout, set)
 	printResourceKeys(m.Stdout, set.ResourceKeys())
 	printDown(m.Stdout, set.Down())
+	if err := m.printAuth(ctx, m.Stdout, f); err != nil {
+		return m.fail(err)
+	}
 	return exitOK
 }
 
@@ -174,4 +180,142 @@ func suggest(a *mcp.ToolAnnotations) suggestion {
 		return suggestion{custody.Write, custody.EffectReversible, custody.NotRequired}
 	}
 	return suggestion{custody.Write, custody.EffectConsequential, custody.HumanConfirmation}
+}
+
+// printAuth explains the auth set-up serve would use: the resource, each
+// issuer of agents' tokens and the console's sign-in, each issuer's
+// discovery document reached. It returns EINVALID naming what would keep
+// tokens or sign-ins from working (a document naming another issuer, an
+// endpoint custody needs that it lacks); an issuer that cannot be reached
+// is said and is no error, as a down upstream is not.
+func (m *Main) printAuth(ctx context.Context, w io.Writer, f *config.File) error {
+	a := f.Auth
+	if a == nil {
+		fmt.Fprintln(w, "auth: static tokens only (no \"auth\"): agents, operators and auditors present custody's own tokens")
+		return nil
+	}
+	meta, err := identity.NewMetadata(a.Resource, nil, nil)
+	if err != nil {
+		return &custody.Error{Kind: custody.EINVALID, Message: "auth: " + err.Error()}
+	}
+	e := &explainer{tw: tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)}
+	fmt.Fprintln(e.tw, "AUTH")
+	e.row("resource", "%s (the audience agents' access tokens name, or %s/mcp)", strings.TrimSuffix(a.Resource, "/"), strings.TrimSuffix(a.Resource, "/"))
+	e.row("  metadata", "%s and %s (RFC 9728, named by every 401)", meta.URL(false), meta.URL(true))
+	for _, is := range a.Issuers {
+		e.issuer(ctx, a, is)
+	}
+	if a.Console != nil {
+		c, err := m.consoleClient(f)
+		if err != nil {
+			return &custody.Error{Kind: custody.EINVALID, Message: err.Error()}
+		}
+		e.console(ctx, f, c)
+	}
+	e.tw.Flush()
+	if len(e.problems) > 0 {
+		return custody.Errorf(custody.EINVALID, "auth: %s", strings.Join(e.problems, "; "))
+	}
+	return nil
+}
+
+// explainer writes printAuth's table and gathers its problems.
+type explainer struct {
+	tw       *tabwriter.Writer
+	problems []string
+}
+
+func (e *explainer) row(key, format string, args ...any) {
+	fmt.Fprintf(e.tw, "%s\t%s\n", key, fmt.Sprintf(format, args...))
+}
+
+// problem is a row and a problem.
+func (e *explainer) problem(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	e.row("  PROBLEM", "%s", msg)
+	e.problems = append(e.problems, msg)
+}
+
+// discover reaches an issuer's discovery document and says so: false
+// when it could not (a problem when the document is wrong, not when the
+// issuer is down).
+func (e *explainer) discover(err error, meta identity.ServerMetadata, down string) bool {
+	switch {
+	case err == nil:
+		e.row("  discovery", "reached %s", meta.URL)
+		return true
+	case custody.ErrorKind(err) == custody.EUNAVAILABLE:
+		e.row("  discovery", "NOT REACHED: %s (%s)", custody.ErrorMessage(err), down)
+	default:
+		e.problem("%s", custody.ErrorMessage(err))
+	}
+	return false
+}
+
+// issuer explains one issuer of agents' access tokens.
+func (e *explainer) issuer(ctx context.Context, a *config.Auth, is config.AuthIssuer) {
+	e.row("issuer", "%s (agents' access tokens)", is.Issuer)
+	meta, err := identity.Discover(ctx, nil, is.Issuer)
+	reached := e.discover(err, meta, "its tokens are refused until it answers")
+	e.row("  audience", "%s", cmp.Or(is.Audience, strings.TrimSuffix(a.Resource, "/")))
+	agent := "claim " + cmp.Or(is.AgentClaim, "sub") + ", named ISSUER#SUBJECT"
+	if is.GroupsClaim != "" {
+		agent += "; groups from claim " + is.GroupsClaim
+	}
+	e.row("  agent", "%s", agent)
+	algs := cmp.Or(strings.Join(is.Algs, ", "), "RS256")
+	if reached && meta.JWKSURI == "" {
+		e.row("  JWTs", "not checkable: %s publishes no jwks_uri", meta.URL)
+	} else {
+		e.row("  JWTs", "signed with %s, checked with the keys at %s", algs, cmp.Or(meta.JWKSURI, "its jwks_uri"))
+	}
+	in := is.Introspection
+	switch {
+	case in == nil:
+		e.row("  opaque", "refused (no introspection)")
+	case in.Endpoint == "" && reached && meta.IntrospectionEndpoint == "":
+		e.problem("%s publishes no introspection_endpoint: give auth.issuers[].introspection.endpoint", meta.URL)
+	default:
+		e.row("  opaque", "introspected at %s as client %s (secret set)", cmp.Or(in.Endpoint, meta.IntrospectionEndpoint, "its introspection_endpoint"), in.ClientID)
+	}
+}
+
+// console explains the console's sign-in at its provider.
+func (e *explainer) console(ctx context.Context, f *config.File, c *identity.Console) {
+	cc := f.Auth.Console
+	e.row("console", "operators and auditors sign in at %s", c.Issuer())
+	meta, err := c.Metadata(ctx)
+	reached := e.discover(err, meta, "nobody signs in there until it answers; the sign-in link and tokens still work")
+	from := "auth.resource"
+	if f.ConsoleURL != "" {
+		from = "console_url"
+	}
+	e.row("  redirect URI", "%s (from %s): register it at the provider for client %s", c.RedirectURL(), from, cc.ClientID)
+	if reached {
+		e.row("  client", "%s, authenticating as %s", cc.ClientID, c.AuthMethod(meta))
+		e.row("  flow", "authorization code with PKCE (S256) and a nonce at %s; code redeemed at %s", meta.AuthorizationEndpoint, meta.TokenEndpoint)
+		e.row("  scopes", "%s", strings.Join(c.Scopes(meta), " "))
+		if meta.UserinfoEndpoint != "" {
+			e.row("  userinfo", "%s, for a roles claim or name the ID token lacks", meta.UserinfoEndpoint)
+		}
+	}
+	e.row("  roles", "from claim %q: operator for %s; auditor for %s; anyone else is refused", c.RolesClaim(), orNone(cc.Operators), orNone(cc.Auditors))
+	if !reached {
+		return
+	}
+	problems, warnings := c.Check(meta)
+	for _, p := range problems {
+		e.problem("%s", p)
+	}
+	for _, w := range warnings {
+		e.row("  warning", "%s", w)
+	}
+}
+
+// orNone lists values, or says there are none.
+func orNone(values []string) string {
+	if len(values) == 0 {
+		return "(none)"
+	}
+	return strings.Join(values, ", ")
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -169,4 +170,72 @@ func TestServeIdentityGroupPolicy(t *testing.T) {
 	if body := mcpCall(t, base, ops, "write_note"); !strings.Contains(body, "denied") && !strings.Contains(body, "not") {
 		t.Errorf("the ops agent called write_note: %s", body)
 	}
+}
+
+func TestConfigCheckAuth(t *testing.T) {
+	idp := idptest.Start(t, "")
+	impostor := idptest.Start(t, "https://idp.example.com") // its discovery document names another issuer
+	down := "http://" + freeAddr(t)                         // nobody answers there
+	write := func(auth string) string {
+		cfg := filepath.Join(t.TempDir(), "custody.json")
+		os.WriteFile(cfg, []byte(`{"console_url": "https://console.example.com/", "auth": `+auth+`}`), 0o600)
+		return cfg
+	}
+	good := write(`{"resource": "` + idpResource + `", "issuers": [{"issuer": "` + idp.Issuer + `", "groupsClaim": "groups",
+		"introspection": {"clientId": "custody", "clientSecret": "${env:IDP_SECRET}"}}],
+		"console": {"issuer": "` + idp.Issuer + `", "clientId": "custody-console", "clientSecret": "${env:CONSOLE_SECRET}",
+			"operators": ["ops"], "auditors": ["audit"]}}`)
+	env := map[string]string{"IDP_SECRET": "introspection-secret-value", "CONSOLE_SECRET": "console-secret-value"}
+	code, out, stderr := runMain(t, env, "", "config", "check", good)
+	out = regexp.MustCompile(` {2,}`).ReplaceAllString(out, " ") // the table's columns
+	if code != exitOK {
+		t.Fatalf("config check: %d\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{
+		"resource " + idpResource,
+		idpResource + "/.well-known/oauth-protected-resource/mcp",
+		"issuer " + idp.Issuer,
+		"reached " + idp.Issuer + "/.well-known/openid-configuration",
+		"checked with the keys at " + idp.Issuer + "/keys",
+		"introspected at " + idp.Issuer + "/oauth/introspect as client custody",
+		"groups from claim groups",
+		"operators and auditors sign in at " + idp.Issuer,
+		"https://console.example.com/login/oidc/callback (from console_url): register it at the provider for client custody-console",
+		"custody-console, authenticating as client_secret_basic",
+		"authorization code with PKCE (S256) and a nonce at " + idp.Issuer + "/authorize; code redeemed at " + idp.Issuer + "/oauth/token",
+		"scopes openid profile email",
+		`from claim "groups": operator for ops; auditor for audit; anyone else is refused`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config check does not say %q:\n%s", want, out)
+		}
+	}
+	for _, secret := range env {
+		if strings.Contains(out+stderr, secret) {
+			t.Errorf("config check shows a secret:\n%s", out)
+		}
+	}
+
+	t.Run("Unreachable", func(t *testing.T) {
+		cfg := write(`{"resource": "` + idpResource + `", "issuers": [{"issuer": "` + down + `"}],
+			"console": {"issuer": "` + down + `", "clientId": "c", "operators": ["ops"]}}`)
+		code, out, stderr := runMain(t, nil, "", "config", "check", cfg)
+		if code != exitOK || strings.Count(out, "NOT REACHED") != 2 || !strings.Contains(out, "connection refused") {
+			t.Errorf("an issuer that is down: %d, want it said twice and no failure:\n%s\n%s", code, out, stderr)
+		}
+	})
+	t.Run("OtherIssuer", func(t *testing.T) {
+		cfg := write(`{"resource": "` + idpResource + `", "issuers": [{"issuer": "` + impostor.URL + `"}]}`)
+		code, out, stderr := runMain(t, nil, "", "config", "check", cfg)
+		if code == exitOK || !strings.Contains(stderr, `names the issuer "https://idp.example.com"`) || !strings.Contains(out, "PROBLEM") {
+			t.Errorf("a discovery document naming another issuer: %d\n%s\n%s", code, out, stderr)
+		}
+	})
+	t.Run("BothRoles", func(t *testing.T) {
+		cfg := write(`{"resource": "` + idpResource + `", "issuers": [{"issuer": "` + idp.Issuer + `"}],
+			"console": {"issuer": "` + idp.Issuer + `", "clientId": "c", "operators": ["ops"], "auditors": ["ops"]}}`)
+		if code, _, stderr := runMain(t, nil, "", "config", "check", cfg); code == exitOK || !strings.Contains(stderr, `"ops" is in both operators and auditors`) {
+			t.Errorf("a value in both roles: %d %s", code, stderr)
+		}
+	})
 }

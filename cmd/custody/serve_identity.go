@@ -14,12 +14,14 @@ import (
 
 // serveAuth is custody as an OAuth 2.1 resource server (the config file's
 // auth): the verifier of the IdP's access tokens, the protected resource
-// metadata, and the groups of the agents it has accepted. A nil serveAuth
-// knows static tokens only; its methods then add nothing.
+// metadata, the groups of the agents it has accepted, and the console's
+// sign-in at the IdP (auth.console; nil without). A nil serveAuth knows
+// static tokens only; its methods then add nothing.
 type serveAuth struct {
 	verifier *identity.Verifier
 	meta     *identity.Metadata
 	groups   *identity.Directory
+	console  *web.ConsoleIdP
 }
 
 // newServeAuth returns the resource server of cfg's auth: nil without one.
@@ -45,7 +47,46 @@ func (m *Main) newServeAuth(cfg *config.File) (*serveAuth, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config auth: %w", err)
 	}
-	return &serveAuth{verifier: v, meta: meta, groups: identity.NewDirectory()}, nil
+	console, err := m.consoleIdP(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &serveAuth{verifier: v, meta: meta, groups: identity.NewDirectory(), console: console}, nil
+}
+
+// consoleIdP is the console's sign-in at the IdP of cfg's auth.console:
+// nil without one.
+func (m *Main) consoleIdP(cfg *config.File) (*web.ConsoleIdP, error) {
+	p, err := m.consoleClient(cfg)
+	if p == nil || err != nil {
+		return nil, err
+	}
+	c := cfg.Auth.Console
+	return &web.ConsoleIdP{Provider: p, Operators: c.Operators, Auditors: c.Auditors}, nil
+}
+
+// consoleClient is custody's client at the IdP of cfg's auth.console,
+// its callback under the console's public URL: nil without one.
+func (m *Main) consoleClient(cfg *config.File) (*identity.Console, error) {
+	c := cfg.Auth.Console
+	if c == nil {
+		return nil, nil
+	}
+	p, err := identity.NewConsole(identity.ConsoleConfig{Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
+		RedirectURL: cfg.ConsoleRedirect(web.OIDCCallbackPath), RolesClaim: c.RolesClaim, Scopes: c.Scopes,
+		Leeway: cfg.Auth.LeewayDuration(), Now: m.authNow})
+	if err != nil {
+		return nil, fmt.Errorf("config auth.console: %w", err)
+	}
+	return p, nil
+}
+
+// consoleIdP is web.Config.IdP.
+func (a *serveAuth) consoleIdP() *web.ConsoleIdP {
+	if a == nil {
+		return nil
+	}
+	return a.console
 }
 
 // groupsOf is the agents policy's view of the accepted agents' groups.

@@ -1,8 +1,10 @@
 // Package idptest runs a real OpenID provider (zitadel's OP library, with
 // the in-memory storage of its example server) on 127.0.0.1 for tests:
-// clients get JWT or opaque access tokens by client credentials, custody
-// introspects and the clients revoke them at the provider's own
-// endpoints. No token is minted by hand.
+// clients get JWT or opaque access tokens by client credentials (with an
+// RFC 8707 resource, if they like), custody introspects and the clients
+// revoke them at the provider's own endpoints, and people sign in to
+// custody's console by the authorization code flow at the provider's
+// login page (login.go). No token is minted by hand.
 package idptest
 
 import (
@@ -14,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,10 +39,15 @@ type Client struct {
 	ID, Secret string
 	// JWT makes its access tokens JWTs (RFC 9068); else opaque.
 	JWT bool
-	// Audience is what its tokens' aud names.
+	// Audience is what its tokens' aud names: all of it, or, for a token
+	// request naming resources (RFC 8707), those, each of which must be
+	// in Audience.
 	Audience []string
 	// Groups go into its tokens' "groups" claim (and introspection).
 	Groups []string
+	// Lifetime is how long its access tokens last; 5 minutes when zero
+	// (clients.go).
+	Lifetime time.Duration
 }
 
 // OP is a running provider.
@@ -48,6 +56,8 @@ type OP struct {
 	// (URL unless Start was given another).
 	URL, Issuer string
 	st          *store
+	// callback is the path the login page sends a signed-in browser to.
+	callback string
 }
 
 // Start runs a provider until the test ends. issuer is the iss it names
@@ -63,21 +73,42 @@ func Start(t testing.TB, issuer string) *OP {
 	if issuer == "" {
 		issuer = base
 	}
-	st := &store{clients: map[string]*Client{}, tokens: map[string]*token{}}
-	st.Storage = storage.NewStorageWithClients(storage.NewUserStore(issuer),
+	st := &store{clients: map[string]*Client{}, tokens: map[string]*token{},
+		users: &users{m: map[string]*User{}}, consoles: map[string]*consoleClient{}}
+	st.Storage = storage.NewStorageWithClients(st.users,
 		map[string]*storage.Client{IntrospectorID: storage.WebClient(IntrospectorID, IntrospectorSecret)})
 	key := sha256.Sum256([]byte(base))
-	provider, err := op.NewProvider(&op.Config{CryptoKey: key, SupportedScopes: []string{oidc.ScopeOpenID}}, st,
+	provider, err := op.NewProvider(&op.Config{CryptoKey: key, CodeMethodS256: true,
+		SupportedScopes: []string{oidc.ScopeOpenID, oidc.ScopeProfile, oidc.ScopeEmail}}, st,
 		op.StaticIssuer(issuer), op.WithAllowInsecure())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(provider)
+	o := &OP{URL: base, Issuer: issuer, st: st, callback: provider.AuthorizationEndpoint().Relative() + "/callback"}
+	mux := http.NewServeMux()
+	mux.HandleFunc(loginPath, o.handleLogin)
+	mux.Handle("/", withResource(provider))
+	srv := httptest.NewUnstartedServer(mux)
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &OP{URL: base, Issuer: issuer, st: st}
+	return o
+}
+
+// resourceKey is the context key of a token request's RFC 8707
+// resource parameters.
+type resourceKey struct{}
+
+// withResource hands the resource parameters of a token request to the
+// storage, which the OP library does not.
+func withResource(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/oauth/token" && r.ParseForm() == nil && len(r.PostForm["resource"]) > 0 {
+			r = r.WithContext(context.WithValue(r.Context(), resourceKey{}, r.PostForm["resource"]))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // AddClient registers c.
@@ -142,19 +173,23 @@ func (o *OP) post(t testing.TB, path, id, secret string, form url.Values, into a
 
 // store is the example's storage with client-credentials clients of the
 // test's making: their tokens' audience and groups, JWT or opaque, and
-// access tokens kept here so that introspection and revocation see them.
+// access tokens kept here so that introspection and revocation see them;
+// and with the test's people and console clients (login.go).
 type store struct {
 	*storage.Storage
-	mu      sync.Mutex
-	clients map[string]*Client
-	tokens  map[string]*token
+	mu       sync.Mutex
+	clients  map[string]*Client
+	tokens   map[string]*token
+	users    *users
+	consoles map[string]*consoleClient
 }
 
 type token struct {
-	client  *Client
-	subject string
-	exp     time.Time
-	scopes  []string
+	client   *Client
+	subject  string
+	exp      time.Time
+	scopes   []string
+	audience []string
 }
 
 // ccClient is a Client as the OP sees it.
@@ -192,6 +227,9 @@ func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, 
 	if c := s.lookup(id); c != nil {
 		return ccClient{storage.WebClient(c.ID, c.Secret), c}, nil
 	}
+	if c := s.console(id); c != nil {
+		return c, nil
+	}
 	return s.Storage.GetClientByClientID(ctx, id)
 }
 
@@ -202,30 +240,48 @@ func (s *store) AuthorizeClientIDSecret(ctx context.Context, id, secret string) 
 		}
 		return nil
 	}
+	if c := s.console(id); c != nil {
+		if c.secret != secret {
+			return errors.New("invalid secret")
+		}
+		return nil
+	}
 	return s.Storage.AuthorizeClientIDSecret(ctx, id, secret)
 }
 
-func (s *store) ClientCredentialsTokenRequest(_ context.Context, id string, scopes []string) (op.TokenRequest, error) {
+func (s *store) ClientCredentialsTokenRequest(ctx context.Context, id string, scopes []string) (op.TokenRequest, error) {
 	c := s.lookup(id)
 	if c == nil {
 		return nil, errors.New("wrong client")
 	}
-	return &oidc.JWTTokenRequest{Subject: c.ID, Audience: c.Audience, Scopes: scopes}, nil
+	aud := c.Audience
+	if res, _ := ctx.Value(resourceKey{}).([]string); len(res) > 0 {
+		for _, r := range res {
+			if !slices.Contains(c.Audience, r) {
+				return nil, oidc.ErrInvalidTarget().WithDescription("the client may not have tokens for %s", r)
+			}
+		}
+		aud = res
+	}
+	return &oidc.JWTTokenRequest{Subject: c.ID, Audience: aud, Scopes: scopes}, nil
 }
 
 // lifetime is how long an access token lasts.
 const lifetime = 5 * time.Minute
 
-func (s *store) CreateAccessToken(_ context.Context, req op.TokenRequest) (string, time.Time, error) {
+func (s *store) CreateAccessToken(ctx context.Context, req op.TokenRequest) (string, time.Time, error) {
+	if _, ok := req.(*storage.AuthRequest); ok {
+		return s.Storage.CreateAccessToken(ctx, req) // a person's sign-in
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.clients[req.GetSubject()]
 	if c == nil {
-		return "", time.Time{}, errors.New("tokens here are for client-credentials clients")
+		return "", time.Time{}, errors.New("tokens here are for client-credentials clients and signed-in people")
 	}
 	id := uuid.NewString()
-	exp := time.Now().Add(lifetime)
-	s.tokens[id] = &token{client: c, subject: req.GetSubject(), exp: exp, scopes: req.GetScopes()}
+	exp := time.Now().Add(c.tokenLifetime())
+	s.tokens[id] = &token{client: c, subject: req.GetSubject(), exp: exp, scopes: req.GetScopes(), audience: req.GetAudience()}
 	return id, exp, nil
 }
 
@@ -244,7 +300,7 @@ func (s *store) SetIntrospectionFromToken(_ context.Context, resp *oidc.Introspe
 		return errors.New("token is not active")
 	}
 	resp.Subject, resp.ClientID, resp.Scope = tok.subject, tok.client.ID, tok.scopes
-	resp.Expiration, resp.Audience = oidc.FromTime(tok.exp), tok.client.Audience
+	resp.Expiration, resp.Audience = oidc.FromTime(tok.exp), tok.audience
 	if len(tok.client.Groups) > 0 {
 		resp.Claims = map[string]any{"groups": tok.client.Groups}
 	}
