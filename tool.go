@@ -1,6 +1,9 @@
 package custody
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Access says whether a tool only reads or also writes.
 type Access string
@@ -82,11 +85,28 @@ type ToolSpec struct {
 	// Grants, when false, forbids grants for the tool: an operator must
 	// approve each of its calls once. Nil or true allows them.
 	Grants *bool `json:"grants,omitempty"`
+	// Approvers say who may decide the tool's held calls: ApproverConsole,
+	// an operator (through the console, the CLI, the API), who always may,
+	// and ApproverClient, the user of the MCP client the call came from,
+	// asked through elicitation. Nil: operators only. Only a configured
+	// tool's policy names ApproverClient: a seed system's tool never does.
+	Approvers []string `json:"-"`
 	// Conditions are CEL conditions over each call (condition.go).
 	Conditions []Condition `json:"conditions,omitempty"`
 	// Rates limit how many calls of the tool run per window (rate.go).
 	Rates []Rate `json:"rates,omitempty"`
 }
+
+// Who may decide a held call, as a tool's policy names them
+// (ToolSpec.Approvers).
+const (
+	ApproverConsole = "console"
+	ApproverClient  = "client"
+)
+
+// ClientApproves reports whether the user of the MCP client a held call
+// came from may decide it (ToolSpec.Approvers names ApproverClient).
+func (s ToolSpec) ClientApproves() bool { return slices.Contains(s.Approvers, ApproverClient) }
 
 // GrantsAllowed reports whether an operator may grant a class of calls of
 // the tool instead of approving each call.

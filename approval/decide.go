@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/custody-dev/custody"
@@ -19,7 +20,10 @@ type Decision struct {
 	Decision string
 	// Operator is the id of the deciding operator; required.
 	Operator string
-	Note     string
+	// OperatorName is the operator's display name, when the team's
+	// OpenID provider signed them in (Operator is then ISSUER#SUBJECT).
+	OperatorName string
+	Note         string
 	// Arguments optionally replaces the request's arguments on approval.
 	// Only the request's Editable top-level string members may differ; the
 	// digest is rebound to the edited arguments, so only they may run.
@@ -28,23 +32,46 @@ type Decision struct {
 	// the tool within its terms, with a grant.created entry after the
 	// decision's. Nil approves this call only.
 	Grant *GrantTerms
+	// Client is the MCP client whose user decided, for a decision taken
+	// there (Operator is then ClientDecider of the agent): it decides
+	// this call only, as it stands. Nil for an operator's decision.
+	Client *DecidingClient
 }
+
+// DecidingClient is the MCP client in which its user decided a held call,
+// as the client introduced itself (its initialize request's clientInfo).
+type DecidingClient struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// ClientDeciderPrefix begins the decider of a decision taken by the user
+// of an MCP client, and no other.
+const ClientDeciderPrefix = "client:"
+
+// ClientDecider is who decides when the user of the MCP client of agent
+// does: "client:" and the agent's id.
+func ClientDecider(agent string) string { return ClientDeciderPrefix + agent }
 
 // decisionBody is the approval.decided ledger body.
 type decisionBody struct {
-	ID        string          `json:"approval_request_id"`
-	Decision  string          `json:"decision"`
-	Operator  string          `json:"operator_id"`
-	Note      string          `json:"note"`
-	Tool      string          `json:"tool"`
-	Arguments json.RawMessage `json:"arguments"`
-	Digest    string          `json:"action_digest"`
-	Edited    bool            `json:"edited"`
+	ID       string `json:"approval_request_id"`
+	Decision string `json:"decision"`
+	Operator string `json:"operator_id"`
+	// OperatorName is set for an operator the OpenID provider signed in.
+	OperatorName string          `json:"operator_name,omitempty"`
+	Note         string          `json:"note"`
+	Tool         string          `json:"tool"`
+	Arguments    json.RawMessage `json:"arguments"`
+	Digest       string          `json:"action_digest"`
+	Edited       bool            `json:"edited"`
 	// RequestedDigest is the digest the request was made for; it differs
 	// from Digest when the operator edited the arguments.
 	RequestedDigest string `json:"requested_digest"`
 	// Grant is the id of the grant the decision made, if any.
 	Grant string `json:"grant_id,omitempty"`
+	// Client is the MCP client the decision was taken in, if any.
+	Client *DecidingClient `json:"client,omitempty"`
 }
 
 // Decide records an operator's decision on the pending request id and
@@ -76,9 +103,9 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (custody.Ap
 		return custody.Approval{}, err
 	}
 	body, err := json.Marshal(decisionBody{
-		ID: a.ID, Decision: d.Decision, Operator: d.Operator, Note: d.Note, Tool: a.Tool,
+		ID: a.ID, Decision: d.Decision, Operator: d.Operator, OperatorName: d.OperatorName, Note: d.Note, Tool: a.Tool,
 		Arguments: a.Arguments, Digest: a.Digest, Edited: a.Digest != before.Digest, RequestedDigest: before.Digest,
-		Grant: a.Grant,
+		Grant: a.Grant, Client: d.Client,
 	})
 	if err != nil {
 		return custody.Approval{}, fmt.Errorf("encode decision: %w", err)
@@ -167,6 +194,24 @@ func checkDecision(d Decision) error {
 	}
 	if d.Decision == Decline && d.Grant != nil {
 		return custody.Errorf(custody.EINVALID, "a declined request cannot make a grant")
+	}
+	return checkClientDecision(d)
+}
+
+// checkClientDecision keeps the decisions of an MCP client's user apart
+// from operators': only they have a "client:" decider, always with the
+// client named, and they decide the call as it stands, nothing more.
+func checkClientDecision(d Decision) error {
+	fromClient := strings.HasPrefix(d.Operator, ClientDeciderPrefix)
+	switch {
+	case fromClient && d.Client == nil:
+		return custody.Errorf(custody.EINVALID, "decider %q is an MCP client's: the decision must name the client", d.Operator)
+	case !fromClient && d.Client != nil:
+		return custody.Errorf(custody.EINVALID, "a decision taken in an MCP client is %s and the agent's id, not %q", ClientDeciderPrefix, d.Operator)
+	case fromClient && d.Operator == ClientDeciderPrefix:
+		return custody.Errorf(custody.EINVALID, "decider %q names no agent", d.Operator)
+	case fromClient && (d.Arguments != nil || d.Grant != nil):
+		return custody.Errorf(custody.EINVALID, "a decision taken in an MCP client decides the call as it stands: no edit, no grant")
 	}
 	return nil
 }

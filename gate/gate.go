@@ -294,6 +294,9 @@ func (g *Gateway) compile(t Tool) (*tool, error) {
 	if err := checkSpec(s, t.Handler); err != nil {
 		return nil, err
 	}
+	if err := checkApprovers(s.Approvers); err != nil {
+		return nil, err
+	}
 	for _, ref := range []string{s.Input, s.Output, s.ArgumentsPolicy, s.OutputPolicy} {
 		if ref == "" {
 			continue

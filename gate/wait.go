@@ -52,10 +52,18 @@ func (g *Gateway) AwaitDecision(ctx context.Context, call custody.Call, id strin
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	a, err := g.approvals.Await(wctx, id)
+	return g.answerHeld(ctx, call, id, held, a, err, wctx.Err() != nil)
+}
+
+// answerHeld answers held call once the wait for approval id is over, as
+// AwaitDecision says: a and err are what approval.Service.Await returned,
+// ended whether the wait itself ended (ran out, or was called off)
+// before a decision.
+func (g *Gateway) answerHeld(ctx context.Context, call custody.Call, id string, held error, a custody.Approval, err error, ended bool) (custody.Result, error) {
 	switch {
 	case ctx.Err() != nil:
 		return custody.Result{Trace: call.Trace}, g.abandon(ctx, call, id)
-	case wctx.Err() != nil && (err != nil || a.Status == custody.ApprovalPending):
+	case ended && (err != nil || a.Status == custody.ApprovalPending):
 		return custody.Result{Trace: call.Trace}, held
 	case err != nil:
 		return custody.Result{Trace: call.Trace}, err

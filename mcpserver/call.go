@@ -26,7 +26,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 // rawPassThrough).
 func (s *Server) callToolJSON(ctx context.Context, req *mcp.CallToolRequest) (json.RawMessage, error) {
 	c := s.runCall(ctx, req)
-	if c.err == nil && c.pass && !wantsProof(req) {
+	if c.err == nil && c.input == nil && c.pass && !wantsProof(req) {
 		if out, ok := rawPassThrough(c.res); ok {
 			return out, nil
 		}
@@ -47,6 +47,9 @@ type ranCall struct {
 	err error
 	// pass says res.Output is an upstream's MCP result, passed through.
 	pass bool
+	// input, when set, is the result that asks the client for input
+	// instead.
+	input *mcp.CallToolResult
 }
 
 // runCall runs req through the gateway, waiting for a held call's
@@ -72,6 +75,9 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest) ranCall 
 // result with its receipt (and its inclusion proof when asked for).
 func (c ranCall) result(ctx context.Context, s *Server, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	name := req.Params.Name
+	if in, ok := c.err.(*inputRequired); ok {
+		return in.result(c.res.Trace), nil
+	}
 	if c.err != nil {
 		s.log.Info("mcp call refused", "tool", name, "kind", custody.ErrorKind(c.err), "err", c.err)
 		return s.toolError(name, c.res.Trace, c.err), nil

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -18,7 +19,9 @@ import (
 // a progressToken gets a progress notification every ProgressEvery naming
 // the approval and where to decide it, so that it keeps the call alive.
 // The wait is bounded by approvalWait, by Options.MaxApprovalWait (the
-// HTTP door's write timeout) and by the client's cancellation.
+// HTTP door's write timeout) and by the client's cancellation. A tool
+// whose approvers name the client has its held call put to a client that
+// declared elicitation, approvalWait or not (elicit.go).
 
 // ProgressEvery is how often a held call tells its client it still waits.
 const ProgressEvery = 5 * time.Second
@@ -31,12 +34,25 @@ func (s *Server) awaitHeld(ctx context.Context, req *mcp.CallToolRequest, call c
 	if s.opts.MaxApprovalWait > 0 {
 		wait = min(wait, s.opts.MaxApprovalWait)
 	}
-	if id == "" || wait <= 0 {
+	if id == "" {
 		return res, err
 	}
 	call.Trace = res.Trace
-	stop := s.progress(ctx, req, id, wait)
+	client := s.clientApproval(req, call)
+	if client != nil && multiRoundTrip(req.Session) {
+		if out, asked, aerr := s.roundTrip(ctx, req, call, id, err, *client); asked {
+			return out, aerr
+		}
+		client = nil
+	}
+	if wait <= 0 && client == nil {
+		return res, err
+	}
+	stop := s.progress(ctx, req, id, cmp.Or(wait, s.opts.MaxApprovalWait))
 	defer stop()
+	if client != nil {
+		return s.gw.AwaitClientDecision(ctx, call, id, wait, err, *client)
+	}
 	return s.gw.AwaitDecision(ctx, call, id, wait, err)
 }
 
@@ -73,10 +89,14 @@ func (s *Server) progress(ctx context.Context, req *mcp.CallToolRequest, id stri
 	}
 }
 
-// waitingText is the message of a held call's progress notification.
+// waitingText is the message of a held call's progress notification; left
+// is not told when not positive (a wait bounded by nothing of its own).
 func (s *Server) waitingText(id string, left time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "waiting for approval %s (up to %s more)", id, left.Round(time.Second))
+	fmt.Fprintf(&b, "waiting for approval %s", id)
+	if left > 0 {
+		fmt.Fprintf(&b, " (up to %s more)", left.Round(time.Second))
+	}
 	if s.opts.ConsoleURL != "" {
 		fmt.Fprintf(&b, "; decide at %s/#/approvals/%s", strings.TrimRight(s.opts.ConsoleURL, "/"), id)
 	} else {

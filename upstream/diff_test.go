@@ -65,21 +65,3 @@ func TestDiffCutsLongUnchangedRuns(t *testing.T) {
 		t.Errorf("got\n%swant\n%s", d, want)
 	}
 }
-
-func TestLineDiff(t *testing.T) {
-	for _, tt := range []struct {
-		a, b, want string
-	}{
-		{"", "", ""},
-		{"x", "", "- x"},
-		{"", "x", "+ x"},
-		{"a b c", "a c", "  a,- b,  c"},
-		{"a c", "a b c", "  a,+ b,  c"},
-		{"a b", "b a", "- a,  b,+ a"},
-	} {
-		got := strings.Join(lineDiff(strings.Fields(tt.a), strings.Fields(tt.b)), ",")
-		if got != tt.want {
-			t.Errorf("lineDiff(%q, %q) = %q, want %q", tt.a, tt.b, got, tt.want)
-		}
-	}
-}

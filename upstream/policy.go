@@ -41,6 +41,8 @@ type Policy struct {
 	MaxResultBytes int64
 	// Grants, when false, forbids grants for the tool (custody.ToolSpec).
 	Grants *bool
+	// Approvers say who may decide a held call (custody.ToolSpec).
+	Approvers []string
 	// Conditions and Rates are the tool's CEL conditions and rate limits
 	// (custody.ToolSpec).
 	Conditions []custody.Condition

@@ -64,6 +64,10 @@ func (m *Main) serveSystems(ctx context.Context, set serveSettings) (servedSyste
 			return servedSystems{}, fmt.Errorf("%s: %w", s.Name(), err)
 		}
 		all = append(all, named{s.Name(), served})
+		if err := served.CheckApprovers(); err != nil {
+			closeAll(ctx)
+			return servedSystems{}, fmt.Errorf("%s: %w", s.Name(), err)
+		}
 		sys.Tools = append(sys.Tools, served.Tools...)
 		if served.Run != nil {
 			sys.Runners = append(sys.Runners, func(ctx context.Context, _ *stack) error { return served.Run(ctx) })
