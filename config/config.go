@@ -200,6 +200,9 @@ type MCPServer struct {
 	Prefix *string `json:"prefix"`
 	// ClientFeatures are the requests of the client the server may make.
 	ClientFeatures []string `json:"clientFeatures"`
+	// OAuth makes custody obtain its own access token for a server at a
+	// URL (oauth.go).
+	OAuth *OAuth `json:"oauth"`
 }
 
 // HTTPTool is a tool that is a plain HTTP endpoint.
@@ -230,6 +233,10 @@ type Policy struct {
 	Output        json.RawMessage `json:"output"`
 	OpenArguments bool            `json:"openArguments"`
 	Editable      []string        `json:"editable"`
+	// Approvers say who may decide a held call: "console" (operators)
+	// and "client" (the user of the MCP client that made it, asked
+	// through elicitation). Left out: operators only.
+	Approvers []string `json:"approvers"`
 	// Grants, when false, forbids grants for the tool: every call is
 	// approved once. Left out: an operator may grant a class of calls.
 	Grants *bool `json:"grants"`
@@ -322,6 +329,9 @@ func Parse(raw []byte, getenv func(string) string) (*File, error) {
 		return nil, err
 	}
 	if err := f.checkAuth(); err != nil {
+		return nil, err
+	}
+	if err := f.checkOAuth(); err != nil {
 		return nil, err
 	}
 	return &f, nil
@@ -458,6 +468,9 @@ func (f *File) checkPolicies() error {
 				return fmt.Errorf("/tools/%s/approvalWait: %q is not a positive duration", escape(name), p.ApprovalWait)
 			}
 		}
+		if err := checkApprovers(name, p.Approvers); err != nil {
+			return err
+		}
 		if err := p.checkRules(name); err != nil {
 			return err
 		}
@@ -493,7 +506,7 @@ func (f *File) Upstream() upstream.Config {
 		}
 		cfg.Servers = append(cfg.Servers, upstream.Server{Name: name, Command: s.Command, Args: s.Args,
 			Env: s.Env, Dir: s.Cwd, URL: s.URL, Headers: s.Headers, SSE: s.Type == "sse", Timeout: s.timeout(),
-			Prefix: s.Prefix, ClientFeatures: s.ClientFeatures})
+			Prefix: s.Prefix, ClientFeatures: s.ClientFeatures, OAuth: s.OAuth.upstream()})
 	}
 	for _, name := range sortedKeys(f.HTTPTools) {
 		h := f.HTTPTools[name]
@@ -529,7 +542,32 @@ func (p Policy) policy() upstream.Policy {
 	}
 	out.Timeout, _ = time.ParseDuration(p.Timeout)
 	out.ApprovalWait, _ = time.ParseDuration(p.ApprovalWait)
+	out.Approvers = slices.Clone(p.Approvers)
 	return out
+}
+
+// checkApprovers checks a tool's approvers, which the schema has limited
+// to known names: listed, they are not empty, and they name operators,
+// who may always decide, so that a list never reads as if they could not.
+func checkApprovers(tool string, approvers []string) error {
+	at := "/tools/" + escape(tool) + "/approvers"
+	switch {
+	case approvers == nil:
+		return nil
+	case len(approvers) == 0:
+		return fmt.Errorf("%s: name who may decide a held call, [%q] or [%q, %q], or leave it out (operators only)",
+			at, custody.ApproverConsole, custody.ApproverConsole, custody.ApproverClient)
+	}
+	for i, a := range approvers {
+		if a != custody.ApproverConsole && a != custody.ApproverClient {
+			return fmt.Errorf("%s/%d: %q is not an approver: want %q or %q", at, i, a, custody.ApproverConsole, custody.ApproverClient)
+		}
+	}
+	if !slices.Contains(approvers, custody.ApproverConsole) {
+		return fmt.Errorf("%s: an operator can always decide a held call: list %q too, as in [%q, %q]",
+			at, custody.ApproverConsole, custody.ApproverConsole, custody.ApproverClient)
+	}
+	return nil
 }
 
 // Allowed returns the check of which agent may use which tool: an agent

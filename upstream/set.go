@@ -60,6 +60,9 @@ type Config struct {
 	// MinBackoff and MaxBackoff bound the wait between attempts to
 	// reach a server (see ConnOptions); the defaults when zero.
 	MinBackoff, MaxBackoff time.Duration
+	// Tokens keeps the access tokens of the servers with OAuth, sealed;
+	// nil: in memory only, obtained again at each start.
+	Tokens *TokenVault
 }
 
 // Offer is one tool an upstream offers, governed or not.
@@ -126,7 +129,7 @@ func Open(ctx context.Context, cfg Config) (*Set, error) {
 	}
 	for _, srv := range cfg.Servers {
 		c, err := Dial(ctx, srv, ConnOptions{Logger: s.log, ToolsChanged: s.toolsChanged, ResourceUpdated: s.updatedOf(srv.Name),
-			Ask: s.ask, Log: s.logIdle, Required: cfg.RequireAll, MinBackoff: cfg.MinBackoff, MaxBackoff: cfg.MaxBackoff})
+			Ask: s.ask, Log: s.logIdle, Required: cfg.RequireAll, MinBackoff: cfg.MinBackoff, MaxBackoff: cfg.MaxBackoff, Tokens: cfg.Tokens})
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -361,7 +364,7 @@ func (s *Set) tool(ctx context.Context, o Offer, client *http.Client) (gate.Tool
 		Name: o.Exposed, Input: ref(o.Exposed, "input"),
 		Access: p.Access, Effect: p.Effect, Approval: p.Approval, MaxCallsPerTrace: p.MaxCallsPerTrace,
 		MaxRefusalsPerTrace: p.MaxRefusalsPerTrace, Grants: p.Grants, ApprovalWait: p.ApprovalWait,
-		Conditions: p.Conditions, Rates: p.Rates,
+		Approvers: p.Approvers, Conditions: p.Conditions, Rates: p.Rates,
 	}
 	if p.Arguments != nil {
 		spec.ArgumentsPolicy = ref(o.Exposed, "policy-arguments")

@@ -536,7 +536,7 @@ func webConfig(ctx context.Context, st *stack, tokens web.Tokens, limits httpLim
 		Checkpoint: st.db.LatestCheckpoint, Tokens: tokens, Metrics: metrics, Logger: logger,
 		ApprovalChanges: approvalChanges(ctx, st.db), Sessions: st.db, SessionLifetime: sessionLifetime, Schemas: st.reg,
 		MaxBody: limits.maxBody, BodyTimeout: limits.read, EventWriteTimeout: limits.write, Upstreams: st.healthOfUpstreams(),
-		MaxWait: limits.wait, Bearer: st.auth.webBearer(), Challenge: st.auth.challenge(false),
+		MaxWait: limits.wait, Bearer: st.auth.webBearer(), Challenge: st.auth.challenge(false), IdP: st.auth.consoleIdP(),
 	}
 	if st.check != nil {
 		wcfg.Verification = st.check.Status
