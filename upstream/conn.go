@@ -58,6 +58,9 @@ type Server struct {
 	// ClientFeatures are the requests of the client the server may make
 	// (FeatureSampling, FeatureElicitation); roots are always relayed.
 	ClientFeatures []string
+	// OAuth, for a server at a URL, makes custody obtain its own access
+	// token for it and send it on every request (oauth.go).
+	OAuth *OAuth
 }
 
 // Stdio reports whether custody starts the server itself.
@@ -82,6 +85,8 @@ type Conn struct {
 	flights flights
 	askFn   AskFunc
 	logTo   func(ctx context.Context, p *logMessage)
+	// cred holds the server's access token; nil without OAuth.
+	cred *credential
 	// back is closed when a session is had again or Conn closes; nil
 	// while a session is up.
 	back chan struct{}
@@ -134,6 +139,9 @@ type ConnOptions struct {
 	// MinBackoff and MaxBackoff bound the wait between attempts to
 	// (re)start the session; minBackoff and maxBackoff when zero.
 	MinBackoff, MaxBackoff time.Duration
+	// Tokens keeps the access tokens of a server with OAuth, sealed;
+	// nil: in memory only.
+	Tokens *TokenVault
 }
 
 // Dial starts (or connects to) srv, initialises an MCP session, lists its
@@ -154,6 +162,9 @@ func Dial(ctx context.Context, srv Server, opts ConnOptions) (*Conn, error) {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.log = c.log.With("upstream", srv.Name)
+	if err := c.useOAuth(opts.Tokens); err != nil {
+		return nil, err
+	}
 	c.client = mcp.NewClient(&mcp.Implementation{Name: "custody", Version: cmpOr(opts.Version, "dev")}, c.clientOptions())
 	c.client.AddReceivingMiddleware(c.askMiddleware)
 	if err := c.connect(ctx); err != nil {
@@ -181,6 +192,9 @@ func cmpOr(a, b string) string {
 
 // connect opens a session and lists the tools.
 func (c *Conn) connect(ctx context.Context) error {
+	if err := c.authorize(ctx); err != nil {
+		return err
+	}
 	t, err := c.transport()
 	if err != nil {
 		return err
@@ -198,6 +212,9 @@ func (c *Conn) connect(ctx context.Context) error {
 	if rt != nil {
 		raw = rt.conn
 		raw.version = s.InitializeResult().ProtocolVersion
+		if sc, ok := raw.Connection.(*stdioConn); ok {
+			sc.setVersion(raw.version)
+		}
 	}
 	tools, err := listTools(ctx, s)
 	if err != nil {
@@ -247,7 +264,7 @@ func listTools(ctx context.Context, s *mcp.ClientSession) ([]*mcp.Tool, error) {
 // transport returns a new transport to the server.
 func (c *Conn) transport() (mcp.Transport, error) {
 	if c.srv.URL != "" {
-		hc := &http.Client{Transport: headerTransport{headers: c.srv.Headers, next: http.DefaultTransport}}
+		hc := &http.Client{Transport: headerTransport{headers: c.srv.Headers, next: c.bearer(http.DefaultTransport)}}
 		if c.srv.SSE {
 			return sseTransport{&mcp.SSEClientTransport{Endpoint: c.srv.URL, HTTPClient: hc}}, nil
 		}
@@ -264,7 +281,7 @@ func (c *Conn) transport() (mcp.Transport, error) {
 		return nil, fmt.Errorf("upstream %q: %w", c.srv.Name, err)
 	}
 	go c.logStderr(stderr)
-	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+	return &stdioTransport{cmd: cmd, terminate: 2 * time.Second}, nil
 }
 
 // maxLogLine is how much of one stderr line reaches the log.
@@ -463,6 +480,9 @@ func (c *Conn) callSDK(ctx context.Context, s *mcp.ClientSession, params *mcp.Ca
 	var answered *jsonrpc.Error
 	switch {
 	case err == nil:
+	case notSent(err):
+		// custody had no token it could send: the tool did not run.
+		return nil, fmt.Errorf("upstream %q: tools/call %s: %w: %w", c.srv.Name, params.Name, ErrDown, err)
 	case errors.As(err, &answered) || ctx.Err() != nil:
 		// The server answered with an error, or the caller gave up: the
 		// gateway knows what that means.
@@ -489,6 +509,7 @@ func (c *Conn) Close() error {
 	c.mu.Unlock()
 	c.stop()
 	<-c.done
+	c.cred.close()
 	if s != nil {
 		return s.Close()
 	}
