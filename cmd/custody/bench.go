@@ -91,7 +91,7 @@ func (m *Main) runBench(ctx context.Context, args []string) int {
 		return m.runBenchUpstreamServer(ctx, args[1:])
 	case len(args) == 0 || args[0] != "gateway":
 		fmt.Fprintln(m.Stderr, "usage: custody bench gateway "+usage)
-		fmt.Fprintln(m.Stderr, "       custody bench upstream [--command CMD --arg A ... --tool NAME --arguments JSON] [--seconds S | --calls N]")
+		fmt.Fprintln(m.Stderr, "       custody bench upstream [--door mcp|v1|none|sdk] [--command CMD --arg A ... --tool NAME --arguments JSON] [--seconds S | --calls N]")
 		return exitUsage
 	}
 	fs := m.flags("bench gateway", usage)

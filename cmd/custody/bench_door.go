@@ -33,6 +33,10 @@ const (
 	doorMCP = "mcp"
 	// doorV1 is POST /v1/calls on a `custody serve` process.
 	doorV1 = "v1"
+	// doorSDK is no custody at all: the bench's server behind the
+	// go-sdk's own streamable-HTTP handler, called as on doorMCP. It is
+	// the floor of any gateway's /mcp: the client's HTTP transport alone.
+	doorSDK = "sdk"
 )
 
 // servedBench is a `custody serve` child fronting the bench's server,
@@ -155,13 +159,72 @@ func (t bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // mcpSide calls the tool on the sessions, call n on session n mod
 // callers.
 func (s *servedBench) mcpSide(b upstreamBench, callers int) *bench.Side {
-	return &bench.Side{Name: "governed", Unit: "calls", Do: func(ctx context.Context, n int64) error {
-		res, err := s.sessions[n%int64(callers)].CallTool(ctx, &mcp.CallToolParams{Name: "b__" + b.tool, Arguments: b.arguments})
+	return sessionsSide("governed", s.sessions[:callers], "b__"+b.tool, b.arguments)
+}
+
+// sessionsSide calls tool on sessions, call n on session n mod their
+// number.
+func sessionsSide(name string, sessions []*mcp.ClientSession, tool string, arguments json.RawMessage) *bench.Side {
+	return &bench.Side{Name: name, Unit: "calls", Do: func(ctx context.Context, n int64) error {
+		res, err := sessions[n%int64(len(sessions))].CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: arguments})
 		if err == nil && res.IsError {
 			err = fmt.Errorf("the tool reported an error: %v", res.Content)
 		}
 		return err
 	}}
+}
+
+// sdkDoor runs custody's own bench server behind the go-sdk's
+// streamable-HTTP handler in a process of its own, as a gateway would
+// be, and opens 16 sessions with it: doorSDK.
+func sdkDoor(ctx context.Context, b upstreamBench) (governed, error) {
+	cmd := exec.CommandContext(ctx, b.command, append(append([]string{}, b.args...), "--http", "127.0.0.1:0")...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return governed{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return governed{}, fmt.Errorf("bench: start the server: %w", err)
+	}
+	stop := func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	}
+	sc := bufio.NewScanner(out)
+	var url string
+	for url == "" && sc.Scan() {
+		url, _ = strings.CutPrefix(sc.Text(), "serving on ")
+	}
+	go io.Copy(io.Discard, out)
+	if url == "" {
+		stop()
+		return governed{}, errors.New("bench: the server over HTTP did not say where it serves")
+	}
+	var sessions []*mcp.ClientSession
+	closeAll := func() {
+		for _, cs := range sessions {
+			cs.Close()
+		}
+		stop()
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
+	for len(sessions) < 16 {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "custody-bench", Version: "1"}, nil).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+		if err != nil {
+			closeAll()
+			return governed{}, fmt.Errorf("bench: open an MCP session with %s: %w", url, err)
+		}
+		sessions = append(sessions, cs)
+	}
+	return governed{
+		side: func(callers int) *bench.Side {
+			return sessionsSide("sdk-http", sessions[:callers], b.tool, b.arguments)
+		},
+		cpu:       func() (time.Duration, bool) { return 0, false },
+		allocated: func() (int64, bool) { return 0, false },
+		close:     closeAll,
+	}, nil
 }
 
 // v1Side calls the tool with POST /v1/calls.

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,7 +78,7 @@ func (m *Main) runBenchUpstream(ctx context.Context, args []string) int {
 	b := upstreamBench{}
 	var cmdArgs stringList
 	fs.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the served gateway to `FILE` (doors mcp and v1)")
-	fs.StringVar(&b.door, "door", doorMCP, "the governed side's `DOOR`: mcp (a serve process's /mcp), v1 (its POST /v1/calls) or none (the gateway in process)")
+	fs.StringVar(&b.door, "door", doorMCP, "the governed side's `DOOR`: mcp (a serve process's /mcp), v1 (its POST /v1/calls), none (the gateway in process) or sdk (no custody: the server behind the go-sdk's own HTTP handler, the floor of /mcp)")
 	fs.StringVar(&b.command, "command", "", "the stdio MCP server's `COMMAND` (default: custody's own small Go server)")
 	fs.Var(&cmdArgs, "arg", "an `ARGUMENT` of --command (repeat for more)")
 	fs.StringVar(&b.tool, "tool", "echo", "the READ tool to call")
@@ -86,8 +89,11 @@ func (m *Main) runBenchUpstream(ctx context.Context, args []string) int {
 	if ok, code := m.parse(fs, args); !ok {
 		return code
 	}
-	if b.door != doorMCP && b.door != doorV1 && b.door != doorNone {
-		return m.flagUsage(fs, "--door must be mcp, v1 or none")
+	if b.door != doorMCP && b.door != doorV1 && b.door != doorNone && b.door != doorSDK {
+		return m.flagUsage(fs, "--door must be mcp, v1, none or sdk")
+	}
+	if b.door == doorSDK && b.command != "" {
+		return m.flagUsage(fs, "--door sdk serves custody's own server: it takes no --command")
 	}
 	if *seconds <= 0 || b.rounds < 1 || !json.Valid([]byte(*arguments)) {
 		return m.flagUsage(fs, "--seconds and --rounds must be positive and --arguments JSON")
@@ -144,8 +150,8 @@ func (m *Main) benchUpstream(ctx context.Context, b upstreamBench) (upstreamBenc
 		governedCalls += int64(gs.Count())
 		dRate, dP50, dP99 := ds.Summary()
 		gRate, gP50, gP99 := gs.Summary()
-		fmt.Fprintf(m.Stdout, "%d callers: direct %d calls, %.0f calls/s p50 %d µs p99 %d µs; governed %d calls, %.0f calls/s p50 %d µs p99 %d µs\n",
-			callers, ds.Count(), dRate, dP50, dP99, gs.Count(), gRate, gP50, gP99)
+		fmt.Fprintf(m.Stdout, "%d callers: direct %d calls, %.0f calls/s p50 %d µs p99 %d µs; %s %d calls, %.0f calls/s p50 %d µs p99 %d µs\n",
+			callers, ds.Count(), dRate, dP50, dP99, gs.Name, gs.Count(), gRate, gP50, gP99)
 		if callers == 16 {
 			res.DirectPerS, res.GovernedPerS = dRate, gRate
 			if dRate > 0 {
@@ -178,6 +184,9 @@ type governed struct {
 // governedDoor opens the gateway b.door names: a served one for mcp and
 // v1, an in-process stack for none.
 func (m *Main) governedDoor(ctx context.Context, dir string, b upstreamBench) (governed, error) {
+	if b.door == doorSDK {
+		return sdkDoor(ctx, b)
+	}
 	if b.door == doorNone {
 		st, err := m.benchStack(ctx, dir, b)
 		if err != nil {
@@ -250,10 +259,35 @@ func governedSide(st *stack, b upstreamBench) *bench.Side {
 	}}
 }
 
-// runBenchUpstreamServer serves custody's small Go MCP server on stdio:
-// the default server of `custody bench upstream`.
-func (m *Main) runBenchUpstreamServer(ctx context.Context, _ []string) int {
-	if err := mcptest.ServeStdio(ctx, mcptest.Options{}, io.NopCloser(m.Stdin), nopWriteCloser{m.Stdout}); err != nil {
+// runBenchUpstreamServer serves custody's small Go MCP server on stdio,
+// the default server of `custody bench upstream`, or with --http ADDR
+// behind the go-sdk's streamable-HTTP handler (JSON responses) on ADDR,
+// printing "serving on URL" once it listens: `--door sdk`'s server.
+func (m *Main) runBenchUpstreamServer(ctx context.Context, args []string) int {
+	fs := m.flags("bench upstream-server", "[--http HOST:PORT]")
+	addr := fs.String("http", "", "serve streamable HTTP on `HOST:PORT` instead of stdio")
+	if ok, code := m.parse(fs, args); !ok {
+		return code
+	}
+	if *addr == "" {
+		if err := mcptest.ServeStdio(ctx, mcptest.Options{}, io.NopCloser(m.Stdin), nopWriteCloser{m.Stdout}); err != nil {
+			return m.fail(err)
+		}
+		return exitOK
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return m.fail(fmt.Errorf("bench upstream-server: %w", err))
+	}
+	srv := mcptest.Server(mcptest.Options{})
+	hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{JSONResponse: true})}
+	go func() {
+		<-ctx.Done()
+		hs.Close()
+	}()
+	fmt.Fprintf(m.Stdout, "serving on http://%s/mcp\n", ln.Addr())
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return m.fail(err)
 	}
 	return exitOK

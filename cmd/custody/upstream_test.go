@@ -418,7 +418,7 @@ func TestHTTPTools(t *testing.T) {
 // small server.
 func TestBenchUpstream(t *testing.T) {
 	t.Setenv(envRunMain, "1")
-	for _, door := range []string{doorMCP, doorV1, doorNone} {
+	for _, door := range []string{doorMCP, doorV1, doorNone, doorSDK} {
 		t.Run(door, func(t *testing.T) {
 			var out, errOut strings.Builder
 			m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: os.Getenv}
@@ -427,7 +427,11 @@ func TestBenchUpstream(t *testing.T) {
 				t.Fatalf("exit %d: %s %s", code, out.String(), errOut.String())
 			}
 			for _, callers := range []string{"16", "1"} {
-				if !regexp.MustCompile(`(?m)^` + callers + ` callers: direct 40 calls, .*; governed 40 calls, `).MatchString(out.String()) {
+				side := "governed"
+				if door == doorSDK {
+					side = "sdk-http"
+				}
+				if !regexp.MustCompile(`(?m)^` + callers + ` callers: direct 40 calls, .*; ` + side + ` 40 calls, `).MatchString(out.String()) {
 					t.Errorf("at %s callers, not 40 calls on each side in:\n%s", callers, out.String())
 				}
 			}
@@ -449,10 +453,10 @@ func TestBenchUpstream(t *testing.T) {
 			}
 			// The served gateway's CPU is read from /proc where there is one.
 			_, statErr := os.Stat("/proc/self/stat")
-			if _, ok := res["cpu_per_call_us"]; ok != (door != doorNone && statErr == nil) {
+			if _, ok := res["cpu_per_call_us"]; ok != ((door == doorMCP || door == doorV1) && statErr == nil) {
 				t.Errorf("cpu_per_call_us in %v, door %s", res, door)
 			}
-			if n, ok := res["alloc_per_call_bytes"].(float64); ok != (door != doorNone) || ok && n <= 0 {
+			if n, ok := res["alloc_per_call_bytes"].(float64); ok != (door == doorMCP || door == doorV1) || ok && n <= 0 {
 				t.Errorf("alloc_per_call_bytes in %v, door %s", res, door)
 			}
 		})
@@ -462,7 +466,7 @@ func TestBenchUpstream(t *testing.T) {
 func TestBenchUpstreamRefusesUnknownDoor(t *testing.T) {
 	var out, errOut strings.Builder
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: os.Getenv}
-	if code := m.Run(context.Background(), []string{"bench", "upstream", "--door", "ssh"}); code == exitOK || !strings.Contains(errOut.String(), "--door must be mcp, v1 or none") {
+	if code := m.Run(context.Background(), []string{"bench", "upstream", "--door", "ssh"}); code == exitOK || !strings.Contains(errOut.String(), "--door must be mcp, v1, none or sdk") {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 }
