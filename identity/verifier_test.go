@@ -149,3 +149,32 @@ func TestMetadata(t *testing.T) {
 		t.Errorf("challenge\n got %s\nwant %s", got, want)
 	}
 }
+
+// TestVerifyAfterKeyRotation: the provider rotates its signing key while
+// custody runs. A token under the new key is refused until the key set
+// may be fetched again (KeyRefresh: no hammering the issuer on unknown
+// kids), then accepted with no restart; a token under the old key still
+// verifies.
+func TestVerifyAfterKeyRotation(t *testing.T) {
+	idp, v, clock := setup(t)
+	old := idp.Token(t, "agent-42")
+	if _, err := v.Verify(context.Background(), old); err != nil {
+		t.Fatalf("before the rotation: %v", err)
+	}
+	idp.RotateKey(t)
+	rotated := idp.Token(t, "agent-42")
+	if _, err := v.Verify(context.Background(), rotated); !errors.Is(err, identity.ErrSignature) {
+		t.Fatalf("a new kid within KeyRefresh of the last fetch: %v, want %v", err, identity.ErrSignature)
+	}
+	clock.Add(identity.DefaultKeyRefresh)
+	p, err := v.Verify(context.Background(), rotated)
+	if err != nil {
+		t.Fatalf("after the rotation, KeyRefresh later: %v", err)
+	}
+	if p.ID() != idp.Issuer+"#agent-42" {
+		t.Errorf("principal %s", p.ID())
+	}
+	if _, err := v.Verify(context.Background(), old); err != nil {
+		t.Errorf("a token under the previous key: %v", err)
+	}
+}

@@ -177,6 +177,8 @@ func (o *OP) post(t testing.TB, path, id, secret string, form url.Values, into a
 // and with the test's people and console clients (login.go).
 type store struct {
 	*storage.Storage
+	// keys, once RotateKey has run, sign in place of the storage's own.
+	keys     rotation
 	mu       sync.Mutex
 	clients  map[string]*Client
 	tokens   map[string]*token
