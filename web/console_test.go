@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -379,5 +380,38 @@ func TestConsoleApprovalPage(t *testing.T) {
 	}
 	if a := e.approval(id); a.Status != custody.ApprovalApproved || a.Operator != "op-1" {
 		t.Errorf("approval %+v", a)
+	}
+}
+
+// TestConsoleUpstreamsDown: the console says which upstream servers are
+// down and why, as /healthz does, and says nothing while all are up.
+func TestConsoleUpstreamsDown(t *testing.T) {
+	var mu sync.Mutex
+	down := []web.UpstreamHealth{{Name: "files", Error: "oauth: invalid_client: check oauth.clientId and oauth.clientSecret"}}
+	e := newEnvWith(t, func(c *web.Config) {
+		c.Upstreams = func() []web.UpstreamHealth {
+			mu.Lock()
+			defer mu.Unlock()
+			return down
+		}
+	})
+	ctx := browser(t)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(e.srv.URL+"/login?code="+loginLink(t, e, operatorToken)),
+		chromedp.Click(css(`[data-testid=login-confirm]`)),
+		chromedp.WaitVisible(css(`[data-testid=upstreams-down]`)),
+	)
+	if err != nil {
+		t.Fatalf("console: %v", err)
+	}
+	if banner := text(t, ctx, `[data-testid=upstreams-down]`); !strings.Contains(banner, "Upstream files is down") || !strings.Contains(banner, "invalid_client") {
+		t.Errorf("banner %q", banner)
+	}
+	mu.Lock()
+	down = nil
+	mu.Unlock()
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(css(`#logout`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector("[data-testid=upstreams-down]").hidden === true`)); err != nil {
+		t.Fatalf("all up: %v", err)
 	}
 }

@@ -145,6 +145,23 @@ async function start() {
   state.timers.push(setInterval(tickCountdowns, 1000));
   state.timers.push(setInterval(verify, 15000));
   verify();
+  state.timers.push(setInterval(upstreamHealth, 15000));
+  upstreamHealth();
+}
+
+// upstreamHealth says which upstream servers are down and why, as
+// /healthz does: their tools answer unavailable meanwhile.
+async function upstreamHealth() {
+  const out = $("#upstreams-down");
+  let down = [];
+  try {
+    const res = await fetch("/healthz", { credentials: "same-origin" });
+    down = (await res.json()).upstreams_down || [];
+  } catch (err) {
+    return; // the API's own errors show elsewhere
+  }
+  out.hidden = down.length === 0;
+  out.textContent = down.map((u) => `Upstream ${u.name} is down${u.waiting ? " since the start" : ""}: ${u.error}`).join(" · ");
 }
 
 // appLink links an app in the navigation. On a phone only the title's
