@@ -89,7 +89,7 @@ func TestDesktopApprovedInTheConsole(t *testing.T) {
 			t.Fatalf("approve %s in the console: %v", id, err)
 		}
 	}
-	run := func(base, args string) (desktopResult, error, *bytes.Buffer) {
+	run := func(base, args string) (desktopResult, *bytes.Buffer, error) {
 		cmd := exec.CommandContext(ctx, node, script, sdk, bin, base, "t__append", args)
 		cmd.Env = append(os.Environ(), "CUSTODY_AGENT_TOKEN="+upAgent)
 		var stderr bytes.Buffer
@@ -99,7 +99,7 @@ func TestDesktopApprovedInTheConsole(t *testing.T) {
 		if err == nil {
 			err = json.Unmarshal(out, &r)
 		}
-		return r, err, &stderr
+		return r, &stderr, err
 	}
 
 	t.Run("approvalWait", func(t *testing.T) {
@@ -113,7 +113,7 @@ func TestDesktopApprovedInTheConsole(t *testing.T) {
 		var stderr *bytes.Buffer
 		go func() {
 			defer close(done)
-			res, runErr, stderr = run(base, `{"line":"waited"}`)
+			res, stderr, runErr = run(base, `{"line":"waited"}`)
 		}()
 		id := waitPending(t, base)
 		approveIn(base, id)
@@ -134,7 +134,7 @@ func TestDesktopApprovedInTheConsole(t *testing.T) {
 		base, _, stop := startServe(t, upstreamEnv(), "--data", filepath.Join(t.TempDir(), "data"),
 			"--config", desktopConfig(t, file, ""))
 		defer stop()
-		held, err, stderr := run(base, `{"line":"retried"}`)
+		held, stderr, err := run(base, `{"line":"retried"}`)
 		if err != nil {
 			t.Fatalf("client: %v\n%s", err, stderr)
 		}
@@ -151,7 +151,7 @@ func TestDesktopApprovedInTheConsole(t *testing.T) {
 		}
 		approveIn(base, link[1])
 		// A new client process, a new session: the agent's approval holds.
-		again, err, stderr := run(base, `{"line":"retried"}`)
+		again, stderr, err := run(base, `{"line":"retried"}`)
 		if err != nil {
 			t.Fatalf("client: %v\n%s", err, stderr)
 		}
