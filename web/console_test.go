@@ -415,3 +415,30 @@ func TestConsoleUpstreamsDown(t *testing.T) {
 		t.Fatalf("all up: %v", err)
 	}
 }
+
+// TestConsoleAuditorReads: an auditor sees what waits, and no way to
+// decide it.
+func TestConsoleAuditorReads(t *testing.T) {
+	e := newEnv(t)
+	ctx := browser(t)
+	id := e.pending("t-auditor", `{"channel":"ops","message":"HI"}`, custody.EPENDING)
+	card := `[data-testid=approval][data-id="` + id + `"]`
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(e.srv.URL+"/login?code="+loginLink(t, e, auditorToken)),
+		chromedp.Click(css(`[data-testid=login-confirm]`)),
+		chromedp.WaitVisible(css(card+` [data-testid=auditor-note]`)),
+	)
+	if err != nil {
+		t.Fatalf("console: %v", err)
+	}
+	visible, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.querySelector('`+card+` [data-testid=approve]').offsetParent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if visible {
+		t.Error("an auditor is shown the approve button")
+	}
+	if who := text(t, ctx, `#principal`); !strings.Contains(who, "aud-1 · auditor") {
+		t.Errorf("header %q", who)
+	}
+}

@@ -153,8 +153,8 @@ func TestConsoleIdPBrowser(t *testing.T) {
 		t.Fatalf("sign in at the provider and approve: %v", err)
 	}
 	who, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#principal`)))
-	if err != nil || !strings.Contains(who, e.idp.Issuer+"#u-ana") {
-		t.Errorf("the console shows %q (%v), want the provider's issuer#subject", who, err)
+	if err != nil || !strings.Contains(who, e.idp.Issuer+"#u-ana") || !strings.Contains(who, "Ana Operator") {
+		t.Errorf("the console shows %q (%v), want the operator's name and the provider's issuer#subject", who, err)
 	}
 	actor, body, raw := e.decision(t, id)
 	if actor != e.idp.Issuer+"#u-ana" || body["operator_id"] != e.idp.Issuer+"#u-ana" || body["operator_name"] != "Ana Operator" || body["decision"] != "approved" {

@@ -12,6 +12,7 @@ const state = {
   events: null,          // the EventSource of live approval changes
   fields: 0,             // edit fields made, for their unique ids
   inboxLoads: 0,         // inbox loads begun: only the latest may render
+  role: "",              // the signed-in principal's role
 };
 
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -129,7 +130,9 @@ async function start() {
     return;
   }
   $("#logout").hidden = false;
-  $("#principal").textContent = `${me.principal.id} · ${me.principal.role}`;
+  state.role = me.principal.role;
+  const who = me.principal.name ? `${me.principal.name} (${me.principal.id})` : me.principal.id;
+  $("#principal").textContent = `${who} · ${me.principal.role}`;
   const links = $("#app-links");
   links.replaceChildren();
   for (const app of me.apps) links.appendChild(appLink(app));
@@ -263,6 +266,15 @@ async function approvalCard(a) {
     ev.preventDefault();
     decide(card, a, ev.submitter ? ev.submitter.value : "approved");
   });
+  if (state.role === "auditor") {
+    // An auditor reads; only an operator decides (the server refuses the rest).
+    $("form", card).hidden = true;
+    const note = document.createElement("p");
+    note.className = "muted";
+    note.dataset.testid = "auditor-note";
+    note.textContent = "You are signed in as an auditor: an operator decides.";
+    $("form", card).after(note);
+  }
   return card;
 }
 
