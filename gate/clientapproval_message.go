@@ -113,20 +113,7 @@ func textDiff(before, after string) string {
 	} else {
 		ops = linediff.Lines(a, b)
 	}
-	var out strings.Builder
-	for i := 0; i < len(ops); i++ {
-		j := i
-		for j < len(ops) && ops[j][0] == ' ' {
-			j++
-		}
-		if j-i > 2 {
-			out.WriteString("  …\n")
-			i = j - 1
-			continue
-		}
-		out.WriteString(ops[i] + "\n")
-	}
-	return out.String()
+	return linediff.Compact(ops)
 }
 
 // splitLines splits s into its lines, without a last empty one.

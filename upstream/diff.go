@@ -14,25 +14,7 @@ import (
 // more than two lines are cut to "  …".
 func Diff(old, new Definition) string {
 	a, b := lines(old), lines(new)
-	ops := linediff.Lines(a, b)
-	var out strings.Builder
-	for i := 0; i < len(ops); i++ {
-		if ops[i][0] != ' ' {
-			out.WriteString(ops[i] + "\n")
-			continue
-		}
-		j := i
-		for j < len(ops) && ops[j][0] == ' ' {
-			j++
-		}
-		if j-i > 2 {
-			out.WriteString("  …\n")
-			i = j - 1
-			continue
-		}
-		out.WriteString(ops[i] + "\n")
-	}
-	return out.String()
+	return linediff.Compact(linediff.Lines(a, b))
 }
 
 // lines returns d as indented JSON lines.

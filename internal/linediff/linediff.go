@@ -3,6 +3,8 @@
 // held call would make.
 package linediff
 
+import "strings"
+
 // Lines is a longest-common-subsequence diff of a and b: each line of
 // the result is "  " (in both), "- " (only in a) or "+ " (only in b)
 // followed by the line. It takes time and space len(a)*len(b): for short
@@ -44,4 +46,24 @@ func Lines(a, b []string) []string {
 		out = append(out, "+ "+b[j])
 	}
 	return out
+}
+
+// Compact renders ops, the result of Lines, one line each, with every
+// run of more than two unchanged lines cut to "  …": what a reader needs
+// to see of a change is what changed, and a little around it.
+func Compact(ops []string) string {
+	var out strings.Builder
+	for i := 0; i < len(ops); i++ {
+		j := i
+		for j < len(ops) && strings.HasPrefix(ops[j], "  ") {
+			j++
+		}
+		if j-i > 2 {
+			out.WriteString("  …\n")
+			i = j - 1
+			continue
+		}
+		out.WriteString(ops[i] + "\n")
+	}
+	return out.String()
 }

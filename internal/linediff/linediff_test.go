@@ -21,3 +21,13 @@ func TestLines(t *testing.T) {
 		}
 	}
 }
+
+func TestCompact(t *testing.T) {
+	ops := Lines([]string{"a", "b", "c", "d", "e", "f"}, []string{"a", "b", "C", "d", "e", "f"})
+	if got, want := Compact(ops), "  a\n  b\n- c\n+ C\n  …\n"; got != want {
+		t.Errorf("Compact = %q, want %q", got, want)
+	}
+	if got := Compact(Lines([]string{"x", "y"}, []string{"x", "y"})); got != "  x\n  y\n" {
+		t.Errorf("two unchanged lines are kept: %q", got)
+	}
+}
