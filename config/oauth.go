@@ -10,10 +10,12 @@ import (
 
 // OAuth is a server's "oauth": custody's own credentials as a client of
 // the authorization server that the server at the URL trusts. custody
-// obtains an access token by client credentials and sends it to the
-// server; the agent's token is never sent on. Write the secret as
-// "${env:NAME}".
+// obtains an access token by client credentials, or by the authorization
+// code grant an operator completes in the console ("grant":
+// "authorization_code"), and sends it to the server; the agent's token is
+// never sent on. Write the secret as "${env:NAME}".
 type OAuth struct {
+	Grant        string   `json:"grant"`
 	Issuer       string   `json:"issuer"`
 	TokenURL     string   `json:"tokenUrl"`
 	ClientID     string   `json:"clientId"`
@@ -27,7 +29,7 @@ func (o *OAuth) upstream() *upstream.OAuth {
 	if o == nil {
 		return nil
 	}
-	return &upstream.OAuth{Issuer: o.Issuer, TokenURL: o.TokenURL, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
+	return &upstream.OAuth{Grant: o.Grant, Issuer: o.Issuer, TokenURL: o.TokenURL, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
 		Scopes: slices.Clone(o.Scopes), Resource: o.Resource}
 }
 

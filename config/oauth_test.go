@@ -54,8 +54,14 @@ func TestParseOAuthRefused(t *testing.T) {
 			"/mcpServers/docs/oauth"},
 		{"ErrNoClientID", `{"url": "https://m.example.com/mcp", "oauth": {"issuer": "https://idp.example.com", "clientSecret": "${env:S}"}}`,
 			"clientId"},
-		{"ErrUnknownMember", `{"url": "https://m.example.com/mcp", "oauth": {"issuer": "https://idp.example.com", "clientId": "c", "clientSecret": "${env:S}", "grant": "x"}}`,
+		{"ErrUnknownMember", `{"url": "https://m.example.com/mcp", "oauth": {"issuer": "https://idp.example.com", "clientId": "c", "clientSecret": "${env:S}", "flow": "x"}}`,
 			"/mcpServers/docs/oauth"},
+		{"ErrGrant", `{"url": "https://m.example.com/mcp", "oauth": {"issuer": "https://idp.example.com", "clientId": "c", "clientSecret": "${env:S}", "grant": "password"}}`,
+			"/mcpServers/docs/oauth/grant: value must be one of"},
+		{"ErrCodeTokenURL", `{"url": "https://m.example.com/mcp", "oauth": {"grant": "authorization_code", "tokenUrl": "https://idp.example.com/token"}}`,
+			"/mcpServers/docs/oauth/tokenUrl: the authorization code grant reads both its endpoints"},
+		{"ErrCodeSecretAlone", `{"url": "https://m.example.com/mcp", "oauth": {"grant": "authorization_code", "clientSecret": "${env:S}"}}`,
+			"/mcpServers/docs/oauth/clientSecret: give clientId with it"},
 		{"ErrScope", `{"url": "https://m.example.com/mcp", "oauth": {"issuer": "https://idp.example.com", "clientId": "c", "clientSecret": "${env:S}", "scopes": ["read write"]}}`,
 			"/mcpServers/docs/oauth/scopes/0: \"read write\" is not one scope"},
 		{"ErrResourceFragment", `{"url": "https://m.example.com/mcp", "oauth": {"issuer": "https://idp.example.com", "clientId": "c", "clientSecret": "${env:S}", "resource": "https://m.example.com/mcp#x"}}`,
@@ -70,6 +76,19 @@ func TestParseOAuthRefused(t *testing.T) {
 				t.Fatalf("the error repeats the client secret: %v", err)
 			}
 		})
+	}
+}
+
+// TestParseOAuthCode: the authorization code grant needs nothing but
+// itself: the provider and the client are found and registered.
+func TestParseOAuthCode(t *testing.T) {
+	f, err := Parse([]byte(oauthDoc(`{"url": "https://notes.example.com/mcp", "oauth": {"grant": "authorization_code", "scopes": ["notes:read"]}}`)), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := f.MCPServers["docs"].OAuth.upstream()
+	if o.Grant != "authorization_code" || o.ClientID != "" || len(o.Scopes) != 1 {
+		t.Fatalf("oauth = %+v", o)
 	}
 }
 

@@ -107,7 +107,10 @@ type Conn struct {
 	closed  bool
 	stop    context.CancelFunc
 	restart chan struct{}
-	done    chan struct{}
+	// nudge cuts a wait between restarts short: the reason of the last
+	// failure is gone (an operator connected the server).
+	nudge chan struct{}
+	done  chan struct{}
 	// minWait and maxWait bound the wait between restarts.
 	minWait, maxWait time.Duration
 }
@@ -156,7 +159,7 @@ func Dial(ctx context.Context, srv Server, opts ConnOptions) (*Conn, error) {
 	}
 	c := &Conn{srv: srv, log: opts.Logger, changed: opts.ToolsChanged, updated: opts.ResourceUpdated,
 		askFn: opts.Ask, logTo: opts.Log,
-		restart: make(chan struct{}, 1), done: make(chan struct{}), back: make(chan struct{}),
+		restart: make(chan struct{}, 1), nudge: make(chan struct{}, 1), done: make(chan struct{}), back: make(chan struct{}),
 		minWait: cmp.Or(opts.MinBackoff, minBackoff), maxWait: cmp.Or(opts.MaxBackoff, maxBackoff)}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -366,6 +369,7 @@ func (c *Conn) supervise(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-time.After(wait):
+			case <-c.nudge:
 			}
 			wait = min(2*wait, c.maxWait)
 			err := c.connect(ctx)

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"errors"
 	"maps"
 	"regexp"
 	"slices"
@@ -52,6 +53,9 @@ type DownServer struct {
 	// Waiting says it has been down since custody started: its tools are
 	// not listed yet.
 	Waiting bool
+	// Connect says it is down until an operator connects it (the
+	// authorization code grant, not connected or no longer).
+	Connect bool
 }
 
 // Down returns the servers that have no session now, in configuration
@@ -63,7 +67,8 @@ func (s *Set) Down() []DownServer {
 		if err == nil {
 			continue
 		}
-		out = append(out, DownServer{Name: c.Name(), Err: redactURLs(err.Error()), Waiting: !c.Listed()})
+		out = append(out, DownServer{Name: c.Name(), Err: redactURLs(err.Error()), Waiting: !c.Listed(),
+			Connect: errors.Is(err, ErrNotConnected)})
 	}
 	return out
 }

@@ -22,23 +22,44 @@ import (
 // A server at a URL that requires OAuth gets custody's own access token,
 // never the agent's: custody is an OAuth client of the server's
 // authorization server, by the client credentials grant (RFC 6749 §4.4),
-// and sends the token it obtained as Authorization: Bearer on every
+// or by the authorization code grant with PKCE that an operator completes
+// once in the console (oauth_code.go), after which refresh tokens keep
+// it; and sends the token it obtained as Authorization: Bearer on every
 // request to the server (oauth_transport.go). The token is refreshed
 // before it expires, and once more when the server answers 401; while
 // none can be had the server is down, and why is what /healthz says.
 // Tokens may be kept, sealed, in the store (oauth_vault.go), so that a
 // restart reuses one that has not expired.
 
+// The grants custody obtains an upstream's tokens by.
+const (
+	// GrantClientCredentials is the client credentials grant: custody's
+	// own identity, for machine-to-machine servers. The default.
+	GrantClientCredentials = "client_credentials"
+	// GrantAuthorizationCode is the authorization code grant with PKCE:
+	// a person's authorization, given once by an operator in the console
+	// and kept by refresh tokens (oauth_code.go).
+	GrantAuthorizationCode = "authorization_code"
+)
+
 // OAuth is how custody obtains an access token for one server.
 type OAuth struct {
+	// Grant is GrantClientCredentials (when empty) or
+	// GrantAuthorizationCode.
+	Grant string
 	// Issuer is the authorization server's issuer identifier: its token
 	// endpoint is read from its metadata (RFC 8414, else OpenID Connect
-	// discovery) unless TokenURL names it.
+	// discovery) unless TokenURL names it. With the authorization code
+	// grant it may be left out: the server's protected resource metadata
+	// (RFC 9728) names it.
 	Issuer   string
 	TokenURL string
 	// ClientID and ClientSecret are custody's credentials as a client of
 	// the authorization server (client_secret_basic, or client_secret_post
-	// where its metadata offers only that).
+	// where its metadata offers only that). With the authorization code
+	// grant both may be left out, where the authorization server offers
+	// dynamic client registration (RFC 7591), and the secret alone may
+	// (a public client, PKCE its proof).
 	ClientID, ClientSecret string
 	// Scopes are asked for with each token; none: the server's default.
 	Scopes []string
@@ -54,6 +75,13 @@ var ErrCredential = errors.New("no OAuth access token")
 // Check reports what is wrong with o, beginning with the member's JSON
 // name ("issuer: ..."). The client secret is never part of the error.
 func (o OAuth) Check() error {
+	switch o.Grant {
+	case "", GrantClientCredentials:
+	case GrantAuthorizationCode:
+		return o.checkCode()
+	default:
+		return fmt.Errorf("grant: %q is neither %q nor %q", o.Grant, GrantClientCredentials, GrantAuthorizationCode)
+	}
 	switch {
 	case o.ClientID == "":
 		return errors.New("clientId: give the client id custody has at the authorization server")
@@ -62,6 +90,12 @@ func (o OAuth) Check() error {
 	case o.Issuer == "" && o.TokenURL == "":
 		return errors.New("issuer: give the authorization server's issuer (its token endpoint is read from its metadata), or tokenUrl")
 	}
+	return o.checkCommon()
+}
+
+// checkCommon checks what both grants share: the URLs, the resource and
+// the scopes.
+func (o OAuth) checkCommon() error {
 	for _, u := range []struct{ name, url string }{{"issuer", o.Issuer}, {"tokenUrl", o.TokenURL}} {
 		if u.url == "" {
 			continue
@@ -130,6 +164,9 @@ func (o OAuth) withDefaults(serverURL string) OAuth {
 // resource. The secret is not part of it.
 func (o OAuth) fingerprint() string {
 	b, _ := json.Marshal([]any{o.Issuer, o.TokenURL, o.ClientID, o.Scopes, o.Resource})
+	if o.code() {
+		b, _ = json.Marshal([]any{o.Grant, o.Issuer, o.ClientID, o.Scopes, o.Resource})
+	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -147,10 +184,18 @@ const (
 	maxAuthReply = 1 << 20
 )
 
-// token is an access token custody obtained. Its String, GoString and
-// LogValue never show it.
+// token is an access token custody obtained, with the refresh token and
+// the registered client of the authorization code grant. Its String,
+// GoString and LogValue never show it.
 type token struct {
 	Access string `json:"access_token"`
+	// Refresh obtains the next access token, with the authorization code
+	// grant; "" when the server issued none.
+	Refresh string `json:"refresh_token,omitempty"`
+	// Client is the client custody registered at the authorization server
+	// (RFC 7591), which the refresh token belongs to; nil for a client
+	// of the configuration.
+	Client *registration `json:"client,omitempty"`
 	// Expiry is when it expires; zero when the server did not say.
 	Expiry time.Time `json:"expiry,omitzero"`
 	// Obtained is when it was asked for.
@@ -200,10 +245,16 @@ type credential struct {
 	sem      chan struct{}
 	endpoint string
 	post     bool // client_secret_post rather than client_secret_basic
+	// serverURL is the server's URL; codeAS its authorization server
+	// once read, with the authorization code grant (oauth_code.go).
+	serverURL string
+	codeAS    *codeServer
 
 	mu     sync.Mutex
 	tok    token
 	loaded bool // the vault was read
+	// reg is the client registered for the connection under way.
+	reg *registration
 	// retryAt is when a refresh that failed is tried again.
 	retryAt time.Time
 	timer   stopper
@@ -218,7 +269,7 @@ func realAfterFunc(d time.Duration, f func()) stopper { return time.AfterFunc(d,
 // newCredential returns the credential of srv, whose OAuth is set and
 // checked.
 func newCredential(srv Server, vault *TokenVault, log *slog.Logger, failed func(error)) *credential {
-	return &credential{server: srv.Name, cfg: srv.OAuth.withDefaults(srv.URL), hc: &http.Client{Timeout: authTimeout},
+	return &credential{server: srv.Name, serverURL: srv.URL, cfg: srv.OAuth.withDefaults(srv.URL), hc: &http.Client{Timeout: authTimeout},
 		vault: vault, now: time.Now, afterFunc: realAfterFunc, log: log, failed: failed, sem: make(chan struct{}, 1)}
 }
 
@@ -295,7 +346,7 @@ func (c *credential) load(ctx context.Context) (token, bool) {
 		c.log.Warn("the upstream token kept in the store cannot be used; obtaining a new one", "err", err)
 		return token{}, false
 	}
-	if !t.usable(c.now()) {
+	if !t.usable(c.now()) && t.Refresh == "" {
 		return token{}, false
 	}
 	c.mu.Lock()
@@ -371,9 +422,13 @@ func (c *credential) close() {
 	}
 }
 
-// fetch obtains a new token at the token endpoint by client credentials.
+// fetch obtains a new token at the token endpoint: by client
+// credentials, or by the refresh token of the authorization code grant.
 // Called with sem held.
 func (c *credential) fetch(ctx context.Context) (token, error) {
+	if c.cfg.code() {
+		return c.refreshByToken(ctx)
+	}
 	endpoint, err := c.tokenEndpoint(ctx)
 	if err != nil {
 		return token{}, fmt.Errorf("%w: %w", ErrCredential, err)
@@ -382,9 +437,27 @@ func (c *credential) fetch(ctx context.Context) (token, error) {
 	if len(c.cfg.Scopes) > 0 {
 		form.Set("scope", strings.Join(c.cfg.Scopes, " "))
 	}
-	if c.post {
-		form.Set("client_id", c.cfg.ClientID)
-		form.Set("client_secret", c.cfg.ClientSecret)
+	return c.tokenRequest(ctx, endpoint, form, clientAuth{id: c.cfg.ClientID, secret: c.cfg.ClientSecret, post: c.post})
+}
+
+// clientAuth is how custody authenticates at the token endpoint: by
+// client_secret_basic, client_secret_post, or, with no secret, as a
+// public client naming itself in the form (PKCE or the refresh token
+// its proof).
+type clientAuth struct {
+	id, secret string
+	post       bool
+}
+
+// tokenRequest posts form, with the client's authentication, to the
+// token endpoint and reads the token it answers. Its errors wrap
+// ErrCredential and never hold a secret or a token.
+func (c *credential) tokenRequest(ctx context.Context, endpoint string, form url.Values, auth clientAuth) (token, error) {
+	if auth.post || auth.secret == "" {
+		form.Set("client_id", auth.id)
+	}
+	if auth.post && auth.secret != "" {
+		form.Set("client_secret", auth.secret)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -392,9 +465,9 @@ func (c *credential) fetch(ctx context.Context) (token, error) {
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	if !c.post {
+	if !auth.post && auth.secret != "" {
 		// RFC 6749 §2.3.1: both are form-encoded before Basic.
-		req.SetBasicAuth(url.QueryEscape(c.cfg.ClientID), url.QueryEscape(c.cfg.ClientSecret))
+		req.SetBasicAuth(url.QueryEscape(auth.id), url.QueryEscape(auth.secret))
 	}
 	obtained := c.now()
 	resp, err := c.hc.Do(req)
@@ -409,7 +482,7 @@ func (c *credential) fetch(ctx context.Context) (token, error) {
 	case len(body) > maxAuthReply:
 		return token{}, fmt.Errorf("%w: token endpoint %s: a reply larger than %d bytes", ErrCredential, endpoint, maxAuthReply)
 	case resp.StatusCode != http.StatusOK:
-		return token{}, fmt.Errorf("%w: token endpoint %s refused client %q: %s", ErrCredential, endpoint, c.cfg.ClientID, refusal(resp.Status, body))
+		return token{}, fmt.Errorf("%w: token endpoint %s refused client %q: %w", ErrCredential, endpoint, auth.id, refusal(resp.Status, body, form.Get("grant_type")))
 	}
 	t, err := parseToken(body, obtained)
 	if err != nil {
@@ -433,9 +506,10 @@ func transportCause(err error) error {
 // errors never quote the reply, which holds the token.
 func parseToken(body []byte, obtained time.Time) (token, error) {
 	var r struct {
-		AccessToken string          `json:"access_token"`
-		TokenType   string          `json:"token_type"`
-		ExpiresIn   json.RawMessage `json:"expires_in"`
+		AccessToken  string          `json:"access_token"`
+		TokenType    string          `json:"token_type"`
+		ExpiresIn    json.RawMessage `json:"expires_in"`
+		RefreshToken string          `json:"refresh_token"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		return token{}, errors.New("the reply is not a JSON token response")
@@ -446,7 +520,7 @@ func parseToken(body []byte, obtained time.Time) (token, error) {
 	if !strings.EqualFold(r.TokenType, "bearer") {
 		return token{}, fmt.Errorf("token_type %.40q: custody sends Bearer tokens only", r.TokenType)
 	}
-	t := token{Access: r.AccessToken, Obtained: obtained}
+	t := token{Access: r.AccessToken, Refresh: r.RefreshToken, Obtained: obtained}
 	if len(r.ExpiresIn) > 0 && string(r.ExpiresIn) != "null" {
 		// Some servers send the number as a string; 0 says as little as
 		// none: the token is then replaced when the server refuses it.
@@ -461,15 +535,25 @@ func parseToken(body []byte, obtained time.Time) (token, error) {
 	return t, nil
 }
 
-// refusal describes an error reply of the authorization server: its
-// status and OAuth error (RFC 6749 §5.2), with what to check.
-func refusal(status string, body []byte) string {
+// refusedError is an error reply of the authorization server.
+type refusedError struct {
+	// code is its OAuth error code ("" when the reply held none).
+	code string
+	msg  string
+}
+
+func (e *refusedError) Error() string { return e.msg }
+
+// refusal describes an error reply of the authorization server to a
+// request of grant: its status and OAuth error (RFC 6749 §5.2), with
+// what to check.
+func refusal(status string, body []byte, grant string) *refusedError {
 	var e struct {
 		Error       string `json:"error"`
 		Description string `json:"error_description"`
 	}
 	if json.Unmarshal(body, &e) != nil || e.Error == "" {
-		return status + " (the reply is no OAuth error response)"
+		return &refusedError{msg: status + " (the reply is no OAuth error response)"}
 	}
 	msg := status + ": " + printable(e.Error, 64)
 	if e.Description != "" {
@@ -482,10 +566,21 @@ func refusal(status string, body []byte) string {
 		msg += ": check oauth.scopes"
 	case "invalid_target":
 		msg += ": check oauth.resource (the server's url by default)"
-	case "unsupported_grant_type":
-		msg += ": the client must be allowed the client_credentials grant"
+	case "unsupported_grant_type", "unauthorized_grant_type":
+		msg += ": the client must be allowed the " + grant + " grant"
+	case "invalid_grant":
+		if grant == "refresh_token" {
+			msg += ": the authorization is no longer valid; an operator connects the server again in the console"
+		}
 	}
-	return msg
+	return &refusedError{code: e.Error, msg: msg}
+}
+
+// refusedWith reports whether err holds the authorization server's
+// refusal with the OAuth error code.
+func refusedWith(err error, code string) bool {
+	var r *refusedError
+	return errors.As(err, &r) && r.code == code
 }
 
 // printable cuts s to n bytes of printable ASCII.
@@ -509,6 +604,11 @@ type authServerMetadata struct {
 	TokenEndpoint string   `json:"token_endpoint"`
 	AuthMethods   []string `json:"token_endpoint_auth_methods_supported"`
 	GrantTypes    []string `json:"grant_types_supported"`
+	// What the authorization code grant reads besides (oauth_code.go).
+	AuthorizationEndpoint string   `json:"authorization_endpoint"`
+	RegistrationEndpoint  string   `json:"registration_endpoint"`
+	CodeChallengeMethods  []string `json:"code_challenge_methods_supported"`
+	ScopesSupported       []string `json:"scopes_supported"`
 }
 
 // tokenEndpoint returns the token endpoint, discovered from the issuer's

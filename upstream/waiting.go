@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -188,6 +189,9 @@ func (s *Set) waitingTool(o Offer) gate.Tool {
 		Access:      p.Access, Effect: p.Effect, Approval: p.Approval,
 	}
 	unavailable := func(context.Context) error {
+		if c := s.conn(server); c != nil && errors.Is(c.Err(), ErrNotConnected) {
+			return custody.Errorf(custody.EUNAVAILABLE, "upstream %q is unavailable: it is not connected: an operator connects it in the console", server)
+		}
 		return custody.Errorf(custody.EUNAVAILABLE, "upstream %q is unavailable: it has not been reached since custody started", server)
 	}
 	return gate.Tool{

@@ -112,6 +112,7 @@ func (s *Server) idpLabel() string {
 
 // mountIdP serves the sign-in at the provider, when there is one.
 func (s *Server) mountIdP(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+ConnectCallbackPath, s.handleConnectCallback)
 	if s.cfg.IdP == nil {
 		return
 	}

@@ -73,6 +73,14 @@ type Config struct {
 	// Challenge, when set, is the WWW-Authenticate value of a 401 refusing
 	// err (RFC 6750, with RFC 9728's resource_metadata).
 	Challenge func(err error) string
+	// Connector, when set, lets operators connect the upstreams that
+	// take a person's authorization, with the console's Connect button
+	// (connect.go).
+	Connector Connector
+	// ConnectRedirect is the redirect URI of those connections, the
+	// console's public URL + ConnectCallbackPath; "" takes the URL the
+	// operator's browser reached the console at.
+	ConnectRedirect string
 	// Apps are domain systems mounted at /apps/{Name}/ and linked from
 	// the console.
 	Apps []App
@@ -215,6 +223,7 @@ func (s *Server) api() []route {
 		{"POST", "/v1/approvals/{id}/decision", s.require(s.handleDecision, RoleOperator)},
 		{"GET", "/v1/grants", s.require(s.handleGrants, readers()...)},
 		{"POST", "/v1/grants/{id}/revoke", s.require(s.handleRevoke, RoleOperator)},
+		{"POST", "/v1/upstreams/{name}/connect", s.require(s.handleConnect, RoleOperator)},
 		{"GET", "/v1/ledger", s.require(s.handleLedger, readers()...)},
 		{"GET", "/v1/ledger/verify", s.require(s.handleVerify, readers()...)},
 		{"GET", "/v1/ledger/checkpoint", s.require(s.handleCheckpoint, readers()...)},

@@ -27,6 +27,9 @@ type UpstreamHealth struct {
 	// Waiting says it has been down since custody started: its tools are
 	// served once it comes up.
 	Waiting bool `json:"waiting,omitempty"`
+	// Connect says it is down until an operator connects it (POST
+	// /v1/upstreams/{name}/connect, the console's Connect button).
+	Connect bool `json:"connect,omitempty"`
 }
 
 func (s *Server) health() healthBody {

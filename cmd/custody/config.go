@@ -110,6 +110,10 @@ func printResourceKeys(w io.Writer, keys []upstream.ResourceKey) {
 // it comes up; meanwhile its exact keys are exposed as unavailable tools.
 func printDown(w io.Writer, down []upstream.DownServer) {
 	for _, d := range down {
+		if d.Connect {
+			fmt.Fprintf(w, "upstream %s waits for an operator to connect it (the authorization code grant): press Connect %s in serve's console, or POST /v1/upstreams/%s/connect; its exact keys are exposed meanwhile as unavailable tools\n", d.Name, d.Name, d.Name)
+			continue
+		}
 		fmt.Fprintf(w, "upstream %s is down (%s): its tools are exposed when it comes up; its exact keys meanwhile as unavailable tools\n", d.Name, d.Err)
 	}
 }

@@ -143,7 +143,7 @@ func (s *stack) callMetrics() *web.Metrics {
 func (s *stack) upstreamHealth() []web.UpstreamHealth {
 	var out []web.UpstreamHealth
 	for _, d := range s.up.Down() {
-		out = append(out, web.UpstreamHealth{Name: d.Name, Error: d.Err, Waiting: d.Waiting})
+		out = append(out, web.UpstreamHealth{Name: d.Name, Error: d.Err, Waiting: d.Waiting, Connect: d.Connect})
 	}
 	return out
 }

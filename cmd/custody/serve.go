@@ -537,6 +537,7 @@ func webConfig(ctx context.Context, st *stack, tokens web.Tokens, limits httpLim
 		ApprovalChanges: approvalChanges(ctx, st.db), Sessions: st.db, SessionLifetime: sessionLifetime, Schemas: st.reg,
 		MaxBody: limits.maxBody, BodyTimeout: limits.read, EventWriteTimeout: limits.write, Upstreams: st.healthOfUpstreams(),
 		MaxWait: limits.wait, Bearer: st.auth.webBearer(), Challenge: st.auth.challenge(false), IdP: st.auth.consoleIdP(),
+		Connector: st.connector, ConnectRedirect: st.connectTo,
 	}
 	if st.check != nil {
 		wcfg.Verification = st.check.Status

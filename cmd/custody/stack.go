@@ -24,6 +24,7 @@ import (
 	"github.com/custody-dev/custody/store/chaincheck"
 	"github.com/custody-dev/custody/telemetry"
 	"github.com/custody-dev/custody/upstream"
+	"github.com/custody-dev/custody/web"
 )
 
 // stack is the running core: the store, the contracts, the approval
@@ -41,6 +42,10 @@ type stack struct {
 	gw        *gate.Gateway
 	// up is the configured upstreams; nil without any.
 	up *upstream.Set
+	// connector connects those of up that take a person's authorization,
+	// redirected to connectTo (upstream_oauth.go); nil without any.
+	connector web.Connector
+	connectTo string
 	// auth is the OAuth resource server serve answers with; nil without.
 	auth *serveAuth
 	// relay serves up's governed resources and prompts; nil when the
@@ -150,6 +155,7 @@ func (m *Main) openStackWith(ctx context.Context, sc stackConfig) (_ *stack, err
 		if s.up, extra, err = m.openUpstreams(ctx, sc.file, extra, sc.requireAll, tokens); err != nil {
 			return nil, err
 		}
+		s.connector, s.connectTo = upstreamConnector(s.up, sc.file), connectRedirect(sc.file)
 	}
 	if s.reg, err = contract.Load(contract.Options{Contracts: seedContracts(), Dir: sc.contracts, Extra: extra}); err != nil {
 		return nil, err

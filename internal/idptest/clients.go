@@ -2,6 +2,7 @@ package idptest
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -35,8 +36,9 @@ func (c *Client) tokenLifetime() time.Duration {
 // as its Authorization.
 type Protected struct {
 	// URL is where it serves, and the audience it requires.
-	URL string
-	rs  rs.ResourceServer
+	URL    string
+	issuer string
+	rs     rs.ResourceServer
 
 	mu       sync.Mutex
 	sent     []string // each request's Authorization header
@@ -58,7 +60,7 @@ func (o *OP) Protect(t testing.TB, h http.Handler) *Protected {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Protected{URL: "http://" + ln.Addr().String(), rs: server}
+	p := &Protected{URL: "http://" + ln.Addr().String(), issuer: o.Issuer, rs: server}
 	srv := httptest.NewUnstartedServer(p.guard(h))
 	srv.Listener.Close()
 	srv.Listener = ln
@@ -70,9 +72,20 @@ func (o *OP) Protect(t testing.TB, h http.Handler) *Protected {
 	return p
 }
 
-// guard admits the requests that bear a token for p.
+// metadataPath is where p serves its protected resource metadata (RFC
+// 9728), which its 401s name.
+const metadataPath = "/.well-known/oauth-protected-resource"
+
+// guard admits the requests that bear a token for p, and serves p's
+// protected resource metadata to anyone.
 func (p *Protected) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == metadataPath {
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"resource": p.URL, "authorization_servers": []string{p.issuer},
+				"bearer_methods_supported": []string{"header"}})
+			return
+		}
 		auth := r.Header.Get("Authorization")
 		tok, ok := strings.CutPrefix(auth, "Bearer ")
 		ok = ok && p.active(r.Context(), tok)
@@ -86,7 +99,7 @@ func (p *Protected) guard(h http.Handler) http.Handler {
 		}
 		p.mu.Unlock()
 		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", resource_metadata="`+p.URL+metadataPath+`"`)
 			http.Error(w, "a valid access token for this server is required", http.StatusUnauthorized)
 			return
 		}

@@ -74,12 +74,12 @@ func Start(t testing.TB, issuer string) *OP {
 		issuer = base
 	}
 	st := &store{clients: map[string]*Client{}, tokens: map[string]*token{},
-		users: &users{m: map[string]*User{}}, consoles: map[string]*consoleClient{}}
+		users: &users{m: map[string]*User{}}, consoles: map[string]*consoleClient{}, apps: map[string]*appClient{}}
 	st.Storage = storage.NewStorageWithClients(st.users,
 		map[string]*storage.Client{IntrospectorID: storage.WebClient(IntrospectorID, IntrospectorSecret)})
 	key := sha256.Sum256([]byte(base))
-	provider, err := op.NewProvider(&op.Config{CryptoKey: key, CodeMethodS256: true,
-		SupportedScopes: []string{oidc.ScopeOpenID, oidc.ScopeProfile, oidc.ScopeEmail}}, st,
+	provider, err := op.NewProvider(&op.Config{CryptoKey: key, CodeMethodS256: true, GrantTypeRefreshToken: true,
+		SupportedScopes: []string{oidc.ScopeOpenID, oidc.ScopeProfile, oidc.ScopeEmail, oidc.ScopeOfflineAccess}}, st,
 		op.StaticIssuer(issuer), op.WithAllowInsecure())
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,8 @@ func Start(t testing.TB, issuer string) *OP {
 	o := &OP{URL: base, Issuer: issuer, st: st, callback: provider.AuthorizationEndpoint().Relative() + "/callback"}
 	mux := http.NewServeMux()
 	mux.HandleFunc(loginPath, o.handleLogin)
-	mux.Handle("/", withResource(provider))
+	mux.HandleFunc("POST "+registerPath, o.handleRegister)
+	mux.Handle("/", withResource(o.withRegistration(provider)))
 	srv := httptest.NewUnstartedServer(mux)
 	srv.Listener.Close()
 	srv.Listener = ln
@@ -184,10 +185,17 @@ type store struct {
 	tokens   map[string]*token
 	users    *users
 	consoles map[string]*consoleClient
+	// apps are the clients people authorize by the authorization code
+	// grant, with refresh tokens (code.go); registration, when set, is
+	// what the clients registered by RFC 7591 are like.
+	apps         map[string]*appClient
+	registration *App
+	registered   []string
 }
 
 type token struct {
-	client   *Client
+	clientID string
+	groups   []string
 	subject  string
 	exp      time.Time
 	scopes   []string
@@ -232,6 +240,9 @@ func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, 
 	if c := s.console(id); c != nil {
 		return c, nil
 	}
+	if a := s.app(id); a != nil {
+		return a, nil
+	}
 	return s.Storage.GetClientByClientID(ctx, id)
 }
 
@@ -244,6 +255,12 @@ func (s *store) AuthorizeClientIDSecret(ctx context.Context, id, secret string) 
 	}
 	if c := s.console(id); c != nil {
 		if c.secret != secret {
+			return errors.New("invalid secret")
+		}
+		return nil
+	}
+	if a := s.app(id); a != nil {
+		if a.c.Secret == "" || a.c.Secret != secret {
 			return errors.New("invalid secret")
 		}
 		return nil
@@ -283,7 +300,7 @@ func (s *store) CreateAccessToken(ctx context.Context, req op.TokenRequest) (str
 	}
 	id := uuid.NewString()
 	exp := time.Now().Add(c.tokenLifetime())
-	s.tokens[id] = &token{client: c, subject: req.GetSubject(), exp: exp, scopes: req.GetScopes(), audience: req.GetAudience()}
+	s.tokens[id] = &token{clientID: c.ID, groups: c.Groups, subject: req.GetSubject(), exp: exp, scopes: req.GetScopes(), audience: req.GetAudience()}
 	return id, exp, nil
 }
 
@@ -301,10 +318,10 @@ func (s *store) SetIntrospectionFromToken(_ context.Context, resp *oidc.Introspe
 	if tok == nil || tok.exp.Before(time.Now()) {
 		return errors.New("token is not active")
 	}
-	resp.Subject, resp.ClientID, resp.Scope = tok.subject, tok.client.ID, tok.scopes
+	resp.Subject, resp.ClientID, resp.Scope = tok.subject, tok.clientID, tok.scopes
 	resp.Expiration, resp.Audience = oidc.FromTime(tok.exp), tok.audience
-	if len(tok.client.Groups) > 0 {
-		resp.Claims = map[string]any{"groups": tok.client.Groups}
+	if len(tok.groups) > 0 {
+		resp.Claims = map[string]any{"groups": tok.groups}
 	}
 	return nil
 }
@@ -312,8 +329,12 @@ func (s *store) SetIntrospectionFromToken(_ context.Context, resp *oidc.Introspe
 func (s *store) RevokeToken(_ context.Context, tokenID, _, clientID string) *oidc.Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if tok := s.tokens[tokenID]; tok != nil && tok.client.ID != clientID {
+	tok := s.tokens[tokenID]
+	if tok != nil && tok.clientID != clientID {
 		return oidc.ErrInvalidClient().WithDescription("token was not issued for this client")
+	}
+	if tok == nil {
+		return s.Storage.RevokeToken(context.Background(), tokenID, "", clientID) // a refresh token
 	}
 	delete(s.tokens, tokenID)
 	return nil

@@ -164,7 +164,29 @@ async function upstreamHealth() {
     return; // the API's own errors show elsewhere
   }
   out.hidden = down.length === 0;
-  out.textContent = down.map((u) => `Upstream ${u.name} is down${u.waiting ? " since the start" : ""}: ${u.error}`).join(" · ");
+  out.replaceChildren();
+  down.forEach((u, i) => {
+    if (i > 0) out.append(" · ");
+    out.append(`Upstream ${u.name} is down${u.waiting ? " since the start" : ""}: ${u.error}`);
+    // An upstream that takes a person's authorization waits for an
+    // operator to connect it; an auditor only reads why it is down.
+    if (u.connect && state.role === "operator") {
+      out.append(" ");
+      out.append(el("button", `Connect ${u.name}`, { type: "button", class: "primary", "data-testid": `connect-${u.name}` }));
+      out.lastChild.addEventListener("click", () => connectUpstream(u.name));
+    }
+  });
+}
+
+// connectUpstream sends the browser to the authorization server of an
+// upstream, which sends it back to custody with a code.
+async function connectUpstream(name) {
+  try {
+    const res = await api(`/v1/upstreams/${encodeURIComponent(name)}/connect`, { method: "POST", body: "{}" });
+    location.assign(res.authorization_url);
+  } catch (err) {
+    showError(`Connect ${name}: ${err.message}`);
+  }
 }
 
 // appLink links an app in the navigation. On a phone only the title's
