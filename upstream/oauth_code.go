@@ -59,6 +59,10 @@ func (o OAuth) checkCode() error {
 		return errors.New("tokenUrl: the authorization code grant reads both its endpoints from the issuer's metadata: give issuer, or leave it out to use the one the server's metadata names")
 	case o.ClientSecret != "" && o.ClientID == "":
 		return errors.New("clientSecret: give clientId with it, or neither (custody then registers itself, RFC 7591)")
+	case o.ClientSecret != "" && o.Issuer == "":
+		// The server's metadata names the provider otherwise: a server
+		// must not be able to send custody's secret where it likes.
+		return errors.New("issuer: give the issuer the client is registered at: custody sends a client secret only to an authorization server the configuration names, never to one a server's metadata names")
 	}
 	return o.checkCommon()
 }

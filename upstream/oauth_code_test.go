@@ -283,6 +283,8 @@ func TestOAuthCodeCheck(t *testing.T) {
 		{"PublicClient", OAuth{Grant: GrantAuthorizationCode, ClientID: "c"}, ""},
 		{"ErrTokenURL", OAuth{Grant: GrantAuthorizationCode, TokenURL: "https://idp.example.com/token"}, "tokenUrl:"},
 		{"ErrSecretAlone", OAuth{Grant: GrantAuthorizationCode, ClientSecret: "s"}, "clientSecret:"},
+		{"ConfidentialClient", OAuth{Grant: GrantAuthorizationCode, Issuer: "https://idp.example.com", ClientID: "c", ClientSecret: "s"}, ""},
+		{"ErrSecretToDiscoveredIssuer", OAuth{Grant: GrantAuthorizationCode, ClientID: "c", ClientSecret: "s"}, "issuer: give the issuer the client is registered at"},
 		{"ErrClearText", OAuth{Grant: GrantAuthorizationCode, Issuer: "http://idp.example.com"}, "must be https"},
 		{"ErrGrant", OAuth{Grant: "password"}, "grant:"},
 	} {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -277,6 +278,14 @@ func TestUpstreamConnectBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`[data-testid=login-token]`), upOperator),
 		chromedp.Click(chromedp.CSS(`[data-testid=login-submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=connect-notes]`)),
+	)
+	if err != nil {
+		t.Fatalf("the console's Connect button: %v", err)
+	}
+	if os.Getenv("CUSTODY_TEST_AXE") != "" {
+		browsertest.CheckAxe(t, ctx, browsertest.Axe(t), "the console with an upstream to connect")
+	}
+	err = chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`[data-testid=connect-notes]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#username`)),
 		chromedp.SendKeys(chromedp.CSS(`#username`), notesUsername),
@@ -290,6 +299,9 @@ func TestUpstreamConnectBrowser(t *testing.T) {
 	done, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-testid=connect-done]`)))
 	if err != nil || !strings.Contains(done, "notes") {
 		t.Fatalf("the page says %q", done)
+	}
+	if os.Getenv("CUSTODY_TEST_AXE") != "" {
+		browsertest.CheckAxe(t, ctx, browsertest.Axe(t), "the upstream connected page")
 	}
 	e.waitUp(t)
 	callJSON(t, e.base, upAgent, `{"tool":"notes__echo","arguments":{"message":"from the browser"}}`, 200)
