@@ -464,7 +464,13 @@ func (s *Set) mcpHandler(server, tool string, maxBytes int64) gate.Handler {
 		if conn == nil {
 			return nil, fmt.Errorf("upstream %q is not configured", server)
 		}
+		ctx, limit := withResultLimit(ctx, maxBytes)
 		out, err := conn.Call(ctx, tool, c.Args, c.Meta)
+		if err != nil && limit.over.Load() {
+			// The tool ran and answered: its answer is what is refused.
+			return nil, &custody.Error{Kind: custody.EINVALID, Err: err, Message: fmt.Sprintf(
+				"the result of %s is over the %d bytes its policy allows (maxResultBytes): custody stopped reading it, and it is not returned", c.Tool, maxBytes)}
+		}
 		if err != nil {
 			return nil, err
 		}
