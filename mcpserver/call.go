@@ -62,12 +62,12 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest) ranCall 
 		Meta: relayedMeta(req.Params.Meta),
 	}
 	ctx = s.withCaller(ctx, req.Session, req.Params.Meta, call)
-	res, err := s.gw.Call(ctx, call)
+	res, err := s.gateway().Call(ctx, call)
 	res, err = s.awaitHeld(ctx, req, call, res, err)
 	if s.opts.Observe != nil {
 		s.opts.Observe(name, outcome(err), time.Since(start))
 	}
-	t, ok := s.gw.Tool(name)
+	t, ok := s.gateway().Tool(name)
 	return ranCall{res: res, err: err, pass: ok && t.MCPResult}
 }
 
@@ -250,7 +250,7 @@ func (s *Server) routeUnknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || call.Params == nil {
 			return next(ctx, method, req)
 		}
-		if _, known := s.gw.Tool(call.Params.Name); known {
+		if _, known := s.gateway().Tool(call.Params.Name); known {
 			return next(ctx, method, req)
 		}
 		return s.callTool(ctx, call)
@@ -271,7 +271,7 @@ func (s *Server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		kept := list.Tools[:0:0]
 		for _, t := range list.Tools {
-			if s.gw.Allows(actor, t.Name) {
+			if s.gateway().Allows(actor, t.Name) {
 				kept = append(kept, t)
 			}
 		}
@@ -327,7 +327,10 @@ func (s *Server) toolError(tool, trace string, err error) *mcp.CallToolResult {
 		Content: []mcp.Content{&mcp.TextContent{Text: detailText(d, tool, s.decideAt(d.ApprovalRequestID))}},
 		Meta:    mcp.Meta{ErrorMeta: d, TraceMeta: trace},
 	}
-	if noSchema, known := s.structured[tool]; noSchema || !known {
+	s.mu.RLock()
+	noSchema, known := s.structured[tool]
+	s.mu.RUnlock()
+	if noSchema || !known {
 		res.StructuredContent = map[string]any{"error": d}
 	}
 	return res

@@ -38,7 +38,7 @@ const decisionSchema = `{"type":"object","properties":{"` + DecisionField + `":{
 // is held, nil when it may not be asked: the tool's policy does not name
 // the client, or the client declared no form elicitation.
 func (s *Server) clientApproval(req *mcp.CallToolRequest, call custody.Call) *gate.ClientApproval {
-	if req.Session == nil || !s.gw.ClientApproves(call.Tool) || !elicitsForms(req.Session) {
+	if req.Session == nil || !s.gateway().ClientApproves(call.Tool) || !elicitsForms(req.Session) {
 		return nil
 	}
 	c := &gate.ClientApproval{Within: s.opts.MaxApprovalWait,
@@ -144,10 +144,10 @@ func (s *Server) roundTrip(ctx context.Context, req *mcp.CallToolRequest, call c
 			return custody.Result{}, false, nil
 		}
 		c.Ask = func(context.Context, gate.ClientQuestion) (string, error) { return verdict, nil }
-		res, err := s.gw.AwaitClientDecision(ctx, call, id, 0, held, c)
+		res, err := s.gateway().AwaitClientDecision(ctx, call, id, 0, held, c)
 		return res, true, err
 	}
-	q, err := s.gw.ClientQuestion(ctx, call, id)
+	q, err := s.gateway().ClientQuestion(ctx, call, id)
 	if err != nil {
 		s.log.Info("mcp: the client is not asked to decide a held call", "approval_request_id", id, "err", err)
 		return custody.Result{}, false, nil

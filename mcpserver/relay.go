@@ -77,7 +77,7 @@ const ErrorCode = -32001
 // them.
 func (s *Server) relayFeatures(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		r := s.opts.Relay
+		r := s.relay()
 		if r == nil {
 			return next(ctx, method, req)
 		}
@@ -132,7 +132,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	}
 	call := s.relayCall(req.Session, req.Extra, req.Params.Meta)
 	ctx = s.withCaller(ctx, req.Session, req.Params.Meta, call)
-	out, res, err := s.opts.Relay.ReadResource(ctx, call, req.Params.URI)
+	out, res, err := s.relay().ReadResource(ctx, call, req.Params.URI)
 	if err != nil {
 		return nil, s.relayError(call.Trace, err)
 	}
@@ -146,7 +146,7 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 	}
 	call := s.relayCall(req.Session, req.Extra, req.Params.Meta)
 	ctx = s.withCaller(ctx, req.Session, req.Params.Meta, call)
-	out, res, err := s.opts.Relay.GetPrompt(ctx, call, req.Params.Name, req.Params.Arguments)
+	out, res, err := s.relay().GetPrompt(ctx, call, req.Params.Name, req.Params.Arguments)
 	if err != nil {
 		return nil, s.relayError(call.Trace, err)
 	}
@@ -160,7 +160,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (mcp.Re
 	}
 	call := s.relayCall(req.Session, req.Extra, req.Params.Meta)
 	ctx = s.withCaller(ctx, req.Session, req.Params.Meta, call)
-	out, res, err := s.opts.Relay.Complete(ctx, call, req.Params)
+	out, res, err := s.relay().Complete(ctx, call, req.Params)
 	if err != nil {
 		return nil, s.relayError(call.Trace, err)
 	}
@@ -196,20 +196,19 @@ func (s *Server) relayError(trace string, err error) error {
 // the SDK keeps which session hears of which resource's updates only
 // once the relay accepted; nil without a relay.
 func (s *Server) subscribeHandlers() (sub func(context.Context, *mcp.SubscribeRequest) error, unsub func(context.Context, *mcp.UnsubscribeRequest) error) {
-	r := s.opts.Relay
-	if r == nil {
+	if s.relay() == nil {
 		return nil, nil
 	}
 	sub = func(ctx context.Context, req *mcp.SubscribeRequest) error {
 		call := s.relayCall(req.Session, req.Extra, req.Params.Meta)
-		if _, err := r.Subscribe(ctx, call, req.Params.URI); err != nil {
+		if _, err := s.relay().Subscribe(ctx, call, req.Params.URI); err != nil {
 			return s.relayError(call.Trace, err)
 		}
 		return nil
 	}
 	unsub = func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 		call := s.relayCall(req.Session, req.Extra, req.Params.Meta)
-		if _, err := r.Unsubscribe(ctx, call, req.Params.URI); err != nil {
+		if _, err := s.relay().Unsubscribe(ctx, call, req.Params.URI); err != nil {
 			return s.relayError(call.Trace, err)
 		}
 		return nil
@@ -219,11 +218,8 @@ func (s *Server) subscribeHandlers() (sub func(context.Context, *mcp.SubscribeRe
 
 // relayUpdates passes the relay's resource updates to the sessions
 // subscribed to them.
-func (s *Server) relayUpdates() {
-	if s.opts.Relay == nil {
-		return
-	}
-	s.opts.Relay.OnResourceUpdated(func(ctx context.Context, uri string) {
+func (s *Server) relayUpdates(r Relay) {
+	r.OnResourceUpdated(func(ctx context.Context, uri string) {
 		if err := s.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
 			s.log.Warn("mcp relay: resources/updated", "uri", uri, "err", err)
 		}
@@ -239,7 +235,7 @@ func (s *Server) setLevel(ctx context.Context, req mcp.Request, next mcp.MethodH
 	if err != nil || !ok || p == nil {
 		return res, err
 	}
-	if err := s.opts.Relay.SetLevel(ctx, p.Level); err != nil {
+	if err := s.relay().SetLevel(ctx, p.Level); err != nil {
 		s.log.Warn("mcp relay: logging/setLevel", "level", p.Level, "err", err)
 	}
 	return res, nil
@@ -249,11 +245,8 @@ func (s *Server) setLevel(ctx context.Context, req mcp.Request, next mcp.MethodH
 // the session of the stdio door, if it set a logging level (the SDK sends
 // none otherwise). Over HTTP, where several agents share a server, such a
 // message belongs to none of them: it goes to custody's own log.
-func (s *Server) relayLogs() {
-	if s.opts.Relay == nil {
-		return
-	}
-	s.opts.Relay.OnLog(func(ctx context.Context, p *mcp.LoggingMessageParams) {
+func (s *Server) relayLogs(r Relay) {
+	r.OnLog(func(ctx context.Context, p *mcp.LoggingMessageParams) {
 		for ss := range s.srv.Sessions() {
 			if ss.ID() != "" {
 				continue
@@ -280,11 +273,11 @@ const (
 
 // relayListChanges tells the sessions when the relay's listings may have
 // changed.
-func (s *Server) relayListChanges(caps *mcp.ServerCapabilities) {
-	if s.opts.Relay == nil || caps == nil {
+func (s *Server) relayListChanges(r Relay, caps *mcp.ServerCapabilities) {
+	if caps == nil {
 		return
 	}
-	s.opts.Relay.OnListChanged(func(context.Context) {
+	r.OnListChanged(func(context.Context) {
 		if caps.Resources != nil {
 			s.srv.AddResource(&mcp.Resource{URI: listChangedURI, Name: listChangedURI},
 				func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {

@@ -32,6 +32,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -93,13 +95,20 @@ type Options struct {
 
 // Server is an MCP server whose tools are a gateway's envelope.
 type Server struct {
-	gw   *gate.Gateway
 	srv  *mcp.Server
 	opts Options
 	log  *slog.Logger
-	// structured says, per tool, whether refusals may carry structured
-	// content: only tools without an output schema, since clients check
-	// structured content against the output schema even on errors.
+	// caps are the capabilities the server declares, which Update keeps.
+	caps *mcp.ServerCapabilities
+
+	// mu guards what Update replaces: the gateway, the relay and
+	// structured, which says, per tool, whether refusals may carry
+	// structured content: only tools without an output schema, since
+	// clients check structured content against the output schema even
+	// on errors.
+	mu         sync.RWMutex
+	gw         *gate.Gateway
+	relayTo    Relay
 	structured map[string]bool
 	// stdioTrace is the trace of calls on a transport without session
 	// ids: one per server, as custody mcp --stdio serves one session.
@@ -132,30 +141,101 @@ func New(gw *gate.Gateway, reg *contract.Registry, opts Options) (*Server, error
 	if opts.AfterFunc == nil {
 		opts.AfterFunc = afterFunc
 	}
-	s := &Server{gw: gw, opts: opts, log: opts.Logger, structured: map[string]bool{}, stdioTrace: "mcp-" + rand.Text(),
+	s := &Server{gw: gw, relayTo: opts.Relay, opts: opts, log: opts.Logger, structured: map[string]bool{}, stdioTrace: "mcp-" + rand.Text(),
 		sessions: newSessions(opts.MaxSessionsPerAgent, opts.SessionIdleTimeout, opts.AfterFunc), inflight: newInflight()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	sub, unsub := s.subscribeHandlers()
-	caps := relayCapabilities(opts.Relay)
+	s.caps = relayCapabilities(opts.Relay)
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "custody", Title: "custody gateway", Version: opts.Version},
-		&mcp.ServerOptions{Logger: opts.Logger, Instructions: instructions, Capabilities: caps,
+		&mcp.ServerOptions{Logger: opts.Logger, Instructions: instructions, Capabilities: s.caps,
 			SubscribeHandler: sub, UnsubscribeHandler: unsub})
-	s.relayUpdates()
-	s.relayListChanges(caps)
-	s.relayLogs()
-	for _, spec := range gw.Tools() {
-		gt, _ := gw.Tool(spec.Name)
-		t, err := mcpTool(reg, spec, gt.Published)
-		if err != nil {
-			return nil, fmt.Errorf("mcpserver: tool %q: %w", spec.Name, err)
-		}
-		s.structured[spec.Name] = t.OutputSchema == nil
+	if opts.Relay != nil {
+		// The relay's listeners are its upstreams', whichever relay
+		// Update puts in its place: they are registered once.
+		s.relayUpdates(opts.Relay)
+		s.relayListChanges(opts.Relay, s.caps)
+		s.relayLogs(opts.Relay)
+	}
+	tools, structured, err := mcpTools(gw, reg)
+	if err != nil {
+		return nil, err
+	}
+	s.structured = structured
+	for _, t := range tools {
 		s.srv.AddTool(t, s.callTool)
 	}
 	s.srv.AddReceivingMiddleware(s.sessions.limit, s.relayFeatures, s.routeUnknownTools, s.filterTools)
 	return s, nil
+}
+
+// mcpTools describes gw's tools for tools/list, with whether each may
+// carry structured refusals.
+func mcpTools(gw *gate.Gateway, reg *contract.Registry) ([]*mcp.Tool, map[string]bool, error) {
+	var tools []*mcp.Tool
+	structured := map[string]bool{}
+	for _, spec := range gw.Tools() {
+		gt, _ := gw.Tool(spec.Name)
+		t, err := mcpTool(reg, spec, gt.Published)
+		if err != nil {
+			return nil, nil, fmt.Errorf("mcpserver: tool %q: %w", spec.Name, err)
+		}
+		structured[spec.Name] = t.OutputSchema == nil
+		tools = append(tools, t)
+	}
+	return tools, structured, nil
+}
+
+// Update serves gw's tools, with input and output schemas bundled from
+// reg, and relay, in place of what the server served: the sessions open
+// stay open (their agents' traces with them) and are told that the tool
+// list changed. It answers false, having changed nothing, when relay
+// would need capabilities other than those the sessions were told at
+// their initialize, or the relay appears or goes: a new Server must then
+// be built. A tool whose contract cannot be bundled fails it, with
+// nothing changed.
+func (s *Server) Update(gw *gate.Gateway, reg *contract.Registry, relay Relay) (bool, error) {
+	if gw == nil || reg == nil {
+		return false, errors.New("mcpserver: a gateway and a contract registry are required")
+	}
+	if (relay == nil) != (s.relay() == nil) || !reflect.DeepEqual(relayCapabilities(relay), s.caps) {
+		return false, nil
+	}
+	tools, structured, err := mcpTools(gw, reg)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	var gone []string
+	for name := range s.structured {
+		if _, ok := structured[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	s.gw, s.relayTo, s.structured = gw, relay, structured
+	s.mu.Unlock()
+	if len(gone) > 0 {
+		s.srv.RemoveTools(gone...)
+	}
+	for _, t := range tools {
+		s.srv.AddTool(t, s.callTool)
+	}
+	return true, nil
+}
+
+// gateway is the gateway the calls go to now.
+func (s *Server) gateway() *gate.Gateway {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.gw
+}
+
+// relay is the relay of resources and prompts now; nil without one.
+func (s *Server) relay() Relay {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.relayTo
 }
 
 // instructions tell a client how the gateway behaves.

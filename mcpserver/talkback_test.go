@@ -135,6 +135,11 @@ type talkEnv struct {
 	work, mute       *workServer
 	progress, logged chan string
 	heardProgress    chan struct{}
+	// srv is the door's server, built of gw, reg and relay.
+	srv   *mcpserver.Server
+	gw    *gate.Gateway
+	reg   *contract.Registry
+	relay *upstream.Relay
 }
 
 func newTalkEnv(t *testing.T) *talkEnv {
@@ -195,6 +200,7 @@ func newTalkEnv(t *testing.T) *talkEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.srv, e.gw, e.reg, e.relay = srv, gw, reg, relay
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.HTTPHandler(authAs("agent-7")))
 	door := httptest.NewServer(mux)

@@ -30,7 +30,7 @@ const ProgressEvery = 5 * time.Second
 // that holds call, when the tool's policy lets it, and returns the
 // answer; otherwise it returns res and err as they are.
 func (s *Server) awaitHeld(ctx context.Context, req *mcp.CallToolRequest, call custody.Call, res custody.Result, err error) (custody.Result, error) {
-	id, wait := s.gw.Held(call, err)
+	id, wait := s.gateway().Held(call, err)
 	if s.opts.MaxApprovalWait > 0 {
 		wait = min(wait, s.opts.MaxApprovalWait)
 	}
@@ -51,9 +51,9 @@ func (s *Server) awaitHeld(ctx context.Context, req *mcp.CallToolRequest, call c
 	stop := s.progress(ctx, req, id, cmp.Or(wait, s.opts.MaxApprovalWait))
 	defer stop()
 	if client != nil {
-		return s.gw.AwaitClientDecision(ctx, call, id, wait, err, *client)
+		return s.gateway().AwaitClientDecision(ctx, call, id, wait, err, *client)
 	}
-	return s.gw.AwaitDecision(ctx, call, id, wait, err)
+	return s.gateway().AwaitDecision(ctx, call, id, wait, err)
 }
 
 // progress sends a progress notification at once and every

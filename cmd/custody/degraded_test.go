@@ -141,10 +141,34 @@ func TestServeWithAnUpstreamDown(t *testing.T) {
 		}
 	})
 
+	// A session opened before the server comes up stays open: it is told
+	// the tool list changed, and lists and calls the new tool, in its
+	// trace.
+	changed := make(chan struct{}, 16)
+	early := mcpSessionWith(t, base, upAgent, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	before, err := early.CallTool(context.Background(), &mcp.CallToolParams{Name: "t__echo", Arguments: map[string]any{"message": "before"}})
+	if err != nil || before.IsError {
+		t.Fatalf("a call before the server comes up: %v %+v", err, before)
+	}
+
 	serveLate(t, addr)
 	eventually(t, "late__shout to be served", func() bool {
 		return strings.Contains(getBody(t, base+"/v1/tools", upAgent), "late__shout")
 	})
+	select {
+	case <-changed:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the session opened before was not told the tool list changed")
+	}
+	after, err := early.CallTool(context.Background(), &mcp.CallToolParams{Name: "late__shout", Arguments: map[string]any{"message": "same session"}})
+	if err != nil || after.IsError {
+		t.Fatalf("the session opened before calls the new tool: %v %+v", err, after)
+	}
+	if before.Meta["custody/trace_id"] != after.Meta["custody/trace_id"] {
+		t.Errorf("the session's calls have traces %v and %v: one session is one trace", before.Meta["custody/trace_id"], after.Meta["custody/trace_id"])
+	}
 	ans := callJSON(t, base, upAgent, `{"tool":"late__shout","arguments":{"message":"hi"}}`, 200)
 	if sc, _ := ans["output"].(map[string]any)["structuredContent"].(map[string]any); sc["shout"] != "HI" {
 		t.Errorf("late__shout answered %v", ans)

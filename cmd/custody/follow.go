@@ -13,6 +13,7 @@ import (
 	"github.com/custody-dev/custody/contract"
 	"github.com/custody-dev/custody/example"
 	"github.com/custody-dev/custody/gate"
+	"github.com/custody-dev/custody/mcpserver"
 	"github.com/custody-dev/custody/upstream"
 	"github.com/custody-dev/custody/web"
 )
@@ -105,6 +106,16 @@ func (s *stack) generate(ctx context.Context, rev uint64) error {
 	return nil
 }
 
+// current returns the stack's gateway, registry and relay (nil without
+// one), the latest built.
+func (s *stack) current() (*gate.Gateway, *contract.Registry, mcpserver.Relay) {
+	if s.gen != nil {
+		s.gen.mu.Lock()
+		defer s.gen.mu.Unlock()
+	}
+	return s.gw, s.reg, s.mcpRelay()
+}
+
 // gateway returns the stack's gateway, the latest one built.
 func (s *stack) gateway() *gate.Gateway {
 	if s.gen == nil {
@@ -158,10 +169,10 @@ func (s *stack) healthOfUpstreams() func() []web.UpstreamHealth {
 
 // followUpstreams returns the root handler doors builds, and adds to sys
 // the runner that builds the stack and the doors again each time a
-// server lists for the first time: requests go to the latest doors. An
-// MCP session opened on the doors before ends with them (its next
-// request is answered 404, and the client starts a new session, which
-// lists the new tools). The domain apps are attached once.
+// server lists for the first time: requests go to the latest doors. The
+// MCP door serves on with the new gateway (mcpDoor), so that a session
+// opened before stays open and is told the tool list changed. The domain
+// apps are attached once.
 func (m *Main) followUpstreams(st *stack, sys *servedSystems, doors func(servedSystems) (http.Handler, *web.Server, error)) (http.Handler, *web.Server, error) {
 	if sys.Apps != nil {
 		apps, err := sys.Apps(st)
@@ -205,4 +216,35 @@ func (m *Main) followUpstreams(st *stack, sys *servedSystems, doors func(servedS
 		}
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*cur.Load()).ServeHTTP(w, r) }), ws, nil
+}
+
+// mcpDoor is serve's /mcp door across the stack's rebuilds: the same MCP
+// server serves on with each new gateway (mcpserver.Server.Update), so
+// that the sessions clients opened stay open and are told the tool list
+// changed; only where it cannot (the relay's capabilities changed) is a
+// new one built, whose clients start new sessions.
+type mcpDoor struct {
+	ms      *mcpserver.Server
+	handler http.Handler
+}
+
+// build returns the door's handler for st as it is now: the server built
+// before, updated, else one newBuilt builds, served by handler.
+func (d *mcpDoor) build(st *stack, newBuilt func() (*mcpserver.Server, error), handler func(*mcpserver.Server) http.Handler) (http.Handler, error) {
+	if d.ms != nil {
+		gw, reg, relay := st.current()
+		ok, err := d.ms.Update(gw, reg, relay)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return d.handler, nil
+		}
+	}
+	ms, err := newBuilt()
+	if err != nil {
+		return nil, err
+	}
+	d.ms, d.handler = ms, handler(ms)
+	return d.handler, nil
 }

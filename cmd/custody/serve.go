@@ -270,8 +270,9 @@ func (m *Main) serve(ctx context.Context, set serveSettings) error {
 	if err != nil {
 		return err
 	}
+	door := &mcpDoor{}
 	h, ws, err := m.followUpstreams(st, &sys, func(sys servedSystems) (http.Handler, *web.Server, error) {
-		return m.serveHandler(ctx, st, tokens, sys, wit.status(), limits, lifetime, set.cfg.MCP)
+		return m.serveHandler(ctx, st, tokens, sys, wit.status(), limits, lifetime, set.cfg.MCP, door)
 	})
 	if err != nil {
 		return err
@@ -500,7 +501,9 @@ func loginNote(ctx context.Context, ws *web.Server, base string) string {
 
 // serveHandler builds the root handler, MCP at /mcp and everything else
 // web, and returns the web server too.
-func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys servedSystems, witnesses func() []tlog.WitnessStatus, limits httpLimits, sessionLifetime time.Duration, mcpCfg config.MCP) (http.Handler, *web.Server, error) {
+// door is the MCP door built before, which serves on with the stack's new
+// gateway (its sessions stay open) where it can; one is built where not.
+func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, sys servedSystems, witnesses func() []tlog.WitnessStatus, limits httpLimits, sessionLifetime time.Duration, mcpCfg config.MCP, door *mcpDoor) (http.Handler, *web.Server, error) {
 	logger := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	metrics := st.callMetrics()
 	var apps []web.App
@@ -516,13 +519,17 @@ func (m *Main) serveHandler(ctx context.Context, st *stack, tokens web.Tokens, s
 	if err != nil {
 		return nil, nil, err
 	}
-	ms, err := mcpserver.New(st.gw, st.reg, mcpOptions(mcpCfg, mcpserver.Options{Observe: metrics.ObserveCall, Inclusion: st.inclusion, Logger: logger, Relay: st.mcpRelay(),
-		ConsoleURL: st.console, MaxApprovalWait: limits.wait, Challenge: st.auth.challenge(true)}))
+	ms, err := door.build(st, func() (*mcpserver.Server, error) {
+		return mcpserver.New(st.gateway(), st.reg, mcpOptions(mcpCfg, mcpserver.Options{Observe: metrics.ObserveCall, Inclusion: st.inclusion, Logger: logger, Relay: st.mcpRelay(),
+			ConsoleURL: st.console, MaxApprovalWait: limits.wait, Challenge: st.auth.challenge(true)}))
+	}, func(ms *mcpserver.Server) http.Handler {
+		return web.LimitBodies(ms.HTTPHandler(st.auth.mcpAgent(tokens)), limits.maxBody)
+	})
 	if err != nil {
 		return nil, nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", web.LimitBodies(ms.HTTPHandler(st.auth.mcpAgent(tokens)), limits.maxBody))
+	mux.Handle("/mcp", ms)
 	st.auth.mount(mux)
 	mux.Handle("/", ws.Handler())
 	return telemetry.Continue(mux), ws, nil

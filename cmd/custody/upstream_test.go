@@ -298,8 +298,14 @@ func TestUpstreamQuarantine(t *testing.T) {
 // mcpSession opens an MCP session with serve's /mcp as an agent.
 func mcpSession(t *testing.T, base, token string) *mcp.ClientSession {
 	t.Helper()
+	return mcpSessionWith(t, base, token, nil)
+}
+
+// mcpSessionWith is mcpSession with a client of opts.
+func mcpSessionWith(t *testing.T, base, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	hc := &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
-	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: hc}, nil)
 	if err != nil {
 		t.Fatal(err)
