@@ -249,3 +249,40 @@ func TestConfigCheckNamesDownServers(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioWithAnUpstreamDown: custody mcp --stdio starts with a server
+// down, and once it comes up its one session is told the tool list
+// changed and calls the new tool.
+func TestStdioWithAnUpstreamDown(t *testing.T) {
+	dir := t.TempDir()
+	later, addr := filepath.Join(dir, "later-server"), freeAddr(t)
+	cfg := degradedConfig(t, dir, later, "http://"+addr+"/mcp", nil)
+	b := startBridge(t, map[string]string{}, "--config", cfg, "--data", filepath.Join(dir, "data"), "--console-addr", "off")
+	changed := make(chan struct{}, 16)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	_, cs, err := b.connect(ctx, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, b.stderr)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "late__shout", Arguments: map[string]any{"message": "early"}}); err != nil || !res.IsError {
+		t.Fatalf("the tool of the server that is down: %v %+v", err, res)
+	}
+	serveLate(t, addr)
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatalf("the session was not told the tool list changed\n%s", b.stderr)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "late__shout", Arguments: map[string]any{"message": "hi"}})
+	if err != nil || res.IsError {
+		t.Fatalf("late__shout once its server is up: %v %+v", err, res)
+	}
+	cs.Close()
+	b.stdin.Close()
+	if code := b.exit(t); code != exitOK {
+		t.Fatalf("exit %d\n%s", code, b.stderr)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -190,32 +191,59 @@ func (m *Main) followUpstreams(st *stack, sys *servedSystems, doors func(servedS
 	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	served := *sys
 	sys.Runners = append(sys.Runners, func(ctx context.Context, st *stack) error {
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-st.up.Changed():
-			}
-			st.gen.mu.Lock()
-			built := st.gen.built
-			st.gen.mu.Unlock()
-			if st.up.Revision() == built {
-				continue
-			}
-			if err := st.regenerate(ctx); err != nil {
-				log.Error("upstream came up, but its tools cannot be served", "err", err)
-				continue
-			}
+		st.follow(ctx, log, func() error {
 			h, _, err := doors(served)
-			if err != nil {
-				log.Error("upstream came up, but the doors cannot be built again", "err", err)
-				continue
+			if err == nil {
+				cur.Store(&h)
 			}
-			cur.Store(&h)
-			log.Info("upstream tools changed: the doors serve them now")
-		}
+			return err
+		})
+		return nil
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*cur.Load()).ServeHTTP(w, r) }), ws, nil
+}
+
+// follow builds the stack again each time a server lists for the first
+// time, and then has rebuilt build the doors on it, until ctx ends.
+func (s *stack) follow(ctx context.Context, log *slog.Logger, rebuilt func() error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.up.Changed():
+		}
+		s.gen.mu.Lock()
+		built := s.gen.built
+		s.gen.mu.Unlock()
+		if s.up.Revision() == built {
+			continue
+		}
+		if err := s.regenerate(ctx); err != nil {
+			log.Error("upstream came up, but its tools cannot be served", "err", err)
+			continue
+		}
+		if err := rebuilt(); err != nil {
+			log.Error("upstream came up, but the doors cannot serve its tools", "err", err)
+			continue
+		}
+		log.Info("upstream tools changed: the doors serve them now")
+	}
+}
+
+// followStdio has the stdio door srv serve the tools of each server that
+// lists for the first time, in its one session, until ctx ends.
+func (s *stack) followStdio(ctx context.Context, log *slog.Logger, srv *mcpserver.Server) {
+	if s.up == nil || s.gen == nil {
+		return
+	}
+	s.follow(ctx, log, func() error {
+		gw, reg, relay := s.current()
+		ok, err := srv.Update(gw, reg, relay)
+		if err == nil && !ok {
+			err = errors.New("its resources or prompts change what this session was told at its start: restart the MCP client to see them")
+		}
+		return err
+	})
 }
 
 // mcpDoor is serve's /mcp door across the stack's rebuilds: the same MCP

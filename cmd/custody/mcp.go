@@ -76,10 +76,20 @@ func (m *Main) runMCP(ctx context.Context, args []string) int {
 		defer stop()
 		opts.ConsoleURL, opts.Observe = console.base, metrics.ObserveCall
 	}
-	srv, err := mcpserver.New(st.gw, st.reg, opts)
+	srv, err := mcpserver.New(st.gateway(), st.reg, opts)
 	if err != nil {
 		return m.fail(err)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	following := make(chan struct{})
+	go func() {
+		defer close(following)
+		st.followStdio(ctx, logger, srv)
+	}()
+	defer func() {
+		cancel()
+		<-following // before the stack closes
+	}()
 	if err := srv.ServeStdio(ctx, m.Stdin, m.Stdout); err != nil {
 		return m.fail(err)
 	}
