@@ -38,26 +38,26 @@ const decisionSchema = `{"type":"object","properties":{"` + DecisionField + `":{
 // is held, nil when it may not be asked: the tool's policy does not name
 // the client, or the client declared no form elicitation.
 func (s *Server) clientApproval(req *mcp.CallToolRequest, call custody.Call) *gate.ClientApproval {
-	if req.Session == nil || !s.gateway().ClientApproves(call.Tool) || !elicitsForms(req.Session) {
+	if req.Session == nil || !s.gateway().ClientApproves(call.Tool) || !elicitsForms(req.ClientCapabilities()) {
 		return nil
 	}
 	c := &gate.ClientApproval{Within: s.opts.MaxApprovalWait,
 		Ask: func(ctx context.Context, q gate.ClientQuestion) (string, error) { return askForm(ctx, req.Session, q) }}
-	if info := req.Session.InitializeParams().ClientInfo; info != nil {
+	if info := req.ClientInfo(); info != nil {
 		c.Name, c.Version = info.Name, info.Version
 	}
 	return c
 }
 
-// elicitsForms reports whether the client of ss declared form
-// elicitation: an elicitation capability with form, or with neither form
-// nor url (the capability before modes).
-func elicitsForms(ss *mcp.ServerSession) bool {
-	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+// elicitsForms reports whether a client of caps (its initialize's, or on
+// 2026-07-28 its request's) declared form elicitation: an elicitation
+// capability with form, or with neither form nor url (the capability
+// before modes).
+func elicitsForms(caps *mcp.ClientCapabilities) bool {
+	if caps == nil || caps.Elicitation == nil {
 		return false
 	}
-	e := p.Capabilities.Elicitation
+	e := caps.Elicitation
 	return e.Form != nil || e.URL == nil
 }
 
@@ -107,11 +107,11 @@ const ApprovalInput = "custody/approval"
 // asked through a result's inputRequests.
 const multiRoundTripVersion = "2026-07-28"
 
-// multiRoundTrip reports whether the client of ss is asked through
-// inputRequests.
-func multiRoundTrip(ss *mcp.ServerSession) bool {
-	p := ss.InitializeParams()
-	return p != nil && p.ProtocolVersion >= multiRoundTripVersion
+// multiRoundTrip reports whether the client of req is asked through
+// inputRequests: the protocol version of its session, or on 2026-07-28 of
+// the request itself.
+func multiRoundTrip(req *mcp.CallToolRequest) bool {
+	return req.ProtocolVersion() >= multiRoundTripVersion
 }
 
 // inputRequired is awaitHeld's answer when the call's result is to ask

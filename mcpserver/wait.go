@@ -39,7 +39,7 @@ func (s *Server) awaitHeld(ctx context.Context, req *mcp.CallToolRequest, call c
 	}
 	call.Trace = res.Trace
 	client := s.clientApproval(req, call)
-	if client != nil && multiRoundTrip(req.Session) {
+	if client != nil && multiRoundTrip(req) {
 		if out, asked, aerr := s.roundTrip(ctx, req, call, id, err, *client); asked {
 			return out, aerr
 		}
