@@ -127,19 +127,26 @@ func (f *flights) byToken(token any) *flight {
 }
 
 // all returns the flights, one a client session; with active, only the
-// calls that have no answer yet.
+// calls that have no answer yet. Of a session's flights, one still in
+// flight is chosen over one that lingers after its answer: what is sent
+// to a call's request goes on its event stream, which closes with the
+// answer.
 func (f *flights) all(active bool) []*flight {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	seen := map[*mcp.ServerSession]bool{}
+	at := map[*mcp.ServerSession]int{}
 	var out []*flight
 	for fl := range f.m {
 		if active && fl.ended {
 			continue
 		}
-		if !seen[fl.caller.Session] {
-			seen[fl.caller.Session] = true
+		i, seen := at[fl.caller.Session]
+		switch {
+		case !seen:
+			at[fl.caller.Session] = len(out)
 			out = append(out, fl)
+		case out[i].ended && !fl.ended:
+			out[i] = fl
 		}
 	}
 	return out
