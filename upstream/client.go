@@ -262,6 +262,7 @@ func (s Server) allows(feature string) bool {
 // is about, under the client's token; one about no call in flight is
 // dropped.
 func (c *Conn) progress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	defer c.relayed(req.Session)
 	fl := c.flights.byToken(req.Params.ProgressToken)
 	if fl == nil {
 		c.log.Debug("upstream progress for no call in flight", "token", req.Params.ProgressToken)
@@ -277,6 +278,7 @@ func (c *Conn) progress(_ context.Context, req *mcp.ProgressNotificationClientRe
 // logMessage passes a log message of the server to the clients whose
 // calls are in flight on it, or to ConnOptions.Log.
 func (c *Conn) logMessage(ctx context.Context, req *mcp.LoggingMessageRequest) {
+	defer c.relayed(req.Session)
 	p := *req.Params
 	p.Logger, p.Meta = c.loggerName(p.Logger), withoutCustodyMeta(p.Meta)
 	list := c.flights.all(false)
@@ -290,6 +292,14 @@ func (c *Conn) logMessage(ctx context.Context, req *mcp.LoggingMessageRequest) {
 		if err := fl.caller.Session.Log(fl.ctx, &p); err != nil {
 			c.log.Debug("relay log message", "err", err)
 		}
+	}
+}
+
+// relayed counts a notification of session s relayed, for the answers
+// read after it on custody's own connection (order.go).
+func (c *Conn) relayed(s *mcp.ClientSession) {
+	if raw := c.rawOf(s); raw != nil {
+		raw.order.noteRelayed()
 	}
 }
 

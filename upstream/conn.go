@@ -481,6 +481,12 @@ func (c *Conn) rawOf(s *mcp.ClientSession) *rawConn {
 // callSDK makes a tools/call through the SDK's client session.
 func (c *Conn) callSDK(ctx context.Context, s *mcp.ClientSession, params *mcp.CallToolParams) (json.RawMessage, error) {
 	res, err := s.CallTool(ctx, params)
+	if l, ok := ctx.Value(resultLimitKey{}).(*resultLimit); ok && err != nil && l.over.Load() {
+		// The answer was cut (resultlimit.go), and the session with it:
+		// the next call waits for a new one rather than take this one.
+		c.lost(s)
+		go s.Close()
+	}
 	var answered *jsonrpc.Error
 	switch {
 	case err == nil:

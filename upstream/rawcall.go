@@ -95,6 +95,8 @@ type rawConn struct {
 	version string
 
 	hasMeta atomic.Bool
+	// order keeps the notifications read before an answer ahead of it.
+	order   relayOrder
 	mu      sync.Mutex
 	waiting map[string]chan rawAnswer
 	broken  error // why the connection ended; nil while it is up
@@ -108,6 +110,8 @@ type rawConn struct {
 type rawAnswer struct {
 	resp *jsonrpc.Response
 	err  error
+	// notes is how many relayed notifications were read before it.
+	notes int64
 }
 
 // Read implements mcp.Connection: the next message for the SDK.
@@ -120,9 +124,12 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		if resp, ok := msg.(*jsonrpc.Response); ok {
 			if ch := c.take(resp.ID); ch != nil {
-				ch <- rawAnswer{resp: resp}
+				ch <- rawAnswer{resp: resp, notes: c.order.mark()}
 				continue
 			}
+		}
+		if relayedNotification(msg) {
+			c.order.noteRead()
 		}
 		return msg, nil
 	}
@@ -194,7 +201,9 @@ func (c *rawConn) call(ctx context.Context, method string, params any) (json.Raw
 		switch {
 		case a.err != nil:
 			return nil, fmt.Errorf("%w: %w", errBroke, a.err)
-		case a.resp.Error != nil:
+		}
+		c.order.await(ctx, a.notes)
+		if a.resp.Error != nil {
 			return nil, a.resp.Error
 		}
 		return a.resp.Result, nil
