@@ -280,9 +280,12 @@ func TestStdioWithAnUpstreamDown(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("late__shout once its server is up: %v %+v", err, res)
 	}
-	cs.Close()
+	// The client hangs up as an editor does: its stdin ends first, and
+	// custody, which may still be writing, ends cleanly.
 	b.stdin.Close()
-	if code := b.exit(t); code != exitOK {
+	code := b.exit(t)
+	cs.Close()
+	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, b.stderr)
 	}
 }
