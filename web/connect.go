@@ -236,13 +236,7 @@ type connectView struct {
 
 // renderConnected shows how the connection ended.
 func (s *Server) renderConnected(w http.ResponseWriter, status int, v connectView) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
-	w.WriteHeader(status)
+	pageHeaders(w, status)
 	if err := connectedPage.Execute(w, v); err != nil {
 		s.log.Error("render the connection page", "err", err)
 	}

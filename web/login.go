@@ -113,6 +113,16 @@ func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, status int,
 		Name: csrfCookie, Value: v.CSRF, Path: "/login", HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(LoginCodeLifetime / time.Second),
 	})
+	pageHeaders(w, status)
+	if err := loginPage.Execute(w, v); err != nil {
+		s.log.Error("render the sign-in page", "err", err)
+	}
+}
+
+// pageHeaders writes the headers of the console's server-rendered pages
+// (sign-in, connection) and status: HTML never cached, framed or sent a
+// referrer, its forms posting to the console only.
+func pageHeaders(w http.ResponseWriter, status int) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
@@ -120,9 +130,6 @@ func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, status int,
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; form-action 'self'")
 	w.WriteHeader(status)
-	if err := loginPage.Execute(w, v); err != nil {
-		s.log.Error("render the sign-in page", "err", err)
-	}
 }
 
 // handleLogin serves POST /login: a form carrying the anti-forgery value
