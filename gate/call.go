@@ -18,6 +18,9 @@ type flight struct {
 	argsOK bool
 	// badTrace is a trace id the caller sent that could not be used.
 	badTrace string
+	// newTrace says the gateway made the call's trace: nothing has
+	// counted in it yet.
+	newTrace bool
 	// digest is the action digest of a HUMAN_CONFIRMATION call.
 	digest string
 	// named is the approval the call cites through an approval link.

@@ -149,10 +149,10 @@ func (g *Gateway) activation(ctx context.Context, f *flight, r *rules) (*conditi
 		// The same counts as the budgets: committed with the entries.
 		f.budgetKey = key
 		var err error
-		if c.Calls, err = g.counter(ctx, nsBudget, key); err != nil {
+		if c.Calls, err = g.traceCount(ctx, f, nsBudget, key); err != nil {
 			return nil, err
 		}
-		if c.Refusals, err = g.counter(ctx, nsRefusals, key); err != nil {
+		if c.Refusals, err = g.traceCount(ctx, f, nsRefusals, key); err != nil {
 			return nil, err
 		}
 	}

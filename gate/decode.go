@@ -49,13 +49,13 @@ func (g *Gateway) decode(_ context.Context, f *flight) error {
 // aside and the refusal is recorded under a new trace.
 func settleTrace(f *flight, newID func() string) error {
 	if f.Trace == "" {
-		f.Trace = newID()
+		f.Trace, f.newTrace = newID(), true
 		return nil
 	}
 	if ok := validTrace(f.Trace); ok {
 		return nil
 	}
-	f.badTrace, f.Trace = f.Trace, newID()
+	f.badTrace, f.Trace, f.newTrace = f.Trace, newID(), true
 	return &custody.Error{Kind: custody.EINVALID,
 		Message:    fmt.Sprintf("trace id must be 1 to %d bytes of printable UTF-8", maxTraceBytes),
 		Violations: []custody.Violation{{Instance: "", Keyword: "trace_id", Message: "unusable trace id"}}}

@@ -209,6 +209,8 @@ type Gateway struct {
 	approvalMu sync.Mutex
 	// grantSchemas holds the compiled schema of each grant by id.
 	grantSchemas sync.Map
+	// tally keeps the per-trace counters the pre-checks read.
+	tally *tally
 	// linked holds the refs some custody link checks, as refKey's tool
 	// and ref ("" tool: a link that takes any tool's), so that only they
 	// are recorded as state.
@@ -251,6 +253,7 @@ func New(cfg Config, envelope string, tools []Tool) (*Gateway, error) {
 	if g.now == nil {
 		g.now = time.Now
 	}
+	g.tally = newTally(g.now)
 	if g.deadline <= 0 {
 		g.deadline = DefaultDeadline
 	}

@@ -72,7 +72,7 @@ func (g *Gateway) budget(ctx context.Context, f *flight) error {
 		return nil
 	}
 	f.budgetKey = f.Trace + "/" + f.Tool
-	n, err := g.counter(ctx, nsBudget, f.budgetKey)
+	n, err := g.enforcedCount(ctx, f, nsBudget, f.budgetKey)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (g *Gateway) refusals(ctx context.Context, f *flight) error {
 		return nil
 	}
 	f.refusalKey = f.Trace + "/" + f.Tool
-	n, err := g.counter(ctx, nsRefusals, f.refusalKey)
+	n, err := g.traceCount(ctx, f, nsRefusals, f.refusalKey)
 	if err != nil {
 		return err
 	}
@@ -159,6 +159,39 @@ func (g *Gateway) citedApprovals(ctx context.Context, f *flight) ([]custody.Appr
 		}
 	}
 	return out, cited
+}
+
+// traceCount returns a count of f's trace, key: 0 in a trace made for
+// f, where nothing has counted yet, else the state store's.
+func (g *Gateway) traceCount(ctx context.Context, f *flight, ns, key string) (int64, error) {
+	if f.newTrace {
+		return 0, nil
+	}
+	return g.counter(ctx, ns, key)
+}
+
+// enforcedCount is traceCount for a counter whose limit the commit
+// enforces (a calls budget): there a count in the tally will do.
+func (g *Gateway) enforcedCount(ctx context.Context, f *flight, ns, key string) (int64, error) {
+	if f.newTrace {
+		g.tally.fresh(ns, key)
+		return 0, nil
+	}
+	return g.tallied(ctx, ns, key)
+}
+
+// tallied returns a count whose limit the commit enforces: the tally's,
+// else the state store's.
+func (g *Gateway) tallied(ctx context.Context, ns, key string) (int64, error) {
+	n, ok, tk := g.tally.get(ns, key)
+	if ok {
+		return n, nil
+	}
+	n, err := g.counter(ctx, ns, key)
+	if err == nil {
+		g.tally.learn(tk, n)
+	}
+	return n, err
 }
 
 // counter reads a count in the state store; 0 when there is none.

@@ -38,7 +38,7 @@ func (g *Gateway) rate(ctx context.Context, f *flight) error {
 	now := g.now()
 	for _, r := range f.tool.Spec.Rates {
 		key, end := rateKey(f, r, now)
-		n, err := g.counter(ctx, nsRate, key)
+		n, err := g.tallied(ctx, nsRate, key)
 		if err != nil {
 			return err
 		}

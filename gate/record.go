@@ -151,6 +151,7 @@ func (g *Gateway) breach(ctx context.Context, f *flight, out json.RawMessage, er
 // condition fails refuses the call: its error is returned as is.
 func (g *Gateway) append(ctx context.Context, f *flight, kind string, body []byte) (custody.Entry, error) {
 	changes := g.changes(f, kind)
+	counted := g.counting(changes)
 	e, err := g.ledger.Commit(ctx, custody.Entry{
 		At:    custody.FormatTime(g.now()),
 		Kind:  kind,
@@ -159,6 +160,7 @@ func (g *Gateway) append(ctx context.Context, f *flight, kind string, body []byt
 		Refs:  f.entryRefs(),
 		Body:  body,
 	}, changes...)
+	counted(err == nil)
 	if err != nil && len(changes) > 0 && approval.Refused(err) {
 		return custody.Entry{}, err
 	}
@@ -170,6 +172,24 @@ func (g *Gateway) append(ctx context.Context, f *flight, kind string, body []byt
 		return custody.Entry{}, unavailableLedger(fmt.Errorf("append %s: %w", kind, err))
 	}
 	return e, nil
+}
+
+// counting tells the tally that a commit of changes is under way; the
+// function it returns, called with whether the commit was written, tells
+// it the commit ended. Only the counters the tally keeps are told: the
+// calls budgets and the rate windows.
+func (g *Gateway) counting(changes []custody.Change) func(written bool) {
+	var ends []func(bool)
+	for _, c := range changes {
+		if c.Op == custody.OpIncrState && (c.NS == nsBudget || c.NS == nsRate) {
+			ends = append(ends, g.tally.begin(c.NS, c.Key, c.Delta))
+		}
+	}
+	return func(written bool) {
+		for _, end := range ends {
+			end(written)
+		}
+	}
 }
 
 // bodyStart appends the opening of a call entry body: the tool and the

@@ -55,10 +55,7 @@ type servedBench struct {
 // data directory under dir, fronting b's server as upstream "b" with the
 // tool READ, and waits until it serves.
 func (m *Main) startServed(ctx context.Context, dir string, b upstreamBench) (*servedBench, error) {
-	cfg, err := json.Marshal(map[string]any{
-		"mcpServers": map[string]any{"b": map[string]any{"command": b.command, "args": b.args}},
-		"tools":      map[string]any{"b__" + b.tool: map[string]any{"access": "READ", "effect": "NONE"}},
-	})
+	cfg, err := json.Marshal(b.config())
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +165,7 @@ func sessionsSide(name string, sessions []*mcp.ClientSession, tool string, argum
 	return &bench.Side{Name: name, Unit: "calls", Do: func(ctx context.Context, n int64) error {
 		res, err := sessions[n%int64(len(sessions))].CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: arguments})
 		if err == nil && res.IsError {
-			err = fmt.Errorf("the tool reported an error: %v", res.Content)
+			err = fmt.Errorf("the tool reported an error: %s", toolText(res))
 		}
 		return err
 	}}

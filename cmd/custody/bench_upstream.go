@@ -54,6 +54,22 @@ type upstreamBench struct {
 	// cpuprofile, when set, is where the served gateway writes its CPU
 	// profile.
 	cpuprofile string
+	// maxCalls, when positive, is the tool's maxCallsPerTrace: the
+	// budget whose counters each call reads and commits.
+	maxCalls int
+}
+
+// config is the serve config of the governed side: b's server as
+// upstream "b", its tool READ.
+func (b upstreamBench) config() map[string]any {
+	policy := map[string]any{"access": "READ", "effect": "NONE"}
+	if b.maxCalls > 0 {
+		policy["maxCallsPerTrace"] = b.maxCalls
+	}
+	return map[string]any{
+		"mcpServers": map[string]any{"b": map[string]any{"command": b.command, "args": b.args}},
+		"tools":      map[string]any{"b__" + b.tool: policy},
+	}
 }
 
 // runBenchUpstream measures the cost of governing an upstream MCP tool:
@@ -85,6 +101,7 @@ func (m *Main) runBenchUpstream(ctx context.Context, args []string) int {
 	arguments := fs.String("arguments", `{"message":"bench"}`, "the tool's arguments, as `JSON`")
 	seconds := fs.Float64("seconds", 6, "measure each side for `S` seconds in all, per load")
 	fs.Int64Var(&b.load.Calls, "calls", 0, "make exactly `N` calls on each side in all, per load, split over its rounds, instead of running for --seconds")
+	fs.IntVar(&b.maxCalls, "max-calls-per-trace", 0, "give the tool a maxCallsPerTrace budget of `N` calls (0: none), as the README's example does")
 	fs.IntVar(&b.rounds, "rounds", 3, "split each side's time, or its calls, into `N` turns, alternating with the other side's")
 	if ok, code := m.parse(fs, args); !ok {
 		return code
@@ -97,6 +114,9 @@ func (m *Main) runBenchUpstream(ctx context.Context, args []string) int {
 	}
 	if *seconds <= 0 || b.rounds < 1 || !json.Valid([]byte(*arguments)) {
 		return m.flagUsage(fs, "--seconds and --rounds must be positive and --arguments JSON")
+	}
+	if b.maxCalls < 0 {
+		return m.flagUsage(fs, "--max-calls-per-trace must not be negative")
 	}
 	if b.load.Calls < 0 || b.load.Calls > 0 && b.load.Calls < int64(b.rounds) {
 		return m.flagUsage(fs, "--calls, when set, must be at least --rounds: every round makes a call")
@@ -216,10 +236,7 @@ func (m *Main) governedDoor(ctx context.Context, dir string, b upstreamBench) (g
 
 // benchStack opens a gateway fronting the bench server as upstream "b".
 func (m *Main) benchStack(ctx context.Context, dir string, b upstreamBench) (*stack, error) {
-	raw, err := json.Marshal(map[string]any{
-		"mcpServers": map[string]any{"b": map[string]any{"command": b.command, "args": b.args}},
-		"tools":      map[string]any{"b__" + b.tool: map[string]any{"access": "READ", "effect": "NONE"}},
-	})
+	raw, err := json.Marshal(b.config())
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +259,7 @@ func directSide(s *mcp.ClientSession, b upstreamBench) *bench.Side {
 	return &bench.Side{Name: "direct", Unit: "calls", Do: func(ctx context.Context, _ int64) error {
 		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: b.tool, Arguments: b.arguments})
 		if err == nil && res.IsError {
-			err = fmt.Errorf("the tool reported an error: %v", res.Content)
+			err = fmt.Errorf("the tool reported an error: %s", toolText(res))
 		}
 		return err
 	}}
@@ -291,4 +308,15 @@ func (m *Main) runBenchUpstreamServer(ctx context.Context, args []string) int {
 		return m.fail(err)
 	}
 	return exitOK
+}
+
+// toolText is the text of a tool result's content, for an error message.
+func toolText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, " ")
 }
