@@ -41,6 +41,9 @@ type flight struct {
 	// request.
 	refusalKey string
 	asked      bool
+	// refusalCheck says the call's first entry that lets it go on checks
+	// its refusal budget (see refusalCheck).
+	refusalCheck bool
 	// held is the approveWhen condition that holds the call for a
 	// human's approval; nil when none does.
 	held *custody.Condition

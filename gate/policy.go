@@ -90,6 +90,11 @@ func (g *Gateway) budget(ctx context.Context, f *flight) error {
 // to the steps that check it, budget spent or not. The denial carries a
 // violation with keyword maximum_refusals_per_trace, so that a system can
 // tell its operator.
+//
+// A budget of two or more is also checked by the commit of the call's
+// first entry that lets it go on (see refusalCheck), so that the count
+// here may come from the tally; a budget of one, which a conditional
+// increment cannot express, is read from the store.
 func (g *Gateway) refusals(ctx context.Context, f *flight) error {
 	max := f.tool.maxRefusals
 	if max <= 0 {
@@ -97,16 +102,43 @@ func (g *Gateway) refusals(ctx context.Context, f *flight) error {
 		return nil
 	}
 	f.refusalKey = f.Trace + "/" + f.Tool
-	n, err := g.traceCount(ctx, f, nsRefusals, f.refusalKey)
+	count := g.traceCount
+	if max >= 2 {
+		count = g.enforcedCount
+	}
+	n, err := count(ctx, f, nsRefusals, f.refusalKey)
 	if err != nil {
 		return err
 	}
-	if n < int64(max) || g.operatorApproved(ctx, f) {
+	if n < int64(max) {
+		f.refusalCheck = max >= 2
 		return nil
 	}
-	msg := fmt.Sprintf("tool %q may be refused at most %d times per trace (maximum_refusals_per_trace); trace %s has had them, so no more calls of it are taken in this trace, except one an operator's approval authorises", f.Tool, max, f.Trace)
+	if g.operatorApproved(ctx, f) {
+		return nil
+	}
+	return refusalsSpent(f)
+}
+
+// refusalsSpent is the denial of a call in a trace that has had its
+// tool's refusal budget.
+func refusalsSpent(f *flight) *custody.Error {
+	msg := fmt.Sprintf("tool %q may be refused at most %d times per trace (maximum_refusals_per_trace); trace %s has had them, so no more calls of it are taken in this trace, except one an operator's approval authorises", f.Tool, f.tool.maxRefusals, f.Trace)
 	return &custody.Error{Kind: custody.EDENIED, Message: msg,
 		Violations: []custody.Violation{{Keyword: "maximum_refusals_per_trace", Message: "refusal budget spent"}}}
+}
+
+// refusalCheck returns the change that holds a call's first entry that
+// lets it go on (call.started, call.succeeded) to its trace's refusal
+// budget, and whether there is one: a conditional increment by 0 that
+// fails once the count has reached the budget, so that a refusal another
+// process counted after the pre-check read its count still stops the
+// call.
+func refusalCheck(f *flight, kind string) (custody.Change, bool) {
+	if !f.refusalCheck || (kind != custody.KindCallStarted && kind != custody.KindCallSucceeded) {
+		return custody.Change{}, false
+	}
+	return custody.IncrState(nsRefusals, f.refusalKey, 0, int64(f.tool.maxRefusals)-1).Else(refusalsSpent(f)), true
 }
 
 // operatorApproved reports whether an operator's approval authorises

@@ -177,11 +177,11 @@ func (g *Gateway) append(ctx context.Context, f *flight, kind string, body []byt
 // counting tells the tally that a commit of changes is under way; the
 // function it returns, called with whether the commit was written, tells
 // it the commit ended. Only the counters the tally keeps are told: the
-// calls budgets and the rate windows.
+// calls and refusal budgets and the rate windows.
 func (g *Gateway) counting(changes []custody.Change) func(written bool) {
 	var ends []func(bool)
 	for _, c := range changes {
-		if c.Op == custody.OpIncrState && (c.NS == nsBudget || c.NS == nsRate) {
+		if c.Op == custody.OpIncrState && (c.NS == nsBudget || c.NS == nsRefusals || c.NS == nsRate) {
 			ends = append(ends, g.tally.begin(c.NS, c.Key, c.Delta))
 		}
 	}

@@ -6,13 +6,14 @@ import (
 )
 
 // tally keeps in memory the counters whose limits the commit enforces (a
-// trace's calls budget of a tool, a rate limit's window), so that the
+// trace's calls and refusal budgets of a tool, a rate limit's window; see
+// refusalCheck for the refusal budget), so that the
 // pre-check that refuses a call early reads one from the state store only
 // when its key is new to the gateway or its count is older than maxAge.
 // The committed state stays the authority: the conditional increment
 // committed with the call's entry enforces the limit exactly, and the
-// tally only spares the read before it. Counts that nothing enforces at
-// commit (the refusal budget, the counts conditions see) are not kept.
+// tally only spares the read before it. The counts conditions see, which
+// nothing checks at commit, are read from the store.
 //
 // A count is learned from a read, or known to be 0 for a trace the
 // gateway has just given a call, and then kept up to date by the commits

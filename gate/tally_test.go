@@ -92,8 +92,8 @@ func TestBudgetReadOncePerTrace(t *testing.T) {
 	if n := state.read("budget"); n != 1 {
 		t.Fatalf("a call in a trace the gateway made read the budget (%d reads)", n)
 	}
-	if n := state.read("refusals"); n != 3 {
-		t.Fatalf("the refusal budget was read %d times, want 3: it is read on every call of a trace the caller named", n)
+	if n := state.read("refusals"); n != 1 {
+		t.Fatalf("the refusal budget was read %d times for three calls of one trace and one of a new one, want 1", n)
 	}
 	if _, err := call(res.Trace); err != nil {
 		t.Fatalf("a second call in the trace the gateway made: %v", err)
@@ -162,6 +162,43 @@ func TestBudgetCommitDecidesOverAStaleCount(t *testing.T) {
 	}
 	if runs.Load() != 3 {
 		t.Fatalf("the tool ran again after a refused commit (%d runs): the count it left in doubt must be read again", runs.Load())
+	}
+}
+
+// TestRefusalBudgetCommitDecidesOverAStaleCount: refusals another
+// instance counted after this gateway's tally read the count stop the
+// call at its commit: its output is withheld and the denial names the
+// refusal budget.
+func TestRefusalBudgetCommitDecidesOverAStaleCount(t *testing.T) {
+	h := newHarness(t)
+	gw, _, runs := secondGateway(t, h)
+	ctx := context.Background()
+	call := func(gw *gate.Gateway, args string) error {
+		_, err := gw.Call(ctx, custody.Call{Trace: "t-probe", Tool: "limited", Args: json.RawMessage(args), Actor: "agent-1"})
+		return err
+	}
+	if err := call(gw, `{"x":1}`); custody.ErrorKind(err) != custody.EINVALID {
+		t.Fatalf("malformed call: %v", err)
+	}
+	for i := 1; i < gate.DefaultMaxRefusalsPerTrace; i++ {
+		if err := call(h.gw, `{"x":1}`); custody.ErrorKind(err) != custody.EINVALID {
+			t.Fatalf("malformed call %d at the other instance: %v", i, err)
+		}
+	}
+	spent := func(err error) bool {
+		return custody.ErrorKind(err) == custody.EDENIED && strings.Contains(custody.ErrorMessage(err), "maximum_refusals_per_trace")
+	}
+	if err := call(gw, `{}`); !spent(err) {
+		t.Fatalf("a valid call on a stale count: %v, want the refusal budget's denial from the commit", err)
+	}
+	if got := h.entries(t, custody.Query{Trace: "t-probe", Kind: custody.KindCallSucceeded}); len(got) != 0 {
+		t.Fatalf("%d calls succeeded in a trace past its refusal budget", len(got))
+	}
+	if err := call(gw, `{}`); !spent(err) {
+		t.Fatalf("the next call: %v, want the refusal budget's denial", err)
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("the tool ran %d times, want 1: after the refused commit the count is read again", runs.Load())
 	}
 }
 

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -14,7 +13,7 @@ import (
 // applyChanges applies changes in tx for the entry at seq. The first
 // change whose condition fails returns its error; the caller rolls back
 // what the changes before it wrote.
-func applyChanges(ctx context.Context, tx *sql.Tx, seq int64, changes []custody.Change) error {
+func applyChanges(ctx context.Context, tx sqlTx, seq int64, changes []custody.Change) error {
 	for _, c := range changes {
 		err := applyChange(ctx, tx, seq, c)
 		if err == nil {
@@ -25,7 +24,7 @@ func applyChanges(ctx context.Context, tx *sql.Tx, seq int64, changes []custody.
 	return nil
 }
 
-func applyChange(ctx context.Context, tx *sql.Tx, seq int64, c custody.Change) error {
+func applyChange(ctx context.Context, tx sqlTx, seq int64, c custody.Change) error {
 	switch c.Op {
 	case custody.OpPutState:
 		return putState(ctx, tx, c.NS, c.Key, c.Doc)
@@ -56,7 +55,7 @@ func applyChange(ctx context.Context, tx *sql.Tx, seq int64, c custody.Change) e
 
 // incr adds delta to the counter under ns and key and returns the sum;
 // with limit > 0 a sum above limit is EDENIED and nothing is written.
-func incr(ctx context.Context, tx *sql.Tx, ns, key string, delta, limit int64) (int64, error) {
+func incr(ctx context.Context, tx sqlTx, ns, key string, delta, limit int64) (int64, error) {
 	old, err := counter(ctx, tx, ns, key)
 	if err != nil {
 		return 0, err
@@ -68,11 +67,14 @@ func incr(ctx context.Context, tx *sql.Tx, ns, key string, delta, limit int64) (
 	if limit > 0 && n > limit {
 		return 0, custody.Errorf(custody.EDENIED, "state %s/%s: %d would pass the limit %d", ns, key, n, limit)
 	}
+	if delta == 0 {
+		return n, nil // a check: nothing to write
+	}
 	return n, putState(ctx, tx, ns, key, strconv.AppendInt(nil, n, 10))
 }
 
 // createApproval inserts a new request; ECONFLICT if its id exists.
-func createApproval(ctx context.Context, tx *sql.Tx, a custody.Approval) error {
+func createApproval(ctx context.Context, tx sqlTx, a custody.Approval) error {
 	if _, err := getApproval(ctx, tx, a.ID); custody.ErrorKind(err) != custody.ENOTFOUND {
 		if err == nil {
 			return custody.Errorf(custody.ECONFLICT, "approval %s already exists", a.ID)
@@ -92,12 +94,12 @@ func createApproval(ctx context.Context, tx *sql.Tx, a custody.Approval) error {
 
 // transition applies fn to the stored request id and saves it; fn's error
 // is returned as is. ENOTFOUND if absent, EINVALID if fn changes the id.
-func transition(ctx context.Context, tx *sql.Tx, id string, fn func(*custody.Approval) error) error {
+func transition(ctx context.Context, tx sqlTx, id string, fn func(*custody.Approval) error) error {
 	_, err := updateApproval(ctx, tx, id, fn)
 	return err
 }
 
-func updateApproval(ctx context.Context, tx *sql.Tx, id string, fn func(*custody.Approval) error) (custody.Approval, error) {
+func updateApproval(ctx context.Context, tx sqlTx, id string, fn func(*custody.Approval) error) (custody.Approval, error) {
 	a, err := getApproval(ctx, tx, id)
 	if err != nil {
 		return a, err

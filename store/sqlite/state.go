@@ -65,7 +65,7 @@ func (db *DB) IncrState(ctx context.Context, ns, key string, delta int64) (int64
 	return n, err
 }
 
-func counter(ctx context.Context, tx *sql.Tx, ns, key string) (int64, error) {
+func counter(ctx context.Context, tx sqlTx, ns, key string) (int64, error) {
 	doc, err := getState(ctx, tx, ns, key)
 	if custody.ErrorKind(err) == custody.ENOTFOUND {
 		return 0, nil
@@ -82,7 +82,7 @@ func counter(ctx context.Context, tx *sql.Tx, ns, key string) (int64, error) {
 
 func getState(ctx context.Context, q querier, ns, key string) (json.RawMessage, error) {
 	var doc []byte
-	err := q.QueryRowContext(ctx, `SELECT doc FROM state WHERE ns = ? AND key = ?`, ns, key).Scan(&doc)
+	err := q.QueryRowContext(ctx, selectState, ns, key).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, custody.Errorf(custody.ENOTFOUND, "state %s/%s not found", ns, key)
 	}
@@ -92,10 +92,15 @@ func getState(ctx context.Context, q querier, ns, key string) (json.RawMessage, 
 	return doc, nil
 }
 
-func putState(ctx context.Context, tx *sql.Tx, ns, key string, doc []byte) error {
-	const q = `INSERT INTO state (ns, key, doc) VALUES (?, ?, ?)
+// The statements that read and write one state document.
+const (
+	selectState = `SELECT doc FROM state WHERE ns = ? AND key = ?`
+	upsertState = `INSERT INTO state (ns, key, doc) VALUES (?, ?, ?)
 		ON CONFLICT (ns, key) DO UPDATE SET doc = excluded.doc`
-	if _, err := tx.ExecContext(ctx, q, ns, key, doc); err != nil {
+)
+
+func putState(ctx context.Context, tx sqlTx, ns, key string, doc []byte) error {
+	if _, err := tx.ExecContext(ctx, upsertState, ns, key, doc); err != nil {
 		return unavailable("write state", fmt.Errorf("state %s/%s: %w", ns, key, err))
 	}
 	return nil

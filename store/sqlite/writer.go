@@ -56,8 +56,10 @@ type response struct {
 type writer struct {
 	conn  *sql.DB
 	stmts *insertStmts
-	priv  ed25519.PrivateKey
-	opts  Options
+	// changeStmts are the statements of the changes, prepared once.
+	changeStmts *stmtCache
+	priv        ed25519.PrivateKey
+	opts        Options
 	// sealer keeps its hashing buffer from one entry to the next.
 	sealer ledger.Sealer
 	// trees remembers the Merkle tree between checkpoints (tlog.go).
@@ -107,21 +109,24 @@ func newWriter(ctx context.Context, db *DB, conn *sql.DB, path string) (*writer,
 	if w.files, err = watchFile(path); err != nil {
 		return nil, err
 	}
+	if w.changeStmts, err = prepareStmts(ctx, conn, changeQueries...); err != nil {
+		return nil, err
+	}
 	if w.stmts, err = prepareInserts(ctx, conn); err != nil {
+		w.changeStmts.close()
 		return nil, err
 	}
 	if w.tail, err = prepareTail(ctx, conn); err != nil {
+		w.changeStmts.close()
 		w.stmts.close()
 		return nil, err
 	}
 	if w.head, err = readHead(ctx, conn); err != nil {
-		w.stmts.close()
-		w.tail.stmt.Close()
+		w.closeStmts()
 		return nil, err
 	}
 	if w.last, err = latestCheckpoint(ctx, conn); err != nil && custody.ErrorKind(err) != custody.ENOTFOUND {
-		w.stmts.close()
-		w.tail.stmt.Close()
+		w.closeStmts()
 		return nil, err
 	}
 	if w.head.Seq > w.last.Size {
@@ -366,20 +371,28 @@ func (w *writer) seal(ctx context.Context, tx *sql.Tx, b *batch, r *request) err
 	return nil
 }
 
+// The statements of the savepoint around an entry's changes.
+const (
+	savepoint         = `SAVEPOINT changes`
+	rollbackSavepoint = `ROLLBACK TO changes`
+	releaseSavepoint  = `RELEASE changes`
+)
+
 // applyChanges applies r's changes for the entry at seq inside a
 // savepoint: a change that fails undoes the ones before it and refuses r
 // alone. Only a failure to undo them fails the batch.
-func (w *writer) applyChanges(ctx context.Context, tx *sql.Tx, seq int64, r *request) error {
-	if _, err := tx.ExecContext(ctx, `SAVEPOINT changes`); err != nil {
+func (w *writer) applyChanges(ctx context.Context, sqltx *sql.Tx, seq int64, r *request) error {
+	tx := w.changeStmts.in(sqltx)
+	if _, err := tx.ExecContext(ctx, savepoint); err != nil {
 		return fmt.Errorf("savepoint: %w", err)
 	}
 	if err := applyChanges(ctx, tx, seq, r.changes); err != nil {
 		r.resp.err = unavailable(r.what, err)
-		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO changes`); rerr != nil {
+		if _, rerr := tx.ExecContext(ctx, rollbackSavepoint); rerr != nil {
 			return fmt.Errorf("roll back changes: %w", rerr)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `RELEASE changes`); err != nil {
+	if _, err := tx.ExecContext(ctx, releaseSavepoint); err != nil {
 		return fmt.Errorf("release savepoint: %w", err)
 	}
 	return nil
@@ -442,5 +455,10 @@ func (w *writer) close() error {
 	if w.record != nil {
 		w.record.close()
 	}
-	return errors.Join(w.stmts.close(), w.tail.stmt.Close(), w.conn.Close(), w.sync.close())
+	return errors.Join(w.closeStmts(), w.conn.Close(), w.sync.close())
+}
+
+// closeStmts closes the writer's prepared statements.
+func (w *writer) closeStmts() error {
+	return errors.Join(w.stmts.close(), w.changeStmts.close(), w.tail.stmt.Close())
 }
