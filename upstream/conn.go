@@ -267,7 +267,8 @@ func listTools(ctx context.Context, s *mcp.ClientSession) ([]*mcp.Tool, error) {
 // transport returns a new transport to the server.
 func (c *Conn) transport() (mcp.Transport, error) {
 	if c.srv.URL != "" {
-		hc := &http.Client{Transport: headerTransport{headers: c.srv.Headers, next: c.bearer(limitTransport{http.DefaultTransport})}}
+		capped := eventCapTransport{next: limitTransport{http.DefaultTransport}, max: maxMessageBytes}
+		hc := &http.Client{Transport: headerTransport{headers: c.srv.Headers, next: c.bearer(capped)}}
 		if c.srv.SSE {
 			return sseTransport{&mcp.SSEClientTransport{Endpoint: c.srv.URL, HTTPClient: hc}}, nil
 		}

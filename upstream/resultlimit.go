@@ -10,8 +10,9 @@ import (
 
 // A tool's maxResultBytes is enforced as its result arrives, not after it
 // was read whole: custody reads no more of an HTTP server's answer to a
-// call than the cap and resultSlack, and a stdio server's messages are
-// read at most mcp.DefaultMaxLineLength at a time (stdio.go). A result
+// call than the cap and resultSlack; a stdio server's messages and the
+// events of an event stream (the legacy SSE transport's, a streamable
+// server's own) are read at most maxMessageBytes at a time. A result
 // over the cap is refused and recorded (mcpHandler); the tool did run.
 // The session whose answer was cut is ended, and a new one opened for the
 // next call.

@@ -133,7 +133,7 @@ type batch struct {
 // SDK's connection does, so that Close unblocks a Read waiting for one.
 func newStdioConn(in io.Reader, out io.WriteCloser) *stdioConn {
 	incoming, closed := make(chan framed), make(chan struct{})
-	go readFrames(in, mcp.DefaultMaxLineLength, incoming, closed)
+	go readFrames(in, maxMessageBytes, incoming, closed)
 	return &stdioConn{out: out, incoming: incoming, closed: closed}
 }
 
