@@ -2,8 +2,11 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -83,6 +86,15 @@ func newWorkServer() *workServer {
 		}
 		return text("worked"), nil
 	})
+	w.srv.AddTool(&mcp.Tool{Name: "burst", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// Progress sent back to back, the answer right after it.
+		for i := 1; i <= burstSteps; i++ {
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Total: burstSteps}); err != nil {
+				return nil, err
+			}
+		}
+		return text("burst done"), nil
+	})
 	w.srv.AddTool(&mcp.Tool{Name: "ask", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		w.mu.Lock()
 		w.caps = req.Session.InitializeParams().Capabilities
@@ -135,6 +147,8 @@ type talkEnv struct {
 	work, mute       *workServer
 	progress, logged chan string
 	heardProgress    chan struct{}
+	// wire is what the door sent the client.
+	wire wireLog
 	// srv is the door's server, built of gw, reg and relay.
 	srv   *mcpserver.Server
 	gw    *gate.Gateway
@@ -226,7 +240,7 @@ func newTalkEnv(t *testing.T) *talkEnv {
 		},
 	})
 	client.AddRoots(&mcp.Root{URI: "file:///home/ada/project", Name: "project"})
-	hc := &http.Client{Transport: bearer{token: agentToken, next: http.DefaultTransport}}
+	hc := &http.Client{Transport: bearer{token: agentToken, next: &e.wire}}
 	if e.client, err = client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: door.URL + "/mcp", HTTPClient: hc, MaxRetries: -1},
 		// Servers ask clients on the versions before 2026-07-28.
 		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}); err != nil {
@@ -234,6 +248,73 @@ func newTalkEnv(t *testing.T) *talkEnv {
 	}
 	t.Cleanup(func() { e.client.Close() })
 	return e
+}
+
+// burstSteps is how many progress notifications the burst tool sends.
+const burstSteps = 8
+
+// wireLog is a transport that keeps what the door sent the client, in
+// the order it came: the bodies of its answers, as read.
+type wireLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *wireLog) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(resp.Body, l), resp.Body}
+	}
+	return resp, err
+}
+
+func (l *wireLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *wireLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// TestProgressBeforeTheAnswerOnTheWire: the progress an HTTP server sends
+// right before its answer goes to the client before the answer, on the
+// call's stream, every step of it, although the SDK hands custody the
+// server's notifications apart from its answers.
+func TestProgressBeforeTheAnswerOnTheWire(t *testing.T) {
+	e := newTalkEnv(t)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // the client's handler is not held up
+		for {
+			select {
+			case <-e.progress:
+			case <-e.heardProgress:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	for round := range 5 {
+		if got := e.call(t, "work__burst", mcp.Meta{"progressToken": fmt.Sprint("b-", round)}); got != "burst done" {
+			t.Fatalf("burst = %q", got)
+		}
+		wire := e.wire.String()
+		end := strings.LastIndex(wire, "burst done")
+		start := strings.Index(wire, fmt.Sprintf(`"progressToken":"b-%d"`, round))
+		if start < 0 || end < start {
+			t.Fatalf("round %d: no progress before the answer on the wire", round)
+		}
+		if n := strings.Count(wire[start:end], `"method":"notifications/progress"`); n != burstSteps-1 {
+			t.Fatalf("round %d: %d progress notifications between the first and the answer, want %d", round, n, burstSteps-1)
+		}
+	}
 }
 
 func jsonOf(t *testing.T, v any) string {

@@ -296,11 +296,14 @@ func (c *Conn) logMessage(ctx context.Context, req *mcp.LoggingMessageRequest) {
 }
 
 // relayed counts a notification of session s relayed, for the answers
-// read after it on custody's own connection (order.go).
+// read after it on custody's own connection or an event stream
+// (order.go).
 func (c *Conn) relayed(s *mcp.ClientSession) {
 	if raw := c.rawOf(s); raw != nil {
 		raw.order.noteRelayed()
+		return
 	}
+	c.httpOrder.noteRelayed()
 }
 
 // loggerName names the server as the logger of its messages.

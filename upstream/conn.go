@@ -93,6 +93,9 @@ type Conn struct {
 	// level is the logging level a client last set ("" for none), set
 	// again on every new session.
 	level logLevel
+	// httpOrder counts the progress and log notifications read from the
+	// server's event streams and relayed, when the SDK reads them.
+	httpOrder relayOrder
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
@@ -267,7 +270,7 @@ func listTools(ctx context.Context, s *mcp.ClientSession) ([]*mcp.Tool, error) {
 // transport returns a new transport to the server.
 func (c *Conn) transport() (mcp.Transport, error) {
 	if c.srv.URL != "" {
-		capped := eventCapTransport{next: limitTransport{http.DefaultTransport}, max: maxMessageBytes}
+		capped := eventCapTransport{next: limitTransport{http.DefaultTransport}, max: maxMessageBytes, order: &c.httpOrder}
 		hc := &http.Client{Transport: headerTransport{headers: c.srv.Headers, next: c.bearer(capped)}}
 		if c.srv.SSE {
 			return sseTransport{&mcp.SSEClientTransport{Endpoint: c.srv.URL, HTTPClient: hc}}, nil
@@ -482,6 +485,11 @@ func (c *Conn) rawOf(s *mcp.ClientSession) *rawConn {
 // callSDK makes a tools/call through the SDK's client session.
 func (c *Conn) callSDK(ctx context.Context, s *mcp.ClientSession, params *mcp.CallToolParams) (json.RawMessage, error) {
 	res, err := s.CallTool(ctx, params)
+	if err == nil {
+		// The progress and log messages the server sent before its
+		// answer are relayed before it (order.go).
+		c.httpOrder.await(ctx, c.httpOrder.mark())
+	}
 	if l, ok := ctx.Value(resultLimitKey{}).(*resultLimit); ok && err != nil && l.over.Load() {
 		// The answer was cut (resultlimit.go), and the session with it:
 		// the next call waits for a new one rather than take this one.

@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -21,10 +23,13 @@ var errEventTooLarge = fmt.Errorf("the server sent an event larger than %d bytes
 // eventCapTransport caps each event of every event stream it receives at
 // max bytes: a server that sends a larger one has its stream cut, as a
 // stdio server's over-long line ends its session, instead of custody
-// holding it whole.
+// holding it whole. With order set, it counts the progress and log
+// notifications read, as custody's own stdio connection does, so that an
+// answer read after them waits until they were relayed (order.go).
 type eventCapTransport struct {
-	next http.RoundTripper
-	max  int64
+	next  http.RoundTripper
+	max   int64
+	order *relayOrder
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -34,13 +39,14 @@ func (t eventCapTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
-		resp.Body = &eventCapped{ReadCloser: resp.Body, max: t.max, empty: true}
+		resp.Body = &eventCapped{ReadCloser: resp.Body, max: t.max, empty: true, order: t.order}
 	}
 	return resp, err
 }
 
 // eventCapped reads an event stream, failing once one event (the bytes
-// between two blank lines, less line ends) passes max.
+// between two blank lines, less line ends) passes max, and counting in
+// order the notifications it reads.
 type eventCapped struct {
 	io.ReadCloser
 	max, n int64
@@ -48,7 +54,15 @@ type eventCapped struct {
 	// last byte was a carriage return.
 	empty, cr bool
 	err       error
+	order     *relayOrder
+	// line is the current line and data the event's data lines, each
+	// kept up to maxNoteBytes: a notification custody relays is small.
+	line, data []byte
+	long       bool
 }
+
+// maxNoteBytes bounds the event an eventCapped looks into.
+const maxNoteBytes = 64 << 10
 
 func (e *eventCapped) Read(p []byte) (int, error) {
 	if e.err != nil {
@@ -62,10 +76,16 @@ func (e *eventCapped) Read(p []byte) (int, error) {
 		case b == '\n' || b == '\r':
 			if e.empty {
 				e.n = 0 // a blank line ends the event
+				e.event()
+			} else {
+				e.endLine()
 			}
 			e.empty, e.cr = true, b == '\r'
 		default:
 			e.empty, e.cr = false, false
+			if e.order != nil && len(e.line) < maxNoteBytes {
+				e.line = append(e.line, b)
+			}
 			if e.n++; e.n > e.max {
 				// Closed here, so that the server's write fails whether
 				// or not the stream's reader closes it.
@@ -76,4 +96,46 @@ func (e *eventCapped) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// endLine keeps the line ending now if it is a data line.
+func (e *eventCapped) endLine() {
+	if e.order == nil {
+		return
+	}
+	if v, ok := bytes.CutPrefix(e.line, []byte("data:")); ok {
+		v, _ = bytes.CutPrefix(v, []byte(" "))
+		if len(e.line) >= maxNoteBytes || len(e.data)+len(v) > maxNoteBytes {
+			e.long = true
+		} else {
+			e.data = append(e.data, v...)
+			e.data = append(e.data, '\n')
+		}
+	}
+	e.line = e.line[:0]
+}
+
+// event ends an event, counting it when it is a notification custody
+// relays.
+func (e *eventCapped) event() {
+	if e.order == nil {
+		return
+	}
+	if !e.long && len(e.data) > 0 && relayedNote(e.data) {
+		e.order.noteRead()
+	}
+	e.line, e.data, e.long = e.line[:0], e.data[:0], false
+}
+
+// relayedNote reports whether data, one JSON-RPC message, is a progress
+// or log notification.
+func relayedNote(data []byte) bool {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(data, &m) != nil || m.ID != nil {
+		return false
+	}
+	return m.Method == "notifications/progress" || m.Method == "notifications/message"
 }

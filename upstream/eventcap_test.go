@@ -96,3 +96,29 @@ func TestSSEEventOverTheCapNotReadWhole(t *testing.T) {
 		t.Fatalf("the next call: %s %v", out, err)
 	}
 }
+
+// TestEventCappedCountsNotifications: the progress and log notifications
+// of an event stream are counted as they are read, whatever the line
+// ends and however the reads split them; answers, requests, other
+// notifications and data too large to be one are not.
+func TestEventCappedCountsNotifications(t *testing.T) {
+	progress := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}`
+	stream := "event: message\ndata: " + progress + "\n\n" +
+		"data: {\"jsonrpc\":\"2.0\",\r\ndata: \"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\r\n\r\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"method\":\"notifications/progress\"}}\n\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"notifications/progress\"}\n\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"" + strings.Repeat("y", maxNoteBytes) + "\"}}\n\n" +
+		": a comment\n\n" +
+		"data: " + progress + "\r\r"
+	for _, chunk := range []int{1, 7, 1 << 20} {
+		var order relayOrder
+		e := &eventCapped{ReadCloser: io.NopCloser(&chunked{r: strings.NewReader(stream), n: chunk}), max: maxMessageBytes, empty: true, order: &order}
+		if _, err := io.ReadAll(e); err != nil {
+			t.Fatalf("reads of %d: %v", chunk, err)
+		}
+		if n := order.mark(); n != 3 {
+			t.Errorf("reads of %d: %d notifications counted, want 3", chunk, n)
+		}
+	}
+}
