@@ -59,7 +59,10 @@ func (c *chunked) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c
 // custody does not read the answer whole (the server's write fails), and
 // the next call gets a new session.
 func TestSSEEventOverTheCapNotReadWhole(t *testing.T) {
-	const big = maxMessageBytes + 4<<20
+	// Larger than the cap and what loopback's socket buffers can hold
+	// (up to 4 MiB sent and 32 MiB received), so that the server's write
+	// fails once custody stops reading.
+	const big = 64 << 20
 	server := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "1"}, nil)
 	addEcho(server, defaultDescription)
 	mcp.AddTool(server, &mcp.Tool{Name: "big"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
