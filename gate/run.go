@@ -32,9 +32,10 @@ func (g *Gateway) intend(ctx context.Context, f *flight) error {
 
 // changes returns the state changes committed with the call's entry of
 // the given kind: the check of its refusal budget and the count against
-// its calls budget with its first entry once it may run, the count against its refusal budget with call.refused,
-// the use of its approval with call.started, the refs that custody links
-// check with call.succeeded.
+// its calls budget with its first entry once it may run, the count
+// against its refusal budget with call.refused, the use of its approval
+// with call.started, the refs that custody links check with
+// call.succeeded.
 func (g *Gateway) changes(f *flight, kind string) []custody.Change {
 	var out []custody.Change
 	if c, ok := refusalCheck(f, kind); ok {
