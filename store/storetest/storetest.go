@@ -345,12 +345,27 @@ func testBudgetLimit(t *testing.T, s custody.Store) {
 	if doc, err := s.State(ctx, "budget", "t1/tool"); err != nil || string(doc) != "3" {
 		t.Fatalf("budget = %s, %v; want 3", doc, err)
 	}
+	// Adding 0 checks the limit and changes nothing: a count at the limit
+	// passes, one past it does not, as the gateway's refusal-budget check
+	// relies on.
+	if _, err := s.Commit(ctx, entry("test.kind", "t1"), custody.IncrState("budget", "t1/tool", 0, 3)); err != nil {
+		t.Fatalf("a check at the limit: %v", err)
+	}
+	if _, err := s.Commit(ctx, entry("test.kind", "t1"), custody.IncrState("budget", "t1/tool", 0, 2)); kind(err) != custody.EDENIED {
+		t.Fatalf("a check past the limit: %v, want EDENIED", err)
+	}
+	if _, err := s.Commit(ctx, entry("test.kind", "t1"), custody.IncrState("budget", "t1/absent", 0, 1)); err != nil {
+		t.Fatalf("a check of an absent counter: %v", err)
+	}
+	if doc, err := s.State(ctx, "budget", "t1/tool"); err != nil || string(doc) != "3" {
+		t.Fatalf("budget after the checks = %s, %v; want 3", doc, err)
+	}
 	// Without a limit the counter goes on.
 	if _, err := s.Commit(ctx, entry("test.kind", "t1"), custody.IncrState("budget", "t1/tool", 1, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if n := size(t, s); n != 4 {
-		t.Fatalf("ledger size %d, want 4", n)
+	if n := size(t, s); n != 6 {
+		t.Fatalf("ledger size %d, want 6", n)
 	}
 }
 
