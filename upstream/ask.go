@@ -121,9 +121,7 @@ func actionOf(answer any) string {
 // route on the relay's gateway.
 func (s *Set) ask(ctx context.Context, server, feature string, params any, caller *downstream.Caller,
 	do func(ctx context.Context) (any, error)) (any, error) {
-	s.mu.Lock()
-	r := s.relay
-	s.mu.Unlock()
+	r := s.builtRelay(ctx)
 	if r == nil {
 		return nil, errors.New("custody relays no requests of servers to clients")
 	}
@@ -144,4 +142,24 @@ func (s *Set) ask(ctx context.Context, server, feature string, params any, calle
 		return nil, errors.New("the request left no answer")
 	}
 	return box.answer, nil
+}
+
+// relayWait bounds how long a server's request waits for the relay that
+// records it: a server may ask as soon as it is initialized, while custody
+// is still building its gateways.
+const relayWait = 30 * time.Second
+
+// builtRelay returns the relay, waiting for it to be built for at most
+// relayWait; nil when there is none.
+func (s *Set) builtRelay(ctx context.Context) *Relay {
+	timer := time.NewTimer(relayWait)
+	defer timer.Stop()
+	select {
+	case <-s.relayBuilt:
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.relay
 }

@@ -174,6 +174,9 @@ func (s *Set) Relay(ctx context.Context, cfg gate.Config, pins *Pins) (*Relay, e
 	}
 	r.gw = gw
 	s.mu.Lock()
+	if s.relay == nil {
+		close(s.relayBuilt)
+	}
 	s.relay = r
 	s.mu.Unlock()
 	return r, nil

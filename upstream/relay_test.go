@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -263,4 +265,42 @@ func TestRelayAServerWithoutTools(t *testing.T) {
 	if ps := r.Prompts(); len(ps) != 0 {
 		t.Errorf("prompts %+v: none governed", ps)
 	}
+}
+
+// TestAServerAskingBeforeTheRelayIsBuiltIsRecorded: a server may ask the
+// client for its roots as soon as it is initialized, before custody has
+// built the relay that records such requests; the request waits for it,
+// and is recorded and answered (with no client to ask, refused), not
+// answered unrecorded.
+func TestAServerAskingBeforeTheRelayIsBuiltIsRecorded(t *testing.T) {
+	f := newFixture(t)
+	asked, answered := make(chan struct{}), make(chan error, 1)
+	server := mcp.NewServer(&mcp.Implementation{Name: "eager", Version: "1"}, &mcp.ServerOptions{
+		InitializedHandler: func(ctx context.Context, r *mcp.InitializedRequest) {
+			go func() {
+				close(asked)
+				_, err := r.Session.ListRoots(context.WithoutCancel(ctx), nil)
+				answered <- err
+			}()
+		}})
+	addEcho(server, defaultDescription)
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	read := Policy{Access: custody.Read, Effect: custody.EffectNone, Approval: custody.NotRequired}
+	s := openSet(t, Config{Servers: []Server{{Name: "eager", URL: srv.URL}}, Governance: Governance{"eager__*": read}})
+	<-asked
+	relayOver(t, f, s, f.db)
+	if err := <-answered; err == nil {
+		t.Fatal("the server's roots request was answered with roots, with no client to ask")
+	}
+	es, err := f.db.Entries(context.Background(), custody.Query{Kind: custody.KindCallFailed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if strings.Contains(string(e.Body), `"tool":"client/roots:eager"`) {
+			return
+		}
+	}
+	t.Fatalf("no call.failed entry for the server's roots request among %d failures", len(es))
 }

@@ -102,8 +102,9 @@ type Set struct {
 	// call in flight (client.go).
 	logListeners []func(ctx context.Context, p *logMessage)
 	// relay asks clients the servers' requests of them (ask.go), once
-	// built.
-	relay *Relay
+	// built; relayBuilt is closed then.
+	relay      *Relay
+	relayBuilt chan struct{}
 	// listListeners are told when what a server offers may have changed
 	// (Relay.OnListChanged).
 	listListeners []func(ctx context.Context)
@@ -123,7 +124,7 @@ type Set struct {
 // that may name what it offers cannot be checked yet, and is logged as
 // such, then checked when the server lists (waiting.go).
 func Open(ctx context.Context, cfg Config) (*Set, error) {
-	s := &Set{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}, 1)}
+	s := &Set{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}, 1), relayBuilt: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
