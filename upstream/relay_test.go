@@ -279,6 +279,7 @@ func TestAServerAskingBeforeTheRelayIsBuiltIsRecorded(t *testing.T) {
 		InitializedHandler: func(ctx context.Context, r *mcp.InitializedRequest) {
 			go func() {
 				close(asked)
+				//lint:ignore SA1019 roots are deprecated by SEP-2577 and still relayed.
 				_, err := r.Session.ListRoots(context.WithoutCancel(ctx), nil)
 				answered <- err
 			}()
