@@ -38,7 +38,21 @@ func ParseText(text []byte) (Checkpoint, error) {
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("parse checkpoint: %w", err)
 	}
-	return fromLog(lc, rest)
+	c, err := fromLog(lc, rest)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	return c, canonical(c, text)
+}
+
+// canonical refuses a checkpoint text other than the one Text writes for
+// c: the root hash's base64, for one, decodes with line breaks in it, and
+// no two texts may mean the same checkpoint.
+func canonical(c Checkpoint, text []byte) error {
+	if !bytes.Equal(c.Text(), text) {
+		return fmt.Errorf("parse checkpoint: %q is not in the canonical form %q", text, c.Text())
+	}
+	return nil
 }
 
 func fromLog(lc log.Checkpoint, rest []byte) (Checkpoint, error) {
@@ -141,6 +155,9 @@ func Open(msg []byte, origin string, pub ed25519.PublicKey) (Checkpoint, *note.N
 	}
 	c, err := fromLog(*lc, rest)
 	if err != nil {
+		return Checkpoint{}, nil, err
+	}
+	if err := canonical(c, []byte(n.Text)); err != nil {
 		return Checkpoint{}, nil, err
 	}
 	return c, n, nil
