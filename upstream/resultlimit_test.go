@@ -27,6 +27,24 @@ type writeCounter struct {
 	failed  bool
 }
 
+// wantCut waits for the server's write of an answer of size bytes to
+// fail, and fails unless it failed before all of it was written: custody
+// stopped reading.
+func (c *writeCounter) wantCut(t *testing.T, size int64) {
+	t.Helper()
+	waitFor(t, "the server's write of the answer to fail", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.failed
+	})
+	c.mu.Lock()
+	written := c.written
+	c.mu.Unlock()
+	if written >= size {
+		t.Fatalf("the server wrote %d bytes: custody read the whole answer", written)
+	}
+}
+
 func (c *writeCounter) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(&countingWriter{ResponseWriter: w, c: c}, r)
@@ -79,17 +97,7 @@ func TestResultOverTheCapNotReadWhole(t *testing.T) {
 			if custody.ErrorKind(err) != custody.EINVALID || !strings.Contains(err.Error(), "over the 1024 bytes its policy allows") {
 				t.Fatalf("a 50 MB answer: %v", err)
 			}
-			waitFor(t, "the server's write of the answer to fail", func() bool {
-				counter.mu.Lock()
-				defer counter.mu.Unlock()
-				return counter.failed
-			})
-			counter.mu.Lock()
-			written := counter.written
-			counter.mu.Unlock()
-			if written >= bigAnswer {
-				t.Fatalf("the server wrote %d bytes: custody read the whole answer", written)
-			}
+			counter.wantCut(t, bigAnswer)
 			out, err := s.mcpHandler("b", "echo", DefaultMaxResultBytes)(ctx, custody.Call{Args: json.RawMessage(`{"message":"after"}`)})
 			if err != nil || !strings.Contains(string(out), "after") {
 				t.Fatalf("the next call: %s %v", out, err)
