@@ -440,7 +440,8 @@ var ErrDown = errors.New("upstream server is down")
 // _meta (meta, nil for none) and returns the
 // result as the JSON of an MCP CallToolResult. It fails when the server
 // is down, the session breaks or ctx ends: the caller decides what that
-// means, and nothing is retried here.
+// means. Only a call the session refused unsent, having ended, is made
+// again, on the next session.
 func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
 	s, err := c.live(ctx)
 	if err != nil {
@@ -450,25 +451,29 @@ func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage, meta
 	defer done()
 	params := &mcp.CallToolParams{Meta: c.forServer(meta, token), Name: tool, Arguments: args}
 	for {
-		raw := c.rawOf(s)
-		if raw == nil {
-			return c.callSDK(ctx, s, params)
+		out, err := c.callOn(ctx, s, params)
+		if !errors.Is(err, errNotSent) {
+			return out, err
 		}
-		out, err := c.callRaw(ctx, raw, params)
-		switch {
-		case errors.Is(err, errNotSent):
-			// The session had ended before the call went out: wait for
-			// the next one, as a call made while it restarts does.
-			c.lost(s)
-			if s, err = c.live(ctx); err != nil {
-				return nil, err
-			}
-			continue
-		case errors.Is(err, errNotRaw):
-			return c.callSDK(ctx, s, params)
+		// The session had ended before the call went out: wait for the
+		// next one, as a call made while it restarts does.
+		c.lost(s)
+		if s, err = c.live(ctx); err != nil {
+			return nil, err
 		}
-		return out, err
 	}
+}
+
+// callOn makes the call on session s, on its raw connection where it
+// has one the call can use.
+func (c *Conn) callOn(ctx context.Context, s *mcp.ClientSession, params *mcp.CallToolParams) (json.RawMessage, error) {
+	if raw := c.rawOf(s); raw != nil {
+		out, err := c.callRaw(ctx, raw, params)
+		if !errors.Is(err, errNotRaw) {
+			return out, err
+		}
+	}
+	return c.callSDK(ctx, s, params)
 }
 
 // rawOf returns the raw connection of session s; nil where the SDK makes
@@ -499,6 +504,10 @@ func (c *Conn) callSDK(ctx context.Context, s *mcp.ClientSession, params *mcp.Ca
 	var answered *jsonrpc.Error
 	switch {
 	case err == nil:
+	case errors.Is(err, mcp.ErrConnectionClosed):
+		// The SDK refused to send on a session that had ended (its
+		// in-flight calls fail with the read's error instead).
+		return nil, fmt.Errorf("%w: %w", errNotSent, err)
 	case notSent(err):
 		// custody had no token it could send: the tool did not run.
 		return nil, fmt.Errorf("upstream %q: tools/call %s: %w: %w", c.srv.Name, params.Name, ErrDown, err)

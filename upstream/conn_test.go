@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/custody-dev/custody/gate"
 )
 
 // result is the part of a CallToolResult the tests read.
@@ -429,6 +431,23 @@ func TestStreamableHTTP(t *testing.T) {
 		}
 		call(t, c, "echo", `{"message":"again"}`)
 	})
+}
+
+// TestACallOnAnEndedSessionIsNotSent: a session that has ended, before
+// custody has seen it end, refuses a call without sending it; the call
+// is then made on the next session, not failed as of unknown outcome.
+func TestACallOnAnEndedSessionIsNotSent(t *testing.T) {
+	up := newHTTPUpstream(t, echoServer(defaultDescription))
+	c := dial(t, Server{Name: "h", URL: up.URL()}, ConnOptions{})
+	s := c.current()
+	s.Close()
+	params := &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"message":"late"}`)}
+	if _, err := c.callOn(context.Background(), s, params); !errors.Is(err, errNotSent) || errors.Is(err, gate.ErrOutcomeUnknown) {
+		t.Fatalf("a call on an ended session: %v, want it not sent", err)
+	}
+	if r := call(t, c, "echo", `{"message":"next"}`); string(r.StructuredContent) != `{"echo":"next"}` {
+		t.Errorf("the call after: %+v", r)
+	}
 }
 
 func TestDialHTTPFails(t *testing.T) {
